@@ -1,0 +1,31 @@
+# Every target sets up .venv itself when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lint clean venv
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,mpi]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/aiio run --phase train
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m aiio.bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache aiio-target
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,35 @@
+"""Errors aiio raises on purpose; the CLI turns each into one line and an exit code."""
+
+
+class AiioError(Exception):
+    """A user-facing problem: bad input, missing target, refused request. Exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(AiioError):
+    """A workload, spec or option value is malformed, unknown or impossible."""
+
+
+class TargetError(AiioError):
+    """The target directory is missing, not ours, not writable or too small."""
+
+
+class SpaceError(TargetError):
+    """Not enough free space for what the run must write."""
+
+
+class ToolMissing(AiioError):
+    """An external program aiio needs (fio, mpiexec) is not installed."""
+
+
+class RunFailed(AiioError):
+    """The measurement itself failed (dead client, ENOSPC, fsync error). Exit code 1."""
+
+    exit_code = 1
+
+
+class RunInterrupted(AiioError):
+    """The user pressed Ctrl-C; the partial result was saved. Exit code 130."""
+
+    exit_code = 130

@@ -1,0 +1,299 @@
+"""Workload TOML -> frozen, validated dataclasses.
+
+Each section is a dataclass; its fields *are* the table of known keys (type, default, check live
+in the field's metadata), so a key cannot be accepted without being declared, and unknown keys
+are errors that name the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiio.errors import ConfigError
+from aiio.units import MiB, parse_count, parse_duration, parse_size
+
+FORMATS = ("npz", "hdf5", "tfrecord", "raw")
+READERS = ("raw", "native")
+SHUFFLES = ("sample", "file", "off")
+
+
+def key(kind: str, default: Any, help: str, *, min: float | None = None,
+        max: float | None = None, gt: float | None = None,
+        choices: tuple[str, ...] | None = None) -> Any:
+    """Declare one known key: kind (int, float, str, bool, size, duration, count, map), default,
+    check."""
+    meta = {"kind": kind, "help": help, "min": min, "max": max, "gt": gt, "choices": choices}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    name: str = key("str", "custom", "short name shown in results")
+    description: str = key("str", "", "one line saying what this workload emulates")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    clients: int = key("int", 2, "emulated accelerators (one OS process each)", min=1)
+    seed: int = key("int", 1, "seed for data contents and shuffling", min=0)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    format: str = key("str", "npz", "on-disk format", choices=FORMATS)
+    num_files: int = key("int", 64, "files in the dataset", min=1)
+    samples_per_file: int = key("int", 1, "samples stored in each file", min=1)
+    sample_size: int = key("size", 1 * MiB, "mean sample size", gt=0)
+    sample_size_stdev: int = key("size", 0, "standard deviation of the sample size", min=0)
+    files_per_dir: int = key("int", 1000, "files per subfolder, as a large dataset is spread",
+                             min=1)
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    accelerator: str = key("str", "h100", "emulated accelerator type (a key of compute_time)")
+    compute_time: dict = key("map", {"h100": 0.1}, "seconds of compute per batch, per accelerator")
+    batch_size: int = key("int", 4, "samples per batch per client", min=1)
+    read_threads: int = key("int", 4, "loader threads per client", min=1, max=256)
+    prefetch: int = key("int", 2, "batches each loader thread reads ahead", min=1, max=64)
+    transfer_size: int = key("size", 1 * MiB, "bytes per read call", gt=0)
+    epochs: int = key("int", 1, "passes over the dataset (ignored when duration is set)", min=1)
+    duration: float = key("duration", 0.0, "stop after this long instead of after epochs", min=0)
+    au_goal: float = key("float", 0.9, "accelerator utilization every client must reach",
+                         gt=0, max=1)
+    reader: str = key("str", "raw", "raw: aligned reads; native: the format's own library",
+                      choices=READERS)
+    shuffle: str = key("str", "sample", "each epoch reshuffle samples, only the file order, or off",
+                       choices=SHUFFLES)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The model behind the workload: what checkpoints, sizing and model loading are made of."""
+
+    name: str = key("str", "", "model name, e.g. llama3-70b")
+    parameters: float = key("count", 0.0, "parameter count, e.g. 70B (0: no model given)", min=0)
+    bytes_per_parameter: float = key(
+        "float", 14.0, "checkpoint bytes per parameter: bf16 weights + fp32 optimizer state",
+        gt=0)
+    ranks: int = key("int", 0, "ranks MLPerf Storage writes this checkpoint with (0: none)",
+                     min=0)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A resolved workload: every section validated, every default filled in."""
+
+    workload: WorkloadInfo = field(default_factory=WorkloadInfo)
+    run: RunSpec = field(default_factory=RunSpec)
+    dataset: DatasetSpec = field(default_factory=DatasetSpec)
+    train: TrainSpec = field(default_factory=TrainSpec)
+    model: ModelSpec = field(default_factory=ModelSpec)
+    source: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def compute_time(self) -> float:
+        """Compute seconds per batch for the chosen accelerator."""
+        return float(self.train.compute_time[self.train.accelerator])
+
+    @property
+    def num_samples(self) -> int:
+        return self.dataset.num_files * self.dataset.samples_per_file
+
+    @property
+    def dataset_bytes(self) -> int:
+        """Expected dataset size from the mean sample size (the manifest holds the real one)."""
+        return self.num_samples * self.dataset.sample_size
+
+    def demand_mib_s(self) -> float:
+        """Read rate one accelerator needs: batch x mean sample size / compute time."""
+        return self.train.batch_size * self.dataset.sample_size / MiB / self.compute_time
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: dataclasses.asdict(getattr(self, f.name)) for f in _sections()}
+        out["source"] = self.source
+        return out
+
+
+def _sections() -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(Workload) if f.name != "source"]
+
+
+# --- where workloads live ---------------------------------------------------------------
+
+def workloads_dir() -> Path:
+    """The shipped workloads folder (AIIO_WORKLOADS overrides, for installed copies)."""
+    env = os.environ.get("AIIO_WORKLOADS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "workloads"
+
+
+def shipped_workloads() -> list[str]:
+    return sorted(p.stem for p in workloads_dir().glob("*.toml"))
+
+
+def resolve_path(name_or_path: str) -> Path:
+    """A shipped workload name, or a path to the user's own TOML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or os.sep in name_or_path:
+        if not candidate.is_file():
+            raise ConfigError(f"workload file {name_or_path} does not exist")
+        return candidate
+    shipped = workloads_dir() / f"{name_or_path}.toml"
+    if not shipped.is_file():
+        names = ", ".join(shipped_workloads()) or "none found"
+        raise ConfigError(f"unknown workload {name_or_path!r}; shipped: {names} "
+                          "(or give a path to a .toml file)")
+    return shipped
+
+
+# --- parsing and checking values ----------------------------------------------------------
+
+def _coerce(kind: str, value: Any, where: str) -> Any:
+    """Turn a TOML value or a CLI string into the key's kind."""
+    try:
+        if kind == "size":
+            return parse_size(value)
+        if kind == "duration":
+            return parse_duration(value)
+        if kind == "count":
+            return parse_count(value)
+        if kind == "int":
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "yes", "1", "on"):
+                return True
+            if str(value).lower() in ("false", "no", "0", "off"):
+                return False
+            raise ValueError
+        if kind == "str":
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+        if kind == "map":
+            if not isinstance(value, dict):
+                raise ValueError
+            return {str(k): float(v) for k, v in value.items()}
+    except (ValueError, TypeError, ConfigError) as exc:
+        raise ConfigError(f"{where}: cannot read {value!r} as {kind}") from exc
+    raise AssertionError(f"unknown key kind {kind}")
+
+
+def _check(meta: dict, value: Any, where: str) -> None:
+    if meta["choices"] and value not in meta["choices"]:
+        raise ConfigError(f"{where} = {value!r} is not one of {', '.join(meta['choices'])}")
+    values = value.values() if isinstance(value, dict) else [value]
+    for v in values:
+        if isinstance(v, str):
+            continue
+        if meta["gt"] is not None and not v > meta["gt"]:
+            raise ConfigError(f"{where} = {v!r} must be greater than {meta['gt']}")
+        if meta["min"] is not None and v < meta["min"]:
+            raise ConfigError(f"{where} = {v!r} must be at least {meta['min']}")
+        if meta["max"] is not None and v > meta["max"]:
+            raise ConfigError(f"{where} = {v!r} must be at most {meta['max']}")
+
+
+def _build_section(cls: type, table: dict[str, Any], where: str) -> Any:
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    values = {}
+    for name, raw in table.items():
+        if name not in known:
+            raise ConfigError(f"{where}: unknown key {name!r}; known keys: {', '.join(known)}")
+        meta = known[name].metadata
+        value = _coerce(meta["kind"], raw, f"{where}.{name}")
+        _check(meta, value, f"{where}.{name}")
+        values[name] = value
+    return cls(**values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def split_override(text: str) -> tuple[str, str, str]:
+    """'train.batch_size=8' -> ('train', 'batch_size', '8')."""
+    name, sep, value = text.partition("=")
+    section, dot, key_name = name.strip().partition(".")
+    if not sep or not dot or not key_name:
+        raise ConfigError(f"--set {text!r}: expected section.key=value, e.g. train.batch_size=8")
+    return section, key_name.strip(), value.strip()
+
+
+def build(data: dict[str, Any], source: str,
+          overrides: list[tuple[str, str, Any]] = ()) -> Workload:
+    """Validate a parsed TOML document plus overrides into a Workload."""
+    sections = {f.name: f for f in _sections()}
+    tables: dict[str, dict[str, Any]] = {}
+    for name, table in data.items():
+        if name not in sections:
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(sections)}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: {name} must be a [{name}] table")
+        tables[name] = dict(table)
+    for section, key_name, value in overrides:
+        if section not in sections:
+            raise ConfigError(f"unknown section {section!r} in override {section}.{key_name}; "
+                              f"known: {', '.join(sections)}")
+        tables.setdefault(section, {})[key_name] = value
+    built = {name: _build_section(f.default_factory, tables.get(name, {}), f"{source} [{name}]")
+             for name, f in sections.items()}
+    workload = Workload(**built, source=source)
+    validate(workload)
+    return workload
+
+
+def validate(w: Workload) -> None:
+    """Checks that span keys."""
+    if w.train.accelerator not in w.train.compute_time:
+        known = ", ".join(sorted(w.train.compute_time))
+        raise ConfigError(f"workload {w.name}: unknown accelerator {w.train.accelerator!r}; "
+                          f"this workload knows: {known}")
+    if w.train.batch_size > w.num_samples:
+        raise ConfigError(f"workload {w.name}: batch size {w.train.batch_size} is larger than "
+                          f"the dataset ({w.num_samples} samples)")
+    if w.train.transfer_size % 4096:
+        raise ConfigError(f"transfer size {w.train.transfer_size} B must be a multiple of 4 KiB "
+                          "(O_DIRECT needs aligned lengths)")
+
+
+def load_workload(name_or_path: str, overrides: list[tuple[str, str, Any]] = ()) -> Workload:
+    """Resolve, read and validate a workload; overrides are (section, key, value)."""
+    path = resolve_path(name_or_path)
+    return build(_read_toml(path), str(path), overrides)
+
+
+def describe_keys() -> list[tuple[str, str, Any, str]]:
+    """(section.key, kind, default, help) for every known key, for docs and --help."""
+    rows = []
+    for sec in _sections():
+        for f in dataclasses.fields(sec.default_factory):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            rows.append((f"{sec.name}.{f.name}", f.metadata["kind"], default, f.metadata["help"]))
+    return rows
