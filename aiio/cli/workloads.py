@@ -1,0 +1,45 @@
+"""`aiio workloads`: what is shipped, with each one's key figures."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def workloads(as_json: bool) -> None:
+    """List the shipped workloads and their key figures."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from aiio.cli.common import emit_json
+    from aiio.units import format_size
+    from aiio.workload import load_workload, shipped_workloads
+
+    rows = []
+    for name in shipped_workloads():
+        w = load_workload(name)
+        d, t = w.dataset, w.train
+        rows.append({
+            "name": name, "description": w.workload.description, "format": d.format,
+            "sample_size": d.sample_size, "sample_size_stdev": d.sample_size_stdev,
+            "samples_per_file": d.samples_per_file, "files": d.num_files,
+            "dataset_bytes": w.dataset_bytes, "batch_size": t.batch_size,
+            "read_threads": t.read_threads, "compute_time": t.compute_time,
+            "au_goal": t.au_goal, "demand_mib_s": w.demand_mib_s(),
+            "accelerator": t.accelerator, "model_parameters": w.model.parameters})
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="shipped workloads (MiB/s demand is per accelerator at its default type)")
+    for col in ("name", "format", "sample", "samples/file", "files", "dataset", "batch",
+                "threads", "compute s/batch", "AU goal", "demand MiB/s"):
+        table.add_column(col, justify="left" if col in ("name", "format") else "right")
+    for r in rows:
+        compute = ", ".join(f"{k} {v:g}" for k, v in r["compute_time"].items())
+        table.add_row(r["name"], r["format"], format_size(r["sample_size"]),
+                      f"{r['samples_per_file']:,}", f"{r['files']:,}",
+                      format_size(r["dataset_bytes"]), f"{r['batch_size']:,}",
+                      str(r["read_threads"]), compute, f"{r['au_goal']:.0%}",
+                      f"{r['demand_mib_s']:,.0f} ({r['accelerator']})")
+    Console().print(table)

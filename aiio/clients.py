@@ -1,0 +1,234 @@
+"""Start N client processes, release them together, gather their results, handle faults.
+
+Each client is one OS process (one emulated accelerator). Clients get ready (open files, start
+loader threads), report ready, and wait; the parent then publishes one start instant slightly
+in the future and every client starts its clock at exactly that instant. Live progress flows
+through shared counters; results come back through a queue. A client that dies or raises ends
+the run with its name and cause; Ctrl-C stops every client and keeps what they measured.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiio.errors import AiioError, RunFailed, RunInterrupted
+
+START_LEAD_NS = 50_000_000  # the start instant is published this far ahead of time
+READY_TIMEOUT_S = 300.0
+
+
+@dataclass
+class ClientContext:
+    """What a client process gets: its number, the shared state, and the phase's arguments."""
+
+    index: int
+    count: int
+    args: Any
+    _shared: Any
+
+    def ready_and_wait(self) -> int:
+        """Report ready, wait for the common start instant, return it (monotonic ns)."""
+        self._shared.messages.put(("ready", self.index, None))
+        self._shared.go.wait()
+        start_ns = self._shared.start_ns.value
+        delay = (start_ns - time.monotonic_ns()) / 1e9
+        if delay > 0:
+            time.sleep(delay)
+        return start_ns
+
+    def add_bytes(self, n: int) -> None:
+        self._shared.bytes[self.index] += n
+
+    def add_units(self, n: int = 1) -> None:
+        """Progress in the phase's own unit (steps, files, shards)."""
+        self._shared.units[self.index] += n
+
+    @property
+    def stop(self) -> Any:
+        """An event set when the run must end early (Ctrl-C, another client failed)."""
+        return self._shared.stop
+
+
+class _Shared:
+    def __init__(self, ctx: mp.context.BaseContext, n: int) -> None:
+        self.messages = ctx.Queue()
+        self.go = ctx.Event()
+        self.stop = ctx.Event()
+        self.start_ns = ctx.RawValue("q", 0)
+        self.bytes = ctx.RawArray("q", n)
+        self.units = ctx.RawArray("q", n)
+
+
+ClientFn = Callable[[ClientContext], dict]
+TickFn = Callable[[list[int], list[int], float], None]
+
+
+def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
+    """Body of a client process: run the phase, send the result or the error."""
+    # Ctrl-C reaches the whole process group; only the parent handles it, and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        result = fn(ctx)
+        ctx._shared.messages.put(("result", ctx.index, result))
+    except AiioError as exc:
+        _send_and_exit(ctx, {"message": str(exc), "partial": getattr(exc, "partial", None)})
+    except BaseException as exc:  # a crash is data: name it and let the parent fail the run
+        _send_and_exit(ctx, {"message": f"{type(exc).__name__}: {exc}",
+                             "trace": traceback.format_exc(limit=4)})
+
+
+def _send_and_exit(ctx: ClientContext, payload: dict) -> None:
+    """Send an error and leave at once; flush the queue first or the message is lost."""
+    messages = ctx._shared.messages
+    messages.put(("error", ctx.index, payload))
+    messages.close()
+    messages.join_thread()
+    os._exit(1)
+
+
+class RunAborted(AiioError):
+    """Raised by `run_clients` with whatever results the clients managed to send."""
+
+    def __init__(self, message: str, results: dict[int, dict], cause: type[AiioError]) -> None:
+        super().__init__(message)
+        self.results = results
+        self.cause = cause
+        self.exit_code = cause.exit_code
+
+
+def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
+                tick_s: float = 0.2) -> tuple[list[dict], int]:
+    """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
+
+    Raises RunAborted (cause RunFailed or RunInterrupted) carrying the partial results.
+    """
+    ctx = mp.get_context("fork")
+    shared = _Shared(ctx, n)
+    procs = [ctx.Process(target=_client_main, args=(fn, ClientContext(i, n, args, shared)),
+                         name=f"aiio-client-{i}", daemon=True) for i in range(n)]
+    results: dict[int, dict] = {}
+    errors: dict[int, dict] = {}
+    try:
+        for p in procs:
+            p.start()
+        _wait_ready(procs, shared, errors)
+        start_ns = time.monotonic_ns() + START_LEAD_NS
+        shared.start_ns.value = start_ns
+        shared.go.set()
+        _collect(procs, shared, results, errors, on_tick, tick_s, start_ns)
+    except KeyboardInterrupt:
+        shared.stop.set()
+        shared.go.set()
+        _drain(procs, shared, results, errors, timeout_s=10.0)
+        raise RunAborted("interrupted by the user; clients stopped", results,
+                         RunInterrupted) from None
+    except RunAborted as exc:
+        shared.stop.set()
+        shared.go.set()
+        _drain(procs, shared, results, errors, timeout_s=10.0)
+        exc.results = results
+        raise
+    finally:
+        _reap(procs)
+    return [results[i] for i in range(n)], start_ns
+
+
+def _describe_death(i: int, p: mp.Process, errors: dict[int, dict]) -> str:
+    if i in errors:
+        return f"client {i} failed: {errors[i]['message']}"
+    code = p.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        return f"client {i} (pid {p.pid}) was killed by {name}"
+    return f"client {i} (pid {p.pid}) exited with code {code} before sending its result"
+
+
+def _handle(msg: tuple, results: dict, errors: dict, ready: set | None = None) -> None:
+    kind, i, payload = msg
+    if kind == "ready" and ready is not None:
+        ready.add(i)
+    elif kind == "result":
+        results[i] = payload
+    elif kind == "error":
+        errors[i] = payload
+        if payload.get("partial"):
+            results[i] = payload["partial"]
+
+
+def _wait_ready(procs: list, shared: _Shared, errors: dict) -> None:
+    ready: set[int] = set()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while len(ready) < len(procs):
+        try:
+            _handle(shared.messages.get(timeout=0.1), {}, errors, ready)
+        except queue.Empty:
+            pass
+        for i, p in enumerate(procs):
+            if i not in ready and (i in errors or (p.exitcode is not None)):
+                _pull_pending(shared, {}, errors)
+                raise RunAborted(_describe_death(i, p, errors), {}, RunFailed)
+        if time.monotonic() > deadline:
+            raise RunAborted(f"only {len(ready)} of {len(procs)} clients got ready in "
+                             f"{READY_TIMEOUT_S:.0f} s", {}, RunFailed)
+
+
+def _pull_pending(shared: _Shared, results: dict, errors: dict) -> None:
+    while True:
+        try:
+            _handle(shared.messages.get(timeout=0.05), results, errors)
+        except queue.Empty:
+            return
+
+
+def _collect(procs: list, shared: _Shared, results: dict, errors: dict,
+             on_tick: TickFn | None, tick_s: float, start_ns: int) -> None:
+    next_tick = time.monotonic() + tick_s
+    while len(results) < len(procs):
+        try:
+            _handle(shared.messages.get(timeout=0.05), results, errors)
+        except queue.Empty:
+            pass
+        if errors:
+            i = min(errors)
+            raise RunAborted(_describe_death(i, procs[i], errors), results, RunFailed)
+        for i, p in enumerate(procs):
+            if i not in results and p.exitcode is not None:
+                _pull_pending(shared, results, errors)
+                if i not in results:
+                    raise RunAborted(_describe_death(i, p, errors), results, RunFailed)
+        if on_tick and time.monotonic() >= next_tick:
+            next_tick += tick_s
+            elapsed = (time.monotonic_ns() - start_ns) / 1e9
+            on_tick(list(shared.bytes), list(shared.units), elapsed)
+
+
+def _drain(procs: list, shared: _Shared, results: dict, errors: dict, timeout_s: float) -> None:
+    """After a stop: give live clients time to send their partial results."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = [i for i, p in enumerate(procs)
+                 if i not in results and i not in errors and p.exitcode is None]
+        if not alive:
+            break
+        try:
+            _handle(shared.messages.get(timeout=0.1), results, errors)
+        except queue.Empty:
+            pass
+    _pull_pending(shared, results, errors)
+
+
+def _reap(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.join(timeout=2.0)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=2.0)

@@ -1,0 +1,243 @@
+"""Generate a dataset in parallel, describe it in a manifest, and reuse it only when it matches.
+
+Layout under TARGET/aiio/datasets/<workload>/:
+  manifest.json   parameters, totals, and `complete: true` written last
+  index.npz       per-file sizes and per-sample byte ranges (file, offset, length)
+  dNNNNN/fNNNNNNN.<ext>   the files, `files_per_dir` to a folder
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from aiio import formats
+from aiio.errors import AiioError, RunFailed
+from aiio.target import Target, remove_tree
+from aiio.workload import DatasetSpec, Workload
+
+SCHEMA = "aiio.dataset/1"
+GENERATOR = 1  # bump when the bytes a given seed produces change
+# Explicit per-sample ranges above this many samples would cost too much memory; such datasets
+# must have a regular layout (fixed-size records), whose ranges are computed instead.
+MAX_EXPLICIT_SAMPLES = 20_000_000
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class DatasetParams:
+    """Everything that decides the dataset's bytes; a manifest matches only if all are equal."""
+
+    workload: str
+    format: str
+    num_files: int
+    samples_per_file: int
+    sample_size: int
+    sample_size_stdev: int
+    files_per_dir: int
+    seed: int
+    generator: int = GENERATOR
+
+    @classmethod
+    def from_workload(cls, w: Workload) -> DatasetParams:
+        d: DatasetSpec = w.dataset
+        return cls(w.name, d.format, d.num_files, d.samples_per_file, d.sample_size,
+                   d.sample_size_stdev, d.files_per_dir, w.run.seed)
+
+    @property
+    def regular(self) -> bool:
+        """Fixed-size raw records: ranges are arithmetic, no index needed."""
+        return self.format == "raw" and self.sample_size_stdev == 0
+
+    def relpath(self, i: int) -> str:
+        ext = formats.get_format(self.format).EXTENSION
+        return f"d{i // self.files_per_dir:05d}/f{i:07d}{ext}"
+
+    def file_seed(self, i: int) -> int:
+        """Distinct seed per file, so no two files hold the same bytes."""
+        return int(np.random.SeedSequence([self.seed, i, 0xA110]).generate_state(1)[0])
+
+    def sample_sizes(self, i: int) -> np.ndarray:
+        """Sizes of file i's samples: normal(mean, stdev), clipped symmetrically at 2 stdev
+        (keeps the mean) and at 1 byte."""
+        n, mean, sd = self.samples_per_file, self.sample_size, self.sample_size_stdev
+        if sd == 0:
+            return np.full(n, mean, dtype=np.int64)
+        rng = np.random.Generator(np.random.PCG64(self.file_seed(i) ^ 0x5EED))
+        sizes = np.clip(rng.normal(mean, sd, n), max(1, mean - 2 * sd), mean + 2 * sd)
+        return sizes.astype(np.int64)
+
+    def expected_bytes(self) -> int:
+        return self.num_files * self.samples_per_file * self.sample_size
+
+
+class Dataset:
+    """A generated dataset on the target: paths, sizes and sample ranges."""
+
+    def __init__(self, folder: Path, params: DatasetParams, manifest: dict) -> None:
+        self.folder = folder
+        self.params = params
+        self.manifest = manifest
+        self.total_bytes = int(manifest["total_bytes"])
+        self._index = None
+
+    @property
+    def num_files(self) -> int:
+        return self.params.num_files
+
+    @property
+    def num_samples(self) -> int:
+        return self.params.num_files * self.params.samples_per_file
+
+    def path(self, i: int) -> str:
+        return str(self.folder / self.params.relpath(i))
+
+    def index(self) -> dict[str, np.ndarray]:
+        """file_sizes, and (unless regular) sample_offset / sample_length per global sample."""
+        if self._index is None:
+            with np.load(self.folder / "index.npz") as data:
+                self._index = {k: data[k] for k in data.files}
+        return self._index
+
+    def ranges(self, file_idx: np.ndarray, first: np.ndarray,
+               count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Byte (offset, length) covering samples first..first+count-1 of each file."""
+        p = self.params
+        if p.regular:
+            return first * p.sample_size, count * p.sample_size
+        idx = self.index()
+        g0 = file_idx * p.samples_per_file + first
+        g1 = g0 + count - 1
+        start = idx["sample_offset"][g0]
+        end = idx["sample_offset"][g1] + idx["sample_length"][g1]
+        return start, end - start
+
+    def file_size(self, i: int) -> int:
+        return int(self.index()["file_sizes"][i])
+
+
+def dataset_folder(target: Target, params: DatasetParams) -> Path:
+    return target.root / "datasets" / params.workload
+
+
+def _read_manifest(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check(target: Target, w: Workload) -> tuple[Dataset | None, str]:
+    """(dataset, '') when a complete, matching dataset exists, else (None, why not)."""
+    params = DatasetParams.from_workload(w)
+    folder = dataset_folder(target, params)
+    if not folder.exists():
+        return None, "no dataset yet"
+    manifest = _read_manifest(folder)
+    if manifest is None or not manifest.get("complete"):
+        return None, "the dataset there is incomplete (an earlier generation stopped)"
+    if manifest.get("params") != asdict(params):
+        return None, "the dataset there was made with other parameters"
+    return Dataset(folder, params, manifest), ""
+
+
+# --- generation ----------------------------------------------------------------------------
+
+def _write_file(args: tuple[DatasetParams, str, int]) -> tuple[int, int, np.ndarray]:
+    """Write file i, make it durable, drop its cached pages; return (i, size, ranges)."""
+    params, folder, i = args
+    path = Path(folder) / params.relpath(i)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = formats.get_format(params.format)
+    sizes = params.sample_sizes(i)
+    ranges = fmt.write(path, sizes, params.file_seed(i))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        # Dirty pages cannot be dropped, hence the fsync first; then the reads start cold.
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    arr = np.empty((0, 2), dtype=np.int64) if params.regular else np.asarray(ranges, np.int64)
+    return i, size, arr
+
+
+def _check_layout(params: DatasetParams) -> None:
+    n = params.num_files * params.samples_per_file
+    if n > MAX_EXPLICIT_SAMPLES and not params.regular:
+        raise AiioError(f"{n:,} samples of varying size need a per-sample index too large to "
+                        "hold; use format = \"raw\" with sample_size_stdev = 0 for such datasets")
+
+
+def generate(target: Target, w: Workload, workers: int | None = None,
+             progress: Progress | None = None) -> Dataset:
+    """Write the whole dataset with `workers` processes, then the index and manifest."""
+    params = DatasetParams.from_workload(w)
+    _check_layout(params)
+    folder = dataset_folder(target, params)
+    if folder.exists():
+        remove_tree(folder, target.root)
+    # Formats add a little framing; 1 % + 64 KiB a file covers npz/hdf5/tfrecord headers.
+    needed = int(params.expected_bytes() * 1.01) + params.num_files * 65536
+    target.require_space(needed, f"dataset {params.workload} ({params.num_files:,} files)")
+    folder.mkdir(parents=True)
+    workers = workers or max(1, min(os.cpu_count() or 1, 8, params.num_files))
+    sizes = np.zeros(params.num_files, dtype=np.int64)
+    ranges: list[np.ndarray | None] = [None] * params.num_files
+    t0 = time.monotonic()
+    jobs = [(params, str(folder), i) for i in range(params.num_files)]
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            done_bytes = 0
+            for n, (i, size, arr) in enumerate(pool.imap_unordered(_write_file, jobs,
+                                                                    chunksize=4), 1):
+                sizes[i], ranges[i] = size, arr
+                done_bytes += size
+                if progress:
+                    progress(n, done_bytes)
+    except OSError as exc:
+        remove_tree(folder, target.root)
+        raise RunFailed(f"dataset generation failed: {exc.strerror or exc} "
+                        f"({getattr(exc, 'filename', '') or folder}); partial files removed") from exc
+    except BaseException:
+        remove_tree(folder, target.root)
+        raise
+    _write_index(folder, params, sizes, ranges)
+    manifest = {"schema": SCHEMA, "params": asdict(params), "complete": True,
+                "total_bytes": int(sizes.sum()), "num_files": params.num_files,
+                "num_samples": params.num_files * params.samples_per_file,
+                "generated_s": round(time.monotonic() - t0, 3),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    tmp = folder / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    os.replace(tmp, folder / "manifest.json")
+    return Dataset(folder, params, manifest)
+
+
+def _write_index(folder: Path, params: DatasetParams, sizes: np.ndarray,
+                 ranges: list[np.ndarray | None]) -> None:
+    arrays = {"file_sizes": sizes}
+    if not params.regular:
+        flat = np.concatenate([r for r in ranges if r is not None])
+        arrays["sample_offset"] = flat[:, 0].copy()
+        arrays["sample_length"] = flat[:, 1].copy()
+    np.savez(folder / "index.npz", **arrays)
+
+
+def ensure(target: Target, w: Workload, progress: Progress | None = None,
+           note: Callable[[str], None] | None = None) -> tuple[Dataset, bool]:
+    """Reuse a matching dataset or generate one; returns (dataset, generated?)."""
+    dataset, why = check(target, w)
+    if dataset is not None:
+        return dataset, False
+    if note:
+        note(f"generating dataset {w.name}: {why}")
+    return generate(target, w, progress=progress), True

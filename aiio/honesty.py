@@ -1,0 +1,71 @@
+"""Warnings that say when a number cannot be the storage's (DESIGN: measuring rule 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE
+from aiio.target import TargetInfo
+from aiio.units import format_size
+
+CPU_SATURATED = 90.0      # % of all the client machine's cores
+CLIENT_PROC_BUSY = 0.9    # one client process's CPU seconds per wall second (the GIL caps at 1)
+NIC_NEAR_LINK = 0.8       # share of a NIC's link speed
+DEVICE_SHORTFALL = 0.5    # device saw less than this share of the bytes the clients read
+
+
+def _w(code: str, message: str) -> dict[str, str]:
+    return {"code": code, "message": message}
+
+
+def target_warnings(info: TargetInfo, method: str, dataset_bytes: int,
+                    ram_bytes: int) -> list[dict[str, str]]:
+    """What the target and the cache-defeat method alone tell us, before any I/O."""
+    out = []
+    if info.memory_backed:
+        out.append(_w("memory_backed", f"target is on {info.fstype}, which lives in RAM: "
+                      "these numbers measure memory, not storage"))
+    if method == METHOD_NONE:
+        out.append(_w("cache_not_defeated", "reads went through the page cache without "
+                      "dropping it: repeated reads may be served from RAM"))
+    elif method == METHOD_FADVISE:
+        out.append(_w("no_o_direct", f"{info.fstype} refused O_DIRECT; cached pages were "
+                      "dropped (posix_fadvise DONTNEED) before each file was read instead"))
+    if method != METHOD_DIRECT and 0 < dataset_bytes < ram_bytes:
+        out.append(_w("dataset_fits_in_ram", f"the data read ({format_size(dataset_bytes)}) "
+                      f"is smaller than this machine's RAM ({format_size(ram_bytes)}) and "
+                      "O_DIRECT was not used: the page cache can serve it"))
+    return out
+
+
+def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
+                 read_bytes: int) -> list[dict[str, str]]:
+    """What the run's own resource use says about its numbers."""
+    out = []
+    if monitor.get("cpu_percent_mean", 0) >= CPU_SATURATED:
+        out.append(_w("client_cpu_saturated", f"the client machine's CPUs were "
+                      f"{monitor['cpu_percent_mean']:.0f} % busy on average: the client, not "
+                      "the storage, may be the bottleneck"))
+    busy = [c["client"] for c in clients
+            if c.get("elapsed_s") and c.get("cpu_s", 0) / c["elapsed_s"] >= CLIENT_PROC_BUSY]
+    if busy:
+        out.append(_w("client_process_busy", f"client(s) {_list(busy)} used at least "
+                      f"{CLIENT_PROC_BUSY:.0%} of a core: their Python loop may limit them"))
+    for name, nic in monitor.get("nics", {}).items():
+        if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
+            cap = nic["link_bytes_s"] / 2**20
+            out.append(_w("nic_near_link", f"network interface {name} ran at "
+                          f"{nic['peak_use']:.0%} of its link speed (at most {cap:,.0f} MiB/s): "
+                          "the client's network may be the limit"))
+    dev = monitor.get("device")
+    if dev and read_bytes > 0 and not info.memory_backed:
+        if dev["read_bytes"] < DEVICE_SHORTFALL * read_bytes:
+            out.append(_w("device_saw_fewer_bytes", f"block device {dev['name']} read "
+                          f"{format_size(dev['read_bytes'])} while the clients read "
+                          f"{format_size(read_bytes)}: part of the data came from a cache"))
+    return out
+
+
+def _list(items: list[int]) -> str:
+    text = ", ".join(str(i) for i in items[:10])
+    return text + (f" and {len(items) - 10} more" if len(items) > 10 else "")

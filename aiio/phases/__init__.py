@@ -1,0 +1,16 @@
+"""One module per lifecycle phase. Each exposes a `PHASE` object (see `base.Phase`)."""
+
+from __future__ import annotations
+
+import importlib
+
+from aiio.errors import ConfigError
+
+PHASES = ("train",)
+
+
+def get_phase(name: str):
+    """The phase object for a name; unknown names are a one-line error."""
+    if name not in PHASES:
+        raise ConfigError(f"unknown phase {name!r}; choose one of: {', '.join(PHASES)}")
+    return importlib.import_module(f"aiio.phases.{name}").PHASE

@@ -1,0 +1,326 @@
+"""Training: every client streams its shard of the dataset through `read_threads` loader
+threads into an emulated accelerator that computes a fixed time per batch (MLPerf Storage
+semantics). Accelerator utilization (AU) = compute time / wall time, first step of each epoch
+excluded as warm-up.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aiio import dataset as ds
+from aiio import formats, stats
+from aiio.clients import ClientContext
+from aiio.engine import METHOD_FADVISE, OpLog, Reader, thread_read_bytes
+from aiio.phases.base import (RunContext, client_identity, client_io_figures, cpu_seconds,
+                              io_aggregate)
+from aiio.workload import Workload
+
+MAX_STEP_RECORDS = 200_000  # per client; enough for AU timelines without unbounded memory
+
+
+@dataclass
+class Batch:
+    """One batch of one client: which byte ranges of which files hold its samples."""
+
+    epoch: int
+    step: int
+    files: np.ndarray
+    offsets: np.ndarray
+    lengths: np.ndarray
+    first: np.ndarray   # first sample index inside its file, per range (native reader)
+    samples: int
+
+
+@dataclass
+class TrainArgs:
+    workload: Workload
+    dataset: ds.Dataset
+    method: str
+    compute_s: float
+    epochs: int | None       # None: run until duration
+    duration_s: float
+
+
+def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
+    """Client `index`'s contiguous share of `total` positions; shares differ by at most 1."""
+    return index * total // clients, (index + 1) * total // clients
+
+
+def epoch_order(mode: str, count: int, seed: int, epoch: int) -> np.ndarray | None:
+    """Permutation for this epoch (seeded, identical in every client); None for identity."""
+    if mode == "off":
+        return None
+    rng = np.random.Generator(np.random.PCG64([seed, epoch]))
+    return rng.permutation(count)
+
+
+def client_batches(data: ds.Dataset, shuffle: str, seed: int, epoch: int, clients: int,
+                   index: int, batch_size: int) -> Iterator[Batch]:
+    """This client's batches for one epoch; every sample of the dataset lands in exactly one
+    client's batches exactly once (the last batch of a shard may be short)."""
+    spf = data.params.samples_per_file
+    lo, hi = shard_bounds(data.num_samples, clients, index)
+    if shuffle == "sample":
+        order = epoch_order("sample", data.num_samples, seed, epoch)[lo:hi]
+        for step, b0 in enumerate(range(0, len(order), batch_size)):
+            ids = order[b0:b0 + batch_size]
+            files, first = ids // spf, ids % spf
+            count = np.ones_like(ids)
+            offsets, lengths = data.ranges(files, first, count)
+            yield Batch(epoch, step, files, offsets, lengths, first, len(ids))
+        return
+    file_order = epoch_order(shuffle, data.num_files, seed, epoch)
+    for step, b0 in enumerate(range(lo, hi, batch_size)):
+        b1 = min(b0 + batch_size, hi)
+        yield _contiguous_batch(data, file_order, epoch, step, b0, b1)
+
+
+def _contiguous_batch(data: ds.Dataset, file_order: np.ndarray | None, epoch: int, step: int,
+                      p0: int, p1: int) -> Batch:
+    """Positions p0..p1 of the epoch's file-ordered sequence, one range per file touched."""
+    spf = data.params.samples_per_file
+    slots = np.arange(p0 // spf, (p1 - 1) // spf + 1)
+    starts = np.maximum(slots * spf, p0) - slots * spf
+    ends = np.minimum((slots + 1) * spf, p1) - slots * spf
+    files = slots if file_order is None else file_order[slots]
+    offsets, lengths = data.ranges(files, starts, ends - starts)
+    return Batch(epoch, step, files, offsets, lengths, starts, p1 - p0)
+
+
+# --- the client ----------------------------------------------------------------------------
+
+class Loader:
+    """`read_threads` threads that read batches ahead of the accelerator, as a data loader."""
+
+    def __init__(self, ctx: ClientContext, args: TrainArgs, batches: Iterator[Batch]) -> None:
+        t = args.workload.train
+        self.ctx, self.args, self.batches = ctx, args, batches
+        self.ready: queue.Queue = queue.Queue()
+        self.permits = threading.Semaphore(t.read_threads * t.prefetch)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.go = threading.Event()
+        self.logs: list[OpLog] = []
+        self.errors: list[BaseException] = []
+        self.threads = [threading.Thread(target=self._work, daemon=True, name=f"loader-{i}")
+                        for i in range(t.read_threads)]
+        self.native = t.reader == "native"
+        self.fmt = formats.get_format(args.dataset.params.format)
+
+    def start(self, start_ns: int) -> None:
+        for log in self.logs:
+            log.start_ns = start_ns
+        self.go.set()
+
+    def prepare(self) -> None:
+        for _ in self.threads:
+            self.logs.append(OpLog(start_ns=0))
+        for th in self.threads:
+            th.start()
+
+    def _next(self) -> Batch | None:
+        with self.lock:
+            return next(self.batches, None)
+
+    def _work(self) -> None:
+        log = self.logs[self.threads.index(threading.current_thread())]
+        reader = Reader(self.args.method, self.args.workload.train.transfer_size, log,
+                        self.ctx.add_bytes)
+        reader.stop = self.stop
+        self.go.wait()
+        try:
+            while not self.stop.is_set():
+                self.permits.acquire()
+                if self.stop.is_set():
+                    break
+                batch = self._next()
+                if batch is None:
+                    self.ready.put(None)
+                    break
+                nbytes = self._read_batch(reader, batch)
+                self.ready.put((batch, nbytes))
+        except BaseException as exc:  # surfaced by the accelerator loop
+            self.errors.append(exc)
+            self.ready.put(None)
+        finally:
+            reader.close()
+
+    def _read_batch(self, reader: Reader, batch: Batch) -> int:
+        data, done = self.args.dataset, 0
+        for f, off, length, first in zip(batch.files.tolist(), batch.offsets.tolist(),
+                                         batch.lengths.tolist(), batch.first.tolist()):
+            if self.stop.is_set():
+                break
+            path = data.path(f)
+            if self.native:
+                done += self._read_native(reader.log, path, first)
+            else:
+                done += reader.read_file(path, off, length)
+        return done
+
+    def _read_native(self, log: OpLog, path: str, index: int) -> int:
+        """Read one sample through the format's own library; bytes from the thread's rchar."""
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        before, t0 = thread_read_bytes(), time.monotonic_ns()
+        spf = self.args.dataset.params.samples_per_file
+        self.fmt.read_native(path, None if spf == 1 else index)
+        nbytes = thread_read_bytes() - before
+        log.add("read", t0, time.monotonic_ns(), nbytes)
+        self.ctx.add_bytes(nbytes)
+        return nbytes
+
+
+def run_client(ctx: ClientContext) -> dict[str, Any]:
+    """One emulated accelerator: loader threads feed batches; compute sleeps per batch."""
+    args: TrainArgs = ctx.args
+    w = args.workload
+    loader = Loader(ctx, args, _all_batches(args, ctx))
+    loader.prepare()
+    start_ns = ctx.ready_and_wait()
+    cpu0 = cpu_seconds()
+    loader.start(start_ns)
+    steps = _accelerate(ctx, args, loader, start_ns)
+    end_ns = time.monotonic_ns()
+    loader.stop.set()
+    for _ in loader.threads:
+        loader.permits.release()
+    for th in loader.threads:
+        th.join(timeout=30)
+    if loader.errors:
+        raise loader.errors[0]
+    out = client_identity(ctx.index)
+    out.update(client_io_figures(loader.logs, start_ns, end_ns))
+    out.update(_au_figures(steps, w.train.batch_size))
+    out["cpu_s"] = cpu_seconds() - cpu0
+    out["samples_per_s"] = out["samples"] / out["elapsed_s"] if out["elapsed_s"] else 0.0
+    return out
+
+
+def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
+    w = args.workload
+    epoch = 0
+    while args.epochs is None or epoch < args.epochs:
+        yield from client_batches(args.dataset, w.train.shuffle, w.run.seed, epoch, ctx.count,
+                                  ctx.index, w.train.batch_size)
+        epoch += 1
+
+
+def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
+                start_ns: int) -> list[tuple]:
+    """The accelerator loop: wait for a batch, compute, repeat. Returns step records
+    (epoch, step, t_start_s, wait_s, compute_s, samples)."""
+    deadline = start_ns + int(args.duration_s * 1e9) if args.epochs is None else None
+    steps: list[tuple] = []
+    while not ctx.stop.is_set():
+        if deadline is not None and time.monotonic_ns() >= deadline:
+            break
+        t0 = time.monotonic_ns()
+        item = _next_ready(loader, ctx, deadline)
+        if item is None:
+            break
+        batch, _nbytes = item
+        t1 = time.monotonic_ns()
+        time.sleep(args.compute_s)
+        t2 = time.monotonic_ns()
+        loader.permits.release()
+        ctx.add_units(1)
+        if len(steps) < MAX_STEP_RECORDS:
+            steps.append((batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - t0) / 1e9,
+                          (t2 - t1) / 1e9, batch.samples))
+    return steps
+
+
+def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
+    while True:
+        try:
+            return loader.ready.get(timeout=0.05)
+        except queue.Empty:
+            if ctx.stop.is_set() or loader.errors:
+                return None
+            if deadline is not None and time.monotonic_ns() >= deadline:
+                return None
+
+
+def _au_figures(steps: list[tuple], batch_size: int) -> dict[str, Any]:
+    """AU over measured steps (step 0 of every epoch is warm-up and excluded)."""
+    measured = [s for s in steps if s[1] > 0]
+    compute = sum(s[4] for s in measured)
+    wall = sum(s[3] + s[4] for s in measured)
+    return {
+        "steps": len(steps), "measured_steps": len(measured),
+        "samples": sum(s[5] for s in steps),
+        "epochs": len({s[0] for s in steps}),
+        "compute_s": compute, "wait_s": sum(s[3] for s in measured),
+        "au": compute / wall if wall > 0 else 0.0,
+        "step_log": [[round(x, 6) if isinstance(x, float) else x for x in s] for s in steps],
+    }
+
+
+# --- the parent side -----------------------------------------------------------------------
+
+class TrainPhase:
+    name = "train"
+    unit = "steps"
+
+    def prepare(self, rc: RunContext) -> TrainArgs:
+        """Make sure the dataset exists and matches, then fix the run's plan."""
+        w = rc.workload
+        progress = None
+        if rc.progress:
+            def progress(files: int, nbytes: int) -> None:
+                rc.progress("generating dataset", files, w.dataset.num_files)
+        data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+        data.index()  # load before the fork so clients share one copy of it
+        if w.train.batch_size * rc.clients > data.num_samples:
+            rc.note(f"note: {rc.clients} clients x batch {w.train.batch_size} exceeds the "
+                    f"{data.num_samples} samples; some clients get a single short batch")
+        method = rc.method
+        if w.train.reader == "native":
+            method = METHOD_FADVISE  # libraries read through the page cache; drop it per file
+        return TrainArgs(w, data, method, w.compute_time,
+                         None if w.train.duration > 0 else w.train.epochs, w.train.duration)
+
+    def total_units(self, args: TrainArgs, clients: int) -> int | None:
+        """Total steps over all clients, when the run is epoch-bound."""
+        if args.epochs is None:
+            return None
+        n, b = args.dataset.num_samples, args.workload.train.batch_size
+        per_epoch = sum(-(-(hi - lo) // b) for lo, hi in
+                        (shard_bounds(n, clients, i) for i in range(clients)))
+        return per_epoch * args.epochs
+
+    client = staticmethod(run_client)
+
+    def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
+        agg = io_aggregate(clients)
+        au = [c["au"] for c in clients]
+        goal = args.workload.train.au_goal
+        elapsed = max(c["elapsed_s"] for c in clients)
+        agg.update({
+            "samples": sum(c["samples"] for c in clients),
+            "samples_per_s": sum(c["samples"] for c in clients) / elapsed if elapsed else 0.0,
+            "au_mean": float(np.mean(au)), "au_min": float(min(au)), "au_goal": goal,
+            "au_pass": bool(min(au) >= goal),
+            "clients_below_goal": [c["client"] for c in clients if c["au"] < goal],
+            "au_spread": stats.spread(au),
+            "compute_s_per_batch": args.compute_s,
+            "demand_mib_s_per_client": args.workload.demand_mib_s(),
+        })
+        return agg
+
+    def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
+        """Training writes nothing but the dataset, which is kept for reuse."""
+
+
+PHASE = TrainPhase()

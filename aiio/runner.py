@@ -1,0 +1,156 @@
+"""Run one phase at one client count: prepare, start the clients, summarize, save.
+
+On any failure the partial result is saved with its status, the phase removes its own partial
+files, and the error is raised again for the CLI to turn into a message and an exit code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from aiio import honesty, result
+from aiio.clients import RunAborted, run_clients
+from aiio.engine import choose_method
+from aiio.errors import AiioError, RunFailed
+from aiio.phases import get_phase
+from aiio.phases.base import RunContext, now_iso
+from aiio.sysinfo import Monitor, collect_environment
+from aiio.target import Target, probe
+from aiio.units import MiB, format_size
+from aiio.workload import Workload
+
+# A forked client costs about this much private memory before its buffers (measured: see
+# docs/PERFORMANCE.md); used to refuse client counts the machine cannot hold.
+CLIENT_BASE_BYTES = 40 * MiB
+
+
+class QuietUI:
+    """A UI that shows nothing; the CLI passes a rich one."""
+
+    def note(self, message: str) -> None:
+        pass
+
+    def progress(self, label: str, done: int, total: int) -> None:
+        pass
+
+    def start(self, label: str, total: int | None, clients: int) -> None:
+        pass
+
+    def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+@dataclass
+class RunRequest:
+    phase: str
+    workload: Workload
+    target: str
+    results_dir: str = "reports"
+    method: str = "auto"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def client_memory_estimate(w: Workload) -> int:
+    """Private bytes one client needs: interpreter, loader buffers, thread stacks."""
+    return CLIENT_BASE_BYTES + w.train.read_threads * (w.train.transfer_size + 256 * 1024)
+
+
+def check_memory(w: Workload, clients: int) -> None:
+    need = clients * client_memory_estimate(w)
+    avail = psutil.virtual_memory().available
+    if need > 0.8 * avail:
+        raise AiioError(f"{clients} clients need about {format_size(need)} of memory "
+                        f"({format_size(client_memory_estimate(w))} each) but only "
+                        f"{format_size(avail)} is available; use fewer clients or hosts (MPI)")
+
+
+def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
+    """Run and save; returns (result, folder). Raises the phase's error after saving."""
+    ui = ui or QuietUI()
+    phase = get_phase(req.phase)
+    w = req.workload
+    clients = w.run.clients
+    check_memory(w, clients)
+    target = Target(req.target)
+    target.check_usable()
+    info = probe(target)
+    method = choose_method(info.o_direct, req.method)
+    rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
+                    progress=ui.progress)
+    out = _skeleton(req, info, method)
+    folder = result.unique_folder(Path(req.results_dir), out["id"])
+    args = None
+    try:
+        args = phase.prepare(rc)
+        out["method"] = getattr(args, "method", method)
+        out["workload"] = rc.workload.to_dict()
+        monitor = Monitor(info.device)
+
+        def on_tick(nbytes: list[int], units: list[int], elapsed: float) -> None:
+            monitor.sample()
+            ui.tick(nbytes, units, elapsed)
+
+        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients)
+        try:
+            per_client, _ = run_clients(clients, phase.client, args, on_tick)
+        finally:
+            ui.stop()
+        out["clients"] = per_client
+        out["monitor"] = monitor.finish()
+        out["aggregate"] = phase.summarize(rc, args, per_client)
+        out["warnings"] += _warnings(rc, args, out)
+        out["status"] = "ok"
+    except RunAborted as exc:
+        out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
+        out["error"] = str(exc)
+        out["clients"] = [exc.results[i] for i in sorted(exc.results)]
+        _finish(phase, rc, args, out, folder)
+        raise exc.cause(f"{exc}; partial result saved in {folder}") from None
+    except (AiioError, OSError) as exc:
+        out["status"] = "failed"
+        out["error"] = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"
+        _finish(phase, rc, args, out, folder)
+        cls = type(exc) if isinstance(exc, AiioError) else RunFailed
+        raise cls(f"{out['error']}; partial result saved in {folder}") from None
+    _finish(phase, rc, args, out, folder)
+    return out, folder
+
+
+def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
+    w = req.workload
+    return {
+        "schema": result.SCHEMA, "kind": "run", "phase": req.phase,
+        "id": result.new_id(req.phase, w.name, f"c{w.run.clients}"),
+        "status": "running", "error": None, "started": now_iso(), "finished": None,
+        "workload": w.to_dict(), "options": req.options, "clients_requested": w.run.clients,
+        "environment": collect_environment(), "target": info.to_dict(), "method": method,
+        "clients": [], "aggregate": {}, "warnings": [],
+    }
+
+
+def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, str]]:
+    data = getattr(args, "dataset", None)
+    data_bytes = data.total_bytes if data is not None else out["aggregate"].get("bytes", 0)
+    ram = out["environment"]["ram_bytes"]
+    found = honesty.target_warnings(rc.info, out["method"], data_bytes, ram)
+    found += honesty.run_warnings(rc.info, out["monitor"], out["clients"],
+                                  out["aggregate"].get("bytes", 0))
+    return found
+
+
+def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path) -> None:
+    try:
+        phase.cleanup(rc, args, out["status"])
+    finally:
+        out["finished"] = now_iso()
+        out["saved_at"] = time.time()
+        result.save(out, folder)

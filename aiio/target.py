@@ -1,0 +1,218 @@
+"""The target directory: owning TARGET/aiio, free-space checks, probing, and safe cleanup.
+
+aiio writes only below TARGET/aiio/, and only after that folder carries aiio's marker file.
+Cleanup refuses any folder without the marker and never follows a symlink.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import mmap
+import os
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from aiio import __version__
+from aiio.errors import SpaceError, TargetError
+from aiio.units import format_size
+
+OWN_DIR = "aiio"
+MARKER = ".aiio-owned"
+MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph", "fuse.glusterfs",
+              "glusterfs", "9p", "fuse.sshfs", "wekafs", "fuse.weka", "pvfs2", "orangefs"}
+# Headroom kept free on the target beyond what a run needs, so aiio never fills a shared disk.
+SPACE_MARGIN = 0.02
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What aiio learned about the target; saved in every result."""
+
+    path: str
+    fstype: str
+    mountpoint: str
+    device: str
+    memory_backed: bool
+    network: bool
+    o_direct: bool
+    direct_align: int
+    total_bytes: int
+    free_bytes: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Target:
+    """A directory under test; aiio's own data lives in `root` = TARGET/aiio."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path).absolute()
+        self.root = self.path / OWN_DIR
+
+    # --- ownership ---------------------------------------------------------------------
+    def check_usable(self) -> None:
+        """The target must exist, be a directory and be writable."""
+        if not self.path.exists():
+            raise TargetError(f"target {self.path} does not exist; create it or pass --target DIR")
+        if not self.path.is_dir():
+            raise TargetError(f"target {self.path} is not a directory")
+        if not os.access(self.path, os.W_OK | os.X_OK):
+            raise TargetError(f"target {self.path} is not writable by this user")
+
+    def is_owned(self) -> bool:
+        return self.root.is_dir() and not self.root.is_symlink() and (self.root / MARKER).is_file()
+
+    def claim(self) -> Path:
+        """Create TARGET/aiio with its marker, or confirm it is ours; refuse a foreign folder."""
+        self.check_usable()
+        if self.root.is_symlink():
+            raise TargetError(f"{self.root} is a symlink; aiio will not write through it")
+        if self.root.exists() and not self.is_owned():
+            raise TargetError(f"{self.root} exists but was not created by aiio (no {MARKER}); "
+                              "move it away or choose another --target")
+        if not self.root.exists():
+            try:
+                self.root.mkdir()
+                marker = {"tool": "aiio", "version": __version__, "host": socket.gethostname(),
+                          "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                (self.root / MARKER).write_text(json.dumps(marker) + "\n")
+            except OSError as exc:
+                raise TargetError(f"cannot create {self.root}: {exc.strerror}") from exc
+        return self.root
+
+    def subdir(self, *parts: str) -> Path:
+        """A folder inside aiio's own root (created)."""
+        path = self.claim().joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # --- space -------------------------------------------------------------------------
+    def free_bytes(self) -> int:
+        st = os.statvfs(self.path)
+        return st.f_bavail * st.f_frsize
+
+    def require_space(self, needed: int, what: str) -> None:
+        """Refuse before writing when `needed` bytes (plus a margin) do not fit."""
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        margin = int(st.f_blocks * st.f_frsize * SPACE_MARGIN)
+        if needed + margin > free:
+            raise SpaceError(f"{what} needs {format_size(needed)} but {self.path} has "
+                             f"{format_size(free)} free (keeping {format_size(margin)} spare); "
+                             "free space, shrink the workload, or choose another --target")
+
+    # --- cleanup -----------------------------------------------------------------------
+    def clean(self) -> int:
+        """Remove TARGET/aiio entirely; returns bytes freed. Refuses a folder without marker."""
+        if not self.root.exists():
+            return 0
+        if not self.is_owned():
+            raise TargetError(f"refusing to delete {self.root}: it has no {MARKER} marker, "
+                              "so aiio did not create it")
+        freed = tree_bytes(self.root)
+        remove_tree(self.root, self.root)
+        return freed
+
+
+def inside(path: Path, root: Path) -> bool:
+    """True when `path` (not resolved through symlinks) lies under `root`."""
+    try:
+        Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+    except ValueError:
+        return False
+    return True
+
+
+def remove_tree(path: Path, root: Path) -> None:
+    """Delete `path` (a folder or file inside aiio's root) without following symlinks."""
+    if not inside(path, root):
+        raise TargetError(f"refusing to delete {path}: outside aiio's folder {root}")
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+        return
+    if path.exists():
+        # rmtree never follows symlinks to directories: it unlinks the link itself.
+        shutil.rmtree(path)
+
+
+def tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+# --- probing -------------------------------------------------------------------------------
+
+def find_mount(path: Path) -> psutil._common.sdiskpart | None:
+    """The mount holding `path`: the longest mount point that prefixes it."""
+    best = None
+    real = os.path.realpath(path)
+    for part in psutil.disk_partitions(all=True):
+        mp = part.mountpoint
+        if real == mp or real.startswith(mp.rstrip("/") + "/"):
+            if best is None or len(mp) > len(best.mountpoint):
+                best = part
+    return best
+
+
+def probe_direct_io(folder: Path) -> tuple[bool, int]:
+    """Can this filesystem do O_DIRECT? Write and read one aligned block to find out.
+
+    Returns (works, alignment); alignment is the smallest length that worked (512 or 4096).
+    """
+    if not hasattr(os, "O_DIRECT"):
+        return False, 0
+    probe = folder / f".odirect-probe-{os.getpid()}"
+    buf = mmap.mmap(-1, 4096)
+    buf.write(os.urandom(4096))
+    try:
+        try:
+            fd = os.open(probe, os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:
+                return False, 0
+            raise TargetError(f"cannot write in {folder}: {exc.strerror}") from exc
+        try:
+            os.pwrite(fd, buf, 0)
+            for align in (512, 4096):
+                try:
+                    os.preadv(fd, [memoryview(buf)[:align]], 0)
+                    return True, align
+                except OSError:
+                    continue
+            return False, 0
+        except OSError:
+            return False, 0
+        finally:
+            os.close(fd)
+    finally:
+        buf.close()
+        probe.unlink(missing_ok=True)
+
+
+def probe(target: Target) -> TargetInfo:
+    """Filesystem type, mount, device, memory-backed?, O_DIRECT? and space of the target."""
+    root = target.claim()
+    part = find_mount(root)
+    fstype = part.fstype if part else "unknown"
+    works, align = probe_direct_io(root)
+    usage = shutil.disk_usage(root)
+    return TargetInfo(
+        path=str(target.path), fstype=fstype,
+        mountpoint=part.mountpoint if part else "", device=part.device if part else "",
+        memory_backed=fstype in MEMORY_FS, network=fstype in NETWORK_FS or ":" in (
+            part.device if part else ""),
+        o_direct=works, direct_align=align, total_bytes=usage.total, free_bytes=usage.free)

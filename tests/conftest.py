@@ -1,0 +1,56 @@
+"""Shared fixtures: real folders on real filesystems, and the CLI run as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiio.workload import load_workload
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    """An empty target directory on the temp filesystem."""
+    path = tmp_path / "target"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "reports"
+
+
+def tiny_workload(**overrides):
+    """The demo workload shrunk so a run takes well under a second of I/O."""
+    sets = {("dataset", "num_files"): 24, ("dataset", "sample_size"): "64KiB",
+            ("dataset", "sample_size_stdev"): "8KiB", ("dataset", "files_per_dir"): 10,
+            ("train", "epochs"): 2, ("train", "batch_size"): 2, ("run", "clients"): 2}
+    for key, value in overrides.items():
+        section, name = key.split("__")
+        sets[(section, name)] = value
+    return load_workload("demo", [(s, k, v) for (s, k), v in sets.items()])
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m aiio ARGS` as a user would; returns the completed process."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env.setdefault("COLUMNS", "160")
+    return subprocess.run([sys.executable, "-m", "aiio", *args], cwd=cwd or REPO,
+                          capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+TINY_ARGS = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
+             "--set", "dataset.sample_size_stdev=8KiB", "--set", "dataset.files_per_dir=10",
+             "--epochs", "2", "--batch-size", "2", "--clients", "2")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
