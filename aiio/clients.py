@@ -75,6 +75,7 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     """Body of a client process: run the phase, send the result or the error."""
     # Ctrl-C reaches the whole process group; only the parent handles it, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_process_name(f"aiio-client-{ctx.index}")
     try:
         result = fn(ctx)
         ctx._shared.messages.put(("result", ctx.index, result))
@@ -83,6 +84,15 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     except BaseException as exc:  # a crash is data: name it and let the parent fail the run
         _send_and_exit(ctx, {"message": f"{type(exc).__name__}: {exc}",
                              "trace": traceback.format_exc(limit=4)})
+
+
+def _set_process_name(name: str) -> None:
+    """Name the process as top and ps show it (Linux comm, 15 characters at most)."""
+    try:
+        with open("/proc/self/comm", "w") as fh:
+            fh.write(name[:15])
+    except OSError:
+        pass
 
 
 def _send_and_exit(ctx: ClientContext, payload: dict) -> None:
@@ -206,8 +216,14 @@ def _collect(procs: list, shared: _Shared, results: dict, errors: dict,
                     raise RunAborted(_describe_death(i, p, errors), results, RunFailed)
         if on_tick and time.monotonic() >= next_tick:
             next_tick += tick_s
-            elapsed = (time.monotonic_ns() - start_ns) / 1e9
-            on_tick(list(shared.bytes), list(shared.units), elapsed)
+            _tick(on_tick, shared, start_ns)
+    if on_tick:
+        _tick(on_tick, shared, start_ns)  # the final state, so the bar ends where the run did
+
+
+def _tick(on_tick: TickFn, shared: _Shared, start_ns: int) -> None:
+    elapsed = (time.monotonic_ns() - start_ns) / 1e9
+    on_tick(list(shared.bytes), list(shared.units), elapsed)
 
 
 def _drain(procs: list, shared: _Shared, results: dict, errors: dict, timeout_s: float) -> None:

@@ -157,7 +157,7 @@ def _write_file(args: tuple[DatasetParams, str, int]) -> tuple[int, int, np.ndar
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = formats.get_format(params.format)
     sizes = params.sample_sizes(i)
-    ranges = fmt.write(path, sizes, params.file_seed(i))
+    ranges = fmt.write(path, sizes.tolist(), params.file_seed(i))
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -138,15 +138,15 @@ class Reader:
                 want = align_up(want)
             t0 = time.monotonic_ns()
             n = os.preadv(fd, [view[:want]], pos)
+            if n <= 0:
+                break  # at end of file: no transfer, so no operation to count
             log.add("read", t0, time.monotonic_ns(), n)
             if counter:
                 counter(n)
-            if n <= 0:
-                break  # end of file
             done += n
             pos += n
-            if self.stop is not None and self.stop.is_set():
-                break
+            if n < want or (self.stop is not None and self.stop.is_set()):
+                break  # a short read is the end of the file
         return done
 
     def read_file(self, path: str, offset: int = 0, length: int | None = None) -> int:

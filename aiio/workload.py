@@ -261,7 +261,15 @@ def build(data: dict[str, Any], source: str,
         if section not in sections:
             raise ConfigError(f"unknown section {section!r} in override {section}.{key_name}; "
                               f"known: {', '.join(sections)}")
-        tables.setdefault(section, {})[key_name] = value
+        table = tables.setdefault(section, {})
+        base, dot, entry = key_name.partition(".")
+        if dot:  # one entry of a map key, e.g. train.compute_time.h100=0.3
+            default = getattr(sections[section].default_factory(), base, None)
+            if not isinstance(default, dict):
+                raise ConfigError(f"{section}.{base} is not a table; cannot set {key_name}")
+            table[base] = {**default, **table.get(base, {}), entry: value}
+        else:
+            table[key_name] = value
     built = {name: _build_section(f.default_factory, tables.get(name, {}), f"{source} [{name}]")
              for name, f in sections.items()}
     workload = Workload(**built, source=source)

@@ -1,0 +1,80 @@
+"""Dataset generation: files on disk, manifest reuse and regeneration, unique random contents."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+
+from aiio import dataset as ds
+from aiio.target import Target
+
+from .conftest import tiny_workload
+
+
+def test_generate_spreads_files_and_writes_manifest(target):
+    w = tiny_workload()
+    data, generated = ds.ensure(Target(target), w)
+    assert generated
+    files = sorted(data.folder.glob("d*/*.npz"))
+    assert len(files) == 24
+    assert len({p.parent for p in files}) == 3  # 10 files per folder
+    manifest = json.loads((data.folder / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["num_files"] == 24
+    assert manifest["total_bytes"] == sum(p.stat().st_size for p in files)
+
+
+def test_matching_dataset_is_reused_not_rewritten(target):
+    w = tiny_workload()
+    first, _ = ds.ensure(Target(target), w)
+    mtime = (first.folder / "manifest.json").stat().st_mtime_ns
+    second, generated = ds.ensure(Target(target), w)
+    assert not generated
+    assert (second.folder / "manifest.json").stat().st_mtime_ns == mtime
+
+
+def test_mismatched_dataset_is_regenerated(target):
+    ds.ensure(Target(target), tiny_workload())
+    data, generated = ds.ensure(Target(target), tiny_workload(dataset__num_files=12))
+    assert generated and data.num_files == 12
+    assert len(list(data.folder.glob("d*/*.npz"))) == 12
+
+
+def test_incomplete_dataset_is_regenerated(target):
+    data, _ = ds.ensure(Target(target), tiny_workload())
+    manifest = data.folder / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["complete"] = False
+    manifest.write_text(json.dumps(doc))
+    found, why = ds.check(Target(target), tiny_workload())
+    assert found is None and "incomplete" in why
+    _, generated = ds.ensure(Target(target), tiny_workload())
+    assert generated
+
+
+def test_contents_are_incompressible_and_unique(target):
+    data, _ = ds.ensure(Target(target), tiny_workload())
+    a = open(data.path(0), "rb").read()
+    b = open(data.path(1), "rb").read()
+    assert len(zlib.compress(a[-32768:])) > 0.99 * 32768
+    assert a[-32768:] != b[-32768:]
+
+
+def test_sample_sizes_follow_mean_and_stdev():
+    w = tiny_workload(dataset__num_files=400, dataset__sample_size="1MiB",
+                      dataset__sample_size_stdev="128KiB")
+    params = ds.DatasetParams.from_workload(w)
+    sizes = np.concatenate([params.sample_sizes(i) for i in range(400)])
+    assert abs(sizes.mean() - 2**20) < 0.02 * 2**20
+    assert 0.7 * 131072 < sizes.std() < 1.1 * 131072
+
+
+def test_ranges_point_at_each_sample(target):
+    w = tiny_workload(dataset__format="tfrecord", dataset__samples_per_file=5,
+                      dataset__num_files=4)
+    data, _ = ds.ensure(Target(target), w)
+    files = np.array([2, 3])
+    off, length = data.ranges(files, np.array([1, 4]), np.array([1, 1]))
+    for f, o, n in zip(files, off, length):
+        assert o + n <= data.file_size(int(f)) and n > 0

@@ -1,0 +1,64 @@
+"""Faults during a run: a client killed, Ctrl-C. Each ends with a message, an exit code and a
+partial result on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from .conftest import REPO, TINY_ARGS
+
+
+def _start(target, results, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
+           str(results), "--quiet", *TINY_ARGS, "--duration", "30s", *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _clients(proc: subprocess.Popen, want: int, timeout: float = 60) -> list[psutil.Process]:
+    """Wait until the run's client processes exist and the run has started measuring."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = [k for k in psutil.Process(proc.pid).children()
+                if k.name().startswith("aiio-client")]
+        if len(kids) >= want:
+            time.sleep(1.0)  # let them get past the synchronized start
+            return kids
+        time.sleep(0.1)
+    raise AssertionError("clients never started")
+
+
+def _saved(results) -> dict:
+    (folder,) = list(results.iterdir())
+    return json.loads((folder / "result.json").read_text())
+
+
+def test_killed_client_fails_the_run_naming_it(target, results):
+    proc = _start(target, results)
+    kids = _clients(proc, 2)
+    kids[0].kill()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "client" in err and "SIGKILL" in err and "partial result saved" in err
+    res = _saved(results)
+    assert res["status"] == "failed" and "SIGKILL" in res["error"]
+
+
+def test_ctrl_c_saves_interrupted_result(target, results):
+    proc = _start(target, results)
+    _clients(proc, 2)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    res = _saved(results)
+    assert res["status"] == "interrupted"
+    # the clients measured until they were stopped, and their figures were kept
+    assert len(res["clients"]) == 2 and all(c["bytes"] > 0 for c in res["clients"])

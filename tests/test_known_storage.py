@@ -1,0 +1,59 @@
+"""Numbers checked against storage whose limits are known: a loop-mounted ext4 image behind a
+cgroup-v1 blkio read throttle (root only; skipped with the reason elsewhere)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO
+from .storage import can_build_storage, throttled_disk
+
+REASON = can_build_storage()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+MiB = 2**20
+
+
+def _aiio(disk, *args: str, throttled: bool = True) -> dict:
+    argv = [sys.executable, "-m", "aiio", *args]
+    cmd = disk.command(*argv) if throttled else argv
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout) if "--json" in args else {}
+
+
+DATA = ("--set", "dataset.num_files=40", "--set", "dataset.sample_size=1MiB",
+        "--set", "dataset.sample_size_stdev=0", "--set", "dataset.files_per_dir=100")
+
+
+def test_bandwidth_matches_a_throttled_disk(tmp_path):
+    limit = 40 * MiB
+    with throttled_disk(tmp_path, limit) as disk:
+        target = str(disk.mount)
+        _aiio(disk, "datagen", "--target", target, *DATA, throttled=False)
+        res = _aiio(disk, "run", "--target", target, "--results", str(tmp_path / "r"),
+                    "--json", "--quiet", *DATA, "--clients", "2", "--epochs", "2",
+                    "--batch-size", "2", "--set", "train.compute_time.h100=0.001")
+    measured = res["aggregate"]["last_done"]["mib_s"] * MiB
+    assert res["method"] == "o_direct"
+    assert measured == pytest.approx(limit, rel=0.10)
+    # the loop device saw the bytes: nothing came from a cache
+    assert not any(w["code"] == "device_saw_fewer_bytes" for w in res["warnings"])
+
+
+def test_au_on_io_bound_storage(tmp_path):
+    # One loader thread, one batch of prefetch: each step needs 2 MiB at 20 MiB/s = 0.1 s of
+    # I/O against 0.01 s of compute, so the accelerator is busy 0.01 / 0.1 = 10 % of the time.
+    with throttled_disk(tmp_path, 20 * MiB) as disk:
+        target = str(disk.mount)
+        _aiio(disk, "datagen", "--target", target, *DATA, throttled=False)
+        res = _aiio(disk, "run", "--target", target, "--results", str(tmp_path / "r"),
+                    "--json", "--quiet", *DATA, "--clients", "1", "--epochs", "1",
+                    "--batch-size", "2", "--read-threads", "1", "--set", "train.prefetch=1",
+                    "--set", "train.compute_time.h100=0.01")
+    client = res["clients"][0]
+    assert client["au"] == pytest.approx(0.10, abs=0.025)
+    assert res["aggregate"]["au_pass"] is False

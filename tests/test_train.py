@@ -1,0 +1,128 @@
+"""The training phase: sharding, AU arithmetic, and whole runs through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from aiio import dataset as ds
+from aiio.phases.train import _au_figures, client_batches, shard_bounds
+from aiio.target import Target
+
+from .conftest import TINY_ARGS, run_cli, tiny_workload
+
+
+@pytest.mark.parametrize("shuffle", ["sample", "file", "off"])
+@pytest.mark.parametrize("clients", [1, 3, 7])
+def test_every_sample_read_exactly_once_per_epoch(target, shuffle, clients):
+    w = tiny_workload(dataset__format="raw", dataset__samples_per_file=10,
+                      dataset__sample_size_stdev=0, dataset__sample_size=4096)
+    data, _ = ds.ensure(Target(target), w)
+    for epoch in range(2):
+        seen = []
+        for c in range(clients):
+            for b in client_batches(data, shuffle, 7, epoch, clients, c, 4):
+                for f, off, n in zip(b.files, b.offsets, b.lengths):
+                    first = off // 4096
+                    seen += [int(f) * 10 + int(first) + k for k in range(n // 4096)]
+        assert sorted(seen) == list(range(data.num_samples))
+
+
+def test_shuffle_changes_per_epoch_and_is_seeded(target):
+    data, _ = ds.ensure(Target(target), tiny_workload())
+    order = [[int(f) for b in client_batches(data, "sample", 1, e, 1, 0, 4) for f in b.files]
+             for e in (0, 1)]
+    again = [int(f) for b in client_batches(data, "sample", 1, 0, 1, 0, 4) for f in b.files]
+    assert order[0] != order[1] and order[0] == again
+
+
+def test_shards_differ_by_at_most_one():
+    sizes = [np.subtract(*shard_bounds(100, 7, i)[::-1]) for i in range(7)]
+    assert sum(sizes) == 100 and max(sizes) - min(sizes) <= 1
+
+
+def test_au_excludes_first_step_of_each_epoch():
+    # (epoch, step, start, wait, compute, samples): step 0 waits 5 s (cold start), excluded.
+    steps = [(0, 0, 0.0, 5.0, 1.0, 2), (0, 1, 6.0, 1.0, 1.0, 2), (0, 2, 8.0, 0.0, 1.0, 2),
+             (1, 0, 9.0, 9.0, 1.0, 2), (1, 1, 19.0, 0.0, 1.0, 2)]
+    au = _au_figures(steps, 2)
+    # measured: three steps, compute 3 s, wall 3 + 1 s of waiting -> 0.75
+    assert au["au"] == pytest.approx(0.75)
+    assert au["measured_steps"] == 3 and au["samples"] == 10 and au["epochs"] == 2
+
+
+def test_run_result_holds_every_client(target, results):
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+                   *TINY_ARGS, "--clients", "3")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["status"] == "ok" and res["schema"] == "aiio.result/1"
+    assert [c["client"] for c in res["clients"]] == [0, 1, 2]
+    data_bytes = json.loads((target / "aiio/datasets/demo/manifest.json").read_text())
+    # every client read its share: 2 epochs of the whole dataset, widened to 4 KiB blocks
+    total = sum(c["bytes"] for c in res["clients"])
+    assert 2 * data_bytes["total_bytes"] <= total <= 2 * data_bytes["total_bytes"] + 2 * 24 * 8192
+    assert res["aggregate"]["bytes"] == total
+    assert res["aggregate"]["last_done"]["bytes"] == total
+    for c in res["clients"]:
+        assert c["mib_s"] > 0 and 0 <= c["au"] <= 1 and c["latency"]["p50_ns"] > 0
+    assert res["method"] in ("o_direct", "fadvise_dontneed")
+    assert (results / res["id"] / "result.json").is_file()
+
+
+def test_native_reader_reads_through_the_library(target, results):
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+                   *TINY_ARGS, "--reader", "native")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["method"] == "fadvise_dontneed"
+    assert res["aggregate"]["bytes"] > 0
+    assert any(w["code"] == "no_o_direct" or w["code"] == "dataset_fits_in_ram"
+               for w in res["warnings"])
+
+
+def test_duration_mode_stops_on_time(target, results):
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+                   *TINY_ARGS, "--duration", "1s")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["aggregate"]["last_done"]["seconds"] < 3
+    assert all(c["epochs"] >= 1 for c in res["clients"])
+
+
+def test_memory_backed_target_is_flagged(tmp_path, results):
+    import os
+    shm = "/dev/shm"
+    if not os.path.isdir(shm):
+        pytest.skip("no /dev/shm tmpfs here")
+    tgt = tmp_path.name + "-aiio-test"
+    path = os.path.join(shm, tgt)
+    os.makedirs(path)
+    try:
+        proc = run_cli("run", "--target", path, "--results", str(results), "--json", *TINY_ARGS)
+        assert proc.returncode == 0, proc.stderr
+        codes = {w["code"] for w in json.loads(proc.stdout)["warnings"]}
+        assert "memory_backed" in codes
+    finally:
+        import shutil
+        shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--phase", "bogus"), "unknown phase"),
+    (("--workload", "nosuch"), "unknown workload"),
+    (("--accelerator", "tpu9"), "unknown accelerator"),
+    (("--clients", "0"), "at least 1"),
+    (("--batch-size", "-3"), "at least 1"),
+    (("--clients", "100000"), "memory"),
+    (("--set", "train.nope=1"), "unknown key"),
+    (("--set", "garbage"), "section.key=value"),
+])
+def test_bad_input_is_one_line_exit_2(target, args, fragment):
+    proc = run_cli("run", "--target", str(target), "--quiet", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (target / "aiio" / "datasets").exists()

@@ -1,0 +1,91 @@
+"""Workload TOML -> validated dataclasses: shipped files, overrides, and every kind of bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiio.errors import ConfigError
+from aiio.units import MiB, parse_duration, parse_size
+from aiio.workload import load_workload, shipped_workloads
+
+
+def test_every_shipped_workload_loads():
+    names = shipped_workloads()
+    for expected in ("demo", "unet3d", "resnet50", "cosmoflow", "dlrm"):
+        assert expected in names
+    for name in names:
+        assert load_workload(name).name == name
+
+
+def test_mlperf_figures_are_kept():
+    w = load_workload("unet3d")
+    assert (w.dataset.format, w.dataset.sample_size, w.dataset.sample_size_stdev) == (
+        "npz", 146_600_628, 68_341_808)
+    assert (w.train.batch_size, w.train.read_threads, w.train.au_goal) == (7, 4, 0.9)
+    assert w.train.compute_time == {"a100": 0.636, "h100": 0.323, "b200": 0.162}
+    # DESIGN.md: unet3d on h100 needs 7 x 146,600,628 B / 0.323 s = about 3,030 MiB/s
+    assert w.demand_mib_s() == pytest.approx(7 * 146_600_628 / MiB / 0.323)
+    assert round(w.demand_mib_s()) == 3030
+    r = load_workload("resnet50")
+    assert (r.dataset.format, r.dataset.samples_per_file, r.train.batch_size) == (
+        "tfrecord", 1251, 400)
+    d = load_workload("dlrm")
+    assert (d.dataset.sample_size, d.dataset.samples_per_file, d.train.batch_size) == (
+        160, 4_194_304, 16_384)
+
+
+def test_overrides_apply_and_are_typed():
+    w = load_workload("demo", [("train", "batch_size", "8"), ("train", "transfer_size", "4MiB"),
+                               ("train", "duration", "2m"), ("run", "clients", "5")])
+    assert w.train.batch_size == 8 and w.train.transfer_size == 4 * MiB
+    assert w.train.duration == 120.0 and w.run.clients == 5
+
+
+@pytest.mark.parametrize("overrides, fragment", [
+    ([("train", "batch_size", "0")], "must be at least 1"),
+    ([("run", "clients", "0")], "must be at least 1"),
+    ([("dataset", "sample_size", "-4")], "cannot read"),
+    ([("dataset", "sample_size", "0")], "greater than 0"),
+    ([("train", "bogus", "1")], "unknown key 'bogus'"),
+    ([("nosuch", "x", "1")], "unknown section"),
+    ([("train", "accelerator", "tpu9")], "unknown accelerator 'tpu9'"),
+    ([("train", "batch_size", "100000")], "larger than the dataset"),
+    ([("train", "transfer_size", "1000")], "multiple of 4 KiB"),
+    ([("dataset", "format", "parquet")], "not one of"),
+    ([("train", "batch_size", "2.5")], "cannot read"),
+])
+def test_impossible_values_are_one_line_errors(overrides, fragment):
+    with pytest.raises(ConfigError) as info:
+        load_workload("demo", overrides)
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_user_file_unknown_key_names_file_and_key(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('[dataset]\nformat = "npz"\nnum_filez = 3\n')
+    with pytest.raises(ConfigError) as info:
+        load_workload(str(path))
+    assert str(path) in str(info.value) and "num_filez" in str(info.value)
+
+
+def test_malformed_toml_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[train]\nbatch_size = 4\nepochs = = 2\n')
+    with pytest.raises(ConfigError) as info:
+        load_workload(str(path))
+    assert str(path) in str(info.value) and "line 3" in str(info.value)
+
+
+def test_unknown_workload_lists_shipped():
+    with pytest.raises(ConfigError) as info:
+        load_workload("nosuchthing")
+    assert "demo" in str(info.value)
+
+
+def test_units():
+    assert parse_size("4k") == 4096 and parse_size("1MiB") == MiB and parse_size("1MB") == 10**6
+    assert parse_size("1.5GiB") == 3 * 2**29
+    assert parse_duration("500ms") == 0.5 and parse_duration("2m") == 120
+    with pytest.raises(ConfigError):
+        parse_size("4 furlongs")
