@@ -205,8 +205,9 @@ def generate(target: Target, w: Workload, workers: int | None = None,
                     progress(n, done_bytes)
     except OSError as exc:
         remove_tree(folder, target.root)
-        raise RunFailed(f"dataset generation failed: {exc.strerror or exc} "
-                        f"({getattr(exc, 'filename', '') or folder}); partial files removed") from exc
+        where = getattr(exc, "filename", "") or folder
+        raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
+                        "partial files removed") from exc
     except BaseException:
         remove_tree(folder, target.root)
         raise

@@ -7,7 +7,6 @@ files, and the error is raised again for the CLI to turn into a message and an e
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,9 +100,10 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
 
         ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients)
         try:
-            per_client, _ = run_clients(clients, phase.client, args, on_tick)
+            per_client, start_ns = run_clients(clients, phase.client, args, on_tick)
         finally:
             ui.stop()
+        out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
         out["clients"] = per_client
         out["monitor"] = monitor.finish()
         out["aggregate"] = phase.summarize(rc, args, per_client)
@@ -123,6 +123,12 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
     _finish(phase, rc, args, out, folder)
     return out, folder
+
+
+def _since_process_start(start_ns: int) -> float:
+    """Seconds from this command's start to the clients' common start instant."""
+    start_wall = time.time() - (time.monotonic_ns() - start_ns) / 1e9
+    return round(start_wall - psutil.Process().create_time(), 3)
 
 
 def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:

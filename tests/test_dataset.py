@@ -76,5 +76,5 @@ def test_ranges_point_at_each_sample(target):
     data, _ = ds.ensure(Target(target), w)
     files = np.array([2, 3])
     off, length = data.ranges(files, np.array([1, 4]), np.array([1, 1]))
-    for f, o, n in zip(files, off, length):
+    for f, o, n in zip(files, off, length, strict=False):
         assert o + n <= data.file_size(int(f)) and n > 0

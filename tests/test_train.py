@@ -24,7 +24,7 @@ def test_every_sample_read_exactly_once_per_epoch(target, shuffle, clients):
         seen = []
         for c in range(clients):
             for b in client_batches(data, shuffle, 7, epoch, clients, c, 4):
-                for f, off, n in zip(b.files, b.offsets, b.lengths):
+                for f, off, n in zip(b.files, b.offsets, b.lengths, strict=False):
                     first = off // 4096
                     seen += [int(f) * 10 + int(first) + k for k in range(n // 4096)]
         assert sorted(seen) == list(range(data.num_samples))

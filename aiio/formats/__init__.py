@@ -8,7 +8,8 @@ Every format module has the same members:
   reads to get it.
 - ``read_native(path, index=None, *, span=None) -> int``: read the whole file (``index=None``) or
   one sample through the format's own library, as a framework's loader would, and return the
-  sample payload bytes it decoded. ``span`` is a byte range from ``write``'s ranges (one sample,
+  sample payload bytes it decoded (npz: array bytes; hdf5: row bytes; tfrecord: image_raw bytes;
+  raw: bytes read). ``span`` is a byte range from ``write``'s ranges (one sample,
   or several consecutive ones merged): raw files need it to find a sample, tfrecord seeks with it
   as a TFRecord index would and parses every record in it, npz and hdf5 ignore it. Corrupt or
   truncated data raises ``RunFailed`` naming the file and offset.

@@ -66,15 +66,15 @@ def read_native(path: Path, index: int | None = None, *,
     """numpy.load the whole file or sample index and touch the data; returns array bytes."""
     del span  # numpy finds members through the zip directory
     total = 0
-    name = "?"
+    name = None
     try:
         with np.load(path) as npz:
             names = npz.files if index is None else [_key(npz, index, path)]
             for name in names:
                 total += _touch(npz[name])
     except (zipfile.BadZipFile, zlib.error, ValueError, EOFError, OSError) as exc:
-        raise RunFailed(f"{path}: corrupt npz member {name} at offset "
-                        f"{_member_offset(path, name)}: {exc}") from exc
+        where = "" if name is None else f" member {name} at offset {_member_offset(path, name)}"
+        raise RunFailed(f"{path}: cannot read npz{where}: {exc}") from exc
     return total
 
 

@@ -13,6 +13,7 @@ exact size is unreachable (``MAX_SHORTFALL``), never longer, except that request
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import struct
@@ -65,6 +66,8 @@ def _len_field(tag: bytes, body_len: int) -> bytes:
     return tag + _varint(body_len)
 
 
+# Cached: a file's samples mostly share a size, and the search below tries several lengths.
+@functools.lru_cache(maxsize=1024)
 def example_prefix(data_len: int) -> bytes:
     """Serialized Example bytes that come before data_len bytes of image_raw data."""
     # Built inside out, because each message's length prefix covers everything within it.
@@ -87,6 +90,7 @@ def _record_len(data_len: int) -> int:
 MIN_RECORD = _record_len(0)
 
 
+@functools.lru_cache(maxsize=1024)
 def data_len_for(record_size: int) -> int:
     """The most image bytes whose record fits in record_size (0 when nothing fits)."""
     data = max(0, record_size - _record_len(record_size) + record_size)
@@ -132,34 +136,54 @@ def read_native(path: Path, index: int | None = None, *,
                 span: tuple[int, int] | None = None) -> int:
     """Parse every record, record index, or the records filling span, checking both CRCs;
     returns the image bytes decoded."""
-    # Unbuffered: skipping to a record must not drag in read-ahead the loader would not do.
+    if index is None and span is None:
+        return _read_stream(path)
+    # Unbuffered: finding one record must not drag in read-ahead a loader would not do.
     with open(path, "rb", buffering=0) as f:
         end = os.fstat(f.fileno()).st_size
-        if index is None and span is None:
-            return _read_run(f, path, 0, end, end)
-        if span is not None:
-            start, stop = span[0], span[0] + span[1]
-        else:
+        if span is None:
             start = _skip_to(f, path, index, end)
-            stop = start + _FRAME + _read_header(f, path, start, end)
-        return _read_run(f, path, start, stop, end)
+            span = (start, _FRAME + _read_header(f, path, start, end))
+        # One read for the whole span, as a reader with a TFRecord index file does.
+        data = _read_exact(f, span[1], path, span[0], "span")
+    return _parse_span(memoryview(data), span[0], path)
 
 
-def _read_run(f: io.RawIOBase, path: Path, start: int, stop: int, end: int) -> int:
-    """Parse the records from start to stop, which must be a record boundary."""
+def _read_stream(path: Path) -> int:
+    """Parse the whole file front to back, as TFRecordDataset does."""
     total = 0
-    offset = start
-    while offset < stop:
-        payload = _read_record(f, path, offset, end)
-        total += example_bytes(payload, path, offset)
-        offset += _FRAME + len(payload)
-    if offset != stop:
-        raise RunFailed(f"{path}: records from offset {start} end at {offset}, not at {stop}: "
-                        "the span does not match the file")
+    offset = 0
+    # TensorFlow's record reader reads through a 256 KiB buffer by default.
+    with open(path, "rb", buffering=256 * 1024) as f:
+        end = os.fstat(f.fileno()).st_size
+        while offset < end:
+            length = _check_header(_read_exact(f, _HEADER.size, path, offset, "record header"),
+                                   path, offset, end - offset)
+            body = _read_exact(f, length + _CRC.size, path, offset + _HEADER.size,
+                               "record payload")
+            total += example_bytes(_check_body(memoryview(body), path, offset), path, offset)
+            offset += _FRAME + length
     return total
 
 
-def _read_exact(f: io.RawIOBase, n: int, path: Path, offset: int, what: str) -> bytes:
+def _parse_span(data: memoryview, start: int, path: Path) -> int:
+    """Parse the records that exactly fill data, read from offset start."""
+    total = 0
+    pos = 0
+    while pos < len(data):
+        offset = start + pos
+        if len(data) - pos < _FRAME:
+            raise RunFailed(f"{path}: span at offset {start} does not match the file: it ends "
+                            f"inside the record at offset {offset}")
+        length = _check_header(data[pos:pos + _HEADER.size], path, offset, len(data) - pos)
+        body = data[pos + _HEADER.size:pos + _FRAME + length]
+        total += example_bytes(_check_body(body, path, offset), path, offset)
+        pos += _FRAME + length
+    return total
+
+
+def _read_exact(f: io.RawIOBase | io.BufferedReader, n: int, path: Path, offset: int,
+                what: str) -> bytes:
     """n bytes from offset, or RunFailed for a truncated file."""
     f.seek(offset)
     data = f.read(n) if n else b""
@@ -169,28 +193,30 @@ def _read_exact(f: io.RawIOBase, n: int, path: Path, offset: int, what: str) -> 
     return data
 
 
-def _read_header(f: io.RawIOBase, path: Path, offset: int, end: int) -> int:
-    """The payload length of the record at offset, its CRC checked."""
-    header = _read_exact(f, _HEADER.size, path, offset, "record header")
+def _check_header(header: bytes | memoryview, path: Path, offset: int, room: int) -> int:
+    """The payload length in a record header, its CRC checked and the record fitting in room."""
     length, crc = _HEADER.unpack(header)
     if masked_crc(header[:8]) != crc:
         raise RunFailed(f"{path}: bad TFRecord length CRC at offset {offset}")
-    if offset + _FRAME + length > end:
-        raise RunFailed(f"{path}: truncated TFRecord at offset {offset}: record of "
-                        f"{_FRAME + length} bytes runs past the end ({end} bytes)")
+    if _FRAME + length > room:
+        raise RunFailed(f"{path}: TFRecord at offset {offset} is cut short: record of "
+                        f"{_FRAME + length} bytes, only {room} left in the file or span")
     return length
 
 
-def _read_record(f: io.RawIOBase, path: Path, offset: int, end: int) -> memoryview:
-    """The payload of the record at offset, both CRCs checked."""
-    length = _read_header(f, path, offset, end)
-    start = offset + _HEADER.size
-    body = _read_exact(f, length + _CRC.size, path, start, "record payload")
-    payload = memoryview(body)[:length]
-    (crc,) = _CRC.unpack_from(body, length)
+def _check_body(body: memoryview, path: Path, offset: int) -> memoryview:
+    """The payload of a record body (payload and CRC), its CRC checked."""
+    payload = body[:-_CRC.size]
+    (crc,) = _CRC.unpack_from(body, len(payload))
     if masked_crc(payload) != crc:
         raise RunFailed(f"{path}: bad TFRecord payload CRC in record at offset {offset}")
     return payload
+
+
+def _read_header(f: io.RawIOBase, path: Path, offset: int, end: int) -> int:
+    """The payload length of the record at offset in the file, its CRC checked."""
+    header = _read_exact(f, _HEADER.size, path, offset, "record header")
+    return _check_header(header, path, offset, end - offset)
 
 
 def _skip_to(f: io.RawIOBase, path: Path, index: int, end: int) -> int:

@@ -20,8 +20,13 @@ from aiio import dataset as ds
 from aiio import formats, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_FADVISE, OpLog, Reader, thread_read_bytes
-from aiio.phases.base import (RunContext, client_identity, client_io_figures, cpu_seconds,
-                              io_aggregate)
+from aiio.phases.base import (
+    RunContext,
+    client_identity,
+    client_io_figures,
+    cpu_seconds,
+    io_aggregate,
+)
 from aiio.workload import Workload
 
 MAX_STEP_RECORDS = 200_000  # per client; enough for AU timelines without unbounded memory
@@ -156,25 +161,25 @@ class Loader:
 
     def _read_batch(self, reader: Reader, batch: Batch) -> int:
         data, done = self.args.dataset, 0
-        for f, off, length, first in zip(batch.files.tolist(), batch.offsets.tolist(),
-                                         batch.lengths.tolist(), batch.first.tolist()):
+        columns = (batch.files, batch.offsets, batch.lengths, batch.first)
+        for f, off, length, first in zip(*(c.tolist() for c in columns), strict=True):
             if self.stop.is_set():
                 break
             path = data.path(f)
             if self.native:
-                done += self._read_native(reader.log, path, first)
+                done += self._read_native(reader.log, path, first, (off, length))
             else:
                 done += reader.read_file(path, off, length)
         return done
 
-    def _read_native(self, log: OpLog, path: str, index: int) -> int:
+    def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
         """Read one sample through the format's own library; bytes from the thread's rchar."""
         fd = os.open(path, os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
         before, t0 = thread_read_bytes(), time.monotonic_ns()
         spf = self.args.dataset.params.samples_per_file
-        self.fmt.read_native(path, None if spf == 1 else index)
+        self.fmt.read_native(path, None if spf == 1 else index, span=span)
         nbytes = thread_read_bytes() - before
         log.add("read", t0, time.monotonic_ns(), nbytes)
         self.ctx.add_bytes(nbytes)

@@ -1,0 +1,325 @@
+"""`make bench`: aiio's own speed, measured against fio in the same run on the same files.
+
+Every figure is a row: what was compared, aiio's value, fio's value (or the limit), the ratio,
+the target it must meet, and whether it did. Nothing here is asserted by the test suite: speed
+is measured, printed and kept in docs/PERFORMANCE.md, never a pass/fail test.
+
+Run: `make bench` (or `python -m aiio.bench [--only NAME] [--json]`). Root mounts a private
+tmpfs for the memory-backed figures; otherwise /dev/shm is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from aiio.clients import ClientContext, run_clients
+from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer
+from aiio.units import GiB, KiB, MiB
+
+REPEATS = 3
+
+
+@dataclass
+class Row:
+    name: str
+    aiio: float
+    reference: float
+    unit: str
+    ratio: float
+    target: str
+    met: bool
+    note: str = ""
+
+
+# --- storage to measure on -------------------------------------------------------------------
+
+@contextlib.contextmanager
+def tmpfs_dir(size: int) -> Iterator[Path]:
+    """A private tmpfs (root) or a folder in /dev/shm: memory-backed storage."""
+    base = Path(tempfile.mkdtemp(prefix="aiio-bench-tmpfs-"))
+    mounted = False
+    if os.geteuid() == 0:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                  str(base)], capture_output=True).returncode == 0
+    if not mounted:
+        shutil.rmtree(base)
+        base = Path(tempfile.mkdtemp(prefix="aiio-bench-", dir="/dev/shm"))
+    try:
+        yield base
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(base)], capture_output=True)
+            base.rmdir()
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def disk_dir() -> Iterator[Path]:
+    """A folder on the local disk (the filesystem holding /var/tmp)."""
+    base = Path(tempfile.mkdtemp(prefix="aiio-bench-", dir="/var/tmp"))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def make_files(folder: Path, count: int, size: int) -> list[Path]:
+    """Incompressible files written with O_DIRECT, so none of them sits in the page cache."""
+    paths = []
+    buf = aligned_buffer(4 * MiB)
+    buf.write(os.urandom(4 * MiB))
+    for i in range(count):
+        path = folder / f"bench-{i}.bin"
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | O_DIRECT, 0o600)
+        try:
+            for off in range(0, size, 4 * MiB):
+                os.pwrite(fd, buf, off)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        paths.append(path)
+    buf.close()
+    return paths
+
+
+# --- fio, run by subprocess -------------------------------------------------------------------
+
+def fio_version() -> str:
+    if not shutil.which("fio"):
+        raise SystemExit("fio is not installed: apt-get install fio")
+    return subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
+    """Run one fio job per entry (never group_reporting); return fio's per-job JSON."""
+    lines = ["[global]"] + [f"{k}={v}" for k, v in common.items()]
+    for i, job in enumerate(jobs):
+        lines.append(f"[job{i}]")
+        lines += [f"{k}={v}" for k, v in job.items()]
+    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as fh:
+        fh.write("\n".join(lines) + "\n")
+    try:
+        proc = subprocess.run(["fio", "--output-format=json", fh.name], capture_output=True,
+                              text=True)
+    finally:
+        os.unlink(fh.name)
+    if proc.returncode:
+        raise SystemExit(f"fio failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"]
+
+
+def fio_seq_read(files: list[Path]) -> float:
+    """Aggregate MiB/s of one psync O_DIRECT 1 MiB sequential reader per file."""
+    jobs = fio_jobs([{"filename": str(f)} for f in files],
+                    {"ioengine": "psync", "direct": "1", "rw": "read", "bs": "1M"})
+    return sum(j["read"]["io_bytes"] / (j["read"]["runtime"] / 1000) for j in jobs) / MiB
+
+
+def fio_rand_read_iops(path: Path, seconds: float) -> float:
+    jobs = fio_jobs([{"filename": str(path)}],
+                    {"ioengine": "psync", "direct": "1", "rw": "randread", "bs": "4k",
+                     "time_based": "1", "runtime": f"{seconds}s", "norandommap": "1"})
+    return jobs[0]["read"]["iops"]
+
+
+# --- aiio's engine, in real client processes ----------------------------------------------------
+
+def _stream_client(ctx: ClientContext) -> dict:
+    path = ctx.args[ctx.index]
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_DIRECT, MiB, log)
+    start = ctx.ready_and_wait()
+    log.start_ns = start
+    nbytes = reader.read_file(str(path))
+    return {"bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
+
+
+def aiio_seq_read(files: list[Path]) -> float:
+    """Aggregate MiB/s (last done) of one aiio client per file, 1 MiB O_DIRECT reads."""
+    results, _ = run_clients(len(files), _stream_client, files)
+    return sum(r["bytes"] for r in results) / MiB / max(r["seconds"] for r in results)
+
+
+def _random_client(ctx: ClientContext) -> dict:
+    path, seconds = ctx.args
+    size = os.path.getsize(path)
+    blocks = size // (4 * KiB)
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_DIRECT, 4 * KiB, log)
+    fd = os.open(path, os.O_RDONLY | O_DIRECT)
+    rnd = random.Random(1)
+    offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
+    start = ctx.ready_and_wait()
+    end = start + int(seconds * 1e9)
+    ops, i = 0, 0
+    while time.monotonic_ns() < end:
+        for _ in range(256):
+            reader.read_range(fd, offsets[i], 4 * KiB)
+            i = (i + 1) & 0xFFFF
+        ops += 256
+    os.close(fd)
+    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9}
+
+
+def aiio_rand_read_iops(path: Path, seconds: float) -> float:
+    results, _ = run_clients(1, _random_client, (path, seconds))
+    return results[0]["ops"] / results[0]["seconds"]
+
+
+# --- the figures ------------------------------------------------------------------------------
+
+def best(fn: Callable[[], float], repeats: int = REPEATS) -> float:
+    return max(fn() for _ in range(repeats))
+
+
+def interleaved(a: Callable[[], float], b: Callable[[], float]) -> tuple[float, float]:
+    """Best of REPEATS for each, alternating, so drifting storage speed hits both alike."""
+    xs, ys = [], []
+    for _ in range(REPEATS):
+        xs.append(a())
+        ys.append(b())
+    return max(xs), max(ys)
+
+
+def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
+    rows = []
+    for clients in (1, 2):
+        files = make_files(folder, clients, file_size)
+        ours, theirs = interleaved(lambda f=files: aiio_seq_read(f),
+                                   lambda f=files: fio_seq_read(f))
+        ratio = ours / theirs
+        rows.append(Row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}", ours, theirs,
+                        "MiB/s", ratio, ">= 0.95", ratio >= 0.95))
+        for f in files:
+            f.unlink()
+    return rows
+
+
+def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) -> list[Row]:
+    (path,) = make_files(folder, 1, file_size)
+    ours, theirs = interleaved(lambda: aiio_rand_read_iops(path, seconds),
+                               lambda: fio_rand_read_iops(path, seconds))
+    ratio = ours / theirs
+    return [Row(f"rand read 4 KiB O_DIRECT IOPS, 1 client, {where}", ours, theirs, "IOPS",
+                ratio, ">= 0.5", ratio >= 0.5)]
+
+
+def many_clients_rows(clients: int = 64) -> list[Row]:
+    """Total memory (PSS) of aiio's processes and command-to-first-I/O with many clients."""
+    with tempfile.TemporaryDirectory(prefix="aiio-bench-64-", dir="/var/tmp") as tmp:
+        base = [sys.executable, "-m", "aiio"]
+        subprocess.run([*base, "datagen", "--target", tmp], check=True, capture_output=True)
+        cmd = [*base, "run", "--target", tmp, "--clients", str(clients), "--quiet", "--json",
+               "--results", os.path.join(tmp, "reports"), "--duration", "5s"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak = _peak_pss(proc)
+        out, err = proc.communicate()
+        if proc.returncode:
+            raise SystemExit(f"64-client run failed: {err.strip()}")
+        startup = json.loads(out)["timing"]["command_to_first_io_s"]
+    return [
+        Row(f"memory of aiio's processes, {clients} clients (PSS)", peak / GiB, 2.0, "GiB",
+            peak / GiB / 2.0, "<= 1.0 of 2 GiB", peak <= 2 * GiB),
+        Row(f"command to first I/O, {clients} clients", startup, 5.0, "s", startup / 5.0,
+            "<= 1.0 of 5 s", startup <= 5.0),
+    ]
+
+
+def _peak_pss(proc: subprocess.Popen) -> int:
+    """Peak of the summed proportional set size of a process tree while it runs."""
+    peak = 0
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        total = 0
+        with contextlib.suppress(psutil.Error):
+            for p in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    total += p.memory_full_info().pss
+        peak = max(peak, total)
+        time.sleep(0.25)
+    return peak
+
+
+FIGURES: dict[str, Callable[[], list[Row]]] = {}
+
+
+def figure(name: str):
+    def register(fn: Callable[[], list[Row]]) -> Callable[[], list[Row]]:
+        FIGURES[name] = fn
+        return fn
+    return register
+
+
+@figure("stream-tmpfs")
+def _stream_tmpfs() -> list[Row]:
+    with tmpfs_dir(3 * GiB) as folder:
+        return stream_rows("tmpfs", folder, 1 * GiB)
+
+
+@figure("stream-disk")
+def _stream_disk() -> list[Row]:
+    with disk_dir() as folder:
+        return stream_rows("local disk", folder, 1 * GiB)
+
+
+@figure("random-disk")
+def _random_disk() -> list[Row]:
+    with disk_dir() as folder:
+        return random_rows("local disk", folder, 1 * GiB)
+
+
+@figure("random-tmpfs")
+def _random_tmpfs() -> list[Row]:
+    with tmpfs_dir(2 * GiB) as folder:
+        return random_rows("tmpfs", folder, 512 * MiB)
+
+
+@figure("64-clients")
+def _many() -> list[Row]:
+    return many_clients_rows(64)
+
+
+def print_rows(rows: list[Row]) -> None:
+    print(f"{'figure':58} {'aiio':>12} {'reference':>12} {'unit':>6} {'ratio':>7} "
+          f"{'target':>16}  met")
+    for r in rows:
+        print(f"{r.name:58} {r.aiio:12,.2f} {r.reference:12,.2f} {r.unit:>6} {r.ratio:7.3f} "
+              f"{r.target:>16}  {'yes' if r.met else 'NO'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aiio.bench", description=__doc__)
+    parser.add_argument("--only", action="append", choices=sorted(FIGURES),
+                        help="run only these figures (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print rows as JSON")
+    opts = parser.parse_args(argv)
+    print(f"aiio bench: {fio_version()}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
+          file=sys.stderr)
+    rows: list[Row] = []
+    for name in opts.only or list(FIGURES):
+        print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        rows += FIGURES[name]()
+    if opts.json:
+        print(json.dumps([asdict(r) for r in rows], indent=1))
+    else:
+        print_rows(rows)
+    return 0 if all(r.met for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
