@@ -97,6 +97,7 @@ class Workload:
     train: TrainSpec = field(default_factory=TrainSpec)
     model: ModelSpec = field(default_factory=ModelSpec)
     source: str = ""
+    given: tuple[str, ...] = ()  # sections the file itself had (the rest are defaults)
 
     @property
     def name(self) -> str:
@@ -123,11 +124,12 @@ class Workload:
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: dataclasses.asdict(getattr(self, f.name)) for f in _sections()}
         out["source"] = self.source
+        out["given"] = list(self.given)
         return out
 
 
 def _sections() -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(Workload) if f.name != "source"]
+    return [f for f in dataclasses.fields(Workload) if f.name not in ("source", "given")]
 
 
 # --- where workloads live ---------------------------------------------------------------
@@ -272,7 +274,7 @@ def build(data: dict[str, Any], source: str,
             table[key_name] = value
     built = {name: _build_section(f.default_factory, tables.get(name, {}), f"{source} [{name}]")
              for name, f in sections.items()}
-    workload = Workload(**built, source=source)
+    workload = Workload(**built, source=source, given=tuple(data))
     validate(workload)
     return workload
 

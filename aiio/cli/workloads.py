@@ -16,9 +16,16 @@ def workloads(as_json: bool) -> None:
     from aiio.units import format_size
     from aiio.workload import load_workload, shipped_workloads
 
-    rows = []
+    rows, models = [], []
     for name in shipped_workloads():
         w = load_workload(name)
+        if "dataset" not in w.given:
+            models.append({"name": name, "description": w.workload.description,
+                           "parameters": w.model.parameters,
+                           "bytes_per_parameter": w.model.bytes_per_parameter,
+                           "checkpoint_bytes": w.model.parameters * w.model.bytes_per_parameter,
+                           "ranks": w.model.ranks, "sections": list(w.given)})
+            continue
         d, t = w.dataset, w.train
         rows.append({
             "name": name, "description": w.workload.description, "format": d.format,
@@ -29,9 +36,9 @@ def workloads(as_json: bool) -> None:
             "au_goal": t.au_goal, "demand_mib_s": w.demand_mib_s(),
             "accelerator": t.accelerator, "model_parameters": w.model.parameters})
     if as_json:
-        emit_json(rows)
+        emit_json({"datasets": rows, "models": models})
         return
-    table = Table(title="shipped workloads (MiB/s demand is per accelerator at its default type)")
+    table = Table(title="training workloads (demand: MiB/s per accelerator at its default type)")
     for col in ("name", "format", "sample", "samples/file", "files", "dataset", "batch",
                 "threads", "compute s/batch", "AU goal", "demand MiB/s"):
         table.add_column(col, justify="left" if col in ("name", "format") else "right")
@@ -42,4 +49,15 @@ def workloads(as_json: bool) -> None:
                       format_size(r["dataset_bytes"]), f"{r['batch_size']:,}",
                       str(r["read_threads"]), compute, f"{r['au_goal']:.0%}",
                       f"{r['demand_mib_s']:,.0f} ({r['accelerator']})")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if models:
+        mt = Table(title="model workloads (checkpoint, load, sizing)")
+        for col in ("name", "parameters", "bytes/param", "checkpoint", "MLPerf ranks",
+                    "description"):
+            mt.add_column(col, justify="left" if col in ("name", "description") else "right")
+        for m in models:
+            mt.add_row(m["name"], f"{m['parameters'] / 1e9:,.1f} B",
+                       f"{m['bytes_per_parameter']:g}", format_size(m["checkpoint_bytes"]),
+                       str(m["ranks"] or "-"), m["description"])
+        console.print(mt)
