@@ -57,3 +57,19 @@ def test_au_on_io_bound_storage(tmp_path):
     client = res["clients"][0]
     assert client["au"] == pytest.approx(0.10, abs=0.025)
     assert res["aggregate"]["au_pass"] is False
+
+
+def test_dataset_larger_than_free_space_is_refused_before_writing(tmp_path):
+    from .storage import small_tmpfs
+    with small_tmpfs(tmp_path, 16) as mount:
+        proc = subprocess.run(
+            [sys.executable, "-m", "aiio", "datagen", "--target", str(mount),
+             "--set", "dataset.num_files=8", "--set", "dataset.sample_size=4MiB"],
+            cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert "needs" in proc.stderr and "free" in proc.stderr
+        # the error is one line (after the note saying what was about to happen)
+        assert proc.stderr.strip().splitlines()[-1].startswith("aiio: dataset demo")
+        assert "Traceback" not in proc.stderr
+        # only the ownership marker was written
+        assert sorted(p.name for p in (mount / "aiio").iterdir()) == [".aiio-owned"]
