@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from aiio.engine import (METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_up,
-                         merge_logs)
+from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_up, merge_logs
 from aiio.target import probe_direct_io
 
 
