@@ -22,6 +22,7 @@ from typing import Any
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 
 START_LEAD_NS = 50_000_000  # the start instant is published this far ahead of time
+SYNC_LEAD_NS = 20_000_000   # the same for the start of a later stage (`sync`)
 READY_TIMEOUT_S = 300.0
 
 
@@ -33,12 +34,35 @@ class ClientContext:
     count: int
     args: Any
     _shared: Any
+    _syncs: int = 0
 
     def ready_and_wait(self) -> int:
         """Report ready, wait for the common start instant, return it (monotonic ns)."""
         self._shared.messages.put(("ready", self.index, None))
         self._shared.go.wait()
         start_ns = self._shared.start_ns.value
+        delay = (start_ns - time.monotonic_ns()) / 1e9
+        if delay > 0:
+            time.sleep(delay)
+        return start_ns
+
+    def sync(self) -> int | None:
+        """Wait until every client has called sync() as often as this one, then return one
+        common start instant for the next stage (monotonic ns); None when the run is stopping.
+        """
+        sh = self._shared
+        self._syncs += 1
+        goal = self._syncs * self.count
+        with sh.cond:
+            sh.arrived.value += 1
+            if sh.arrived.value == goal:
+                sh.release_ns.value = time.monotonic_ns() + SYNC_LEAD_NS
+                sh.cond.notify_all()
+            while sh.arrived.value < goal and not sh.stop.is_set():
+                sh.cond.wait(0.1)
+            start_ns = sh.release_ns.value
+        if sh.stop.is_set():
+            return None
         delay = (start_ns - time.monotonic_ns()) / 1e9
         if delay > 0:
             time.sleep(delay)
@@ -65,6 +89,9 @@ class _Shared:
         self.start_ns = ctx.RawValue("q", 0)
         self.bytes = ctx.RawArray("q", n)
         self.units = ctx.RawArray("q", n)
+        self.cond = ctx.Condition()
+        self.arrived = ctx.RawValue("q", 0)     # guarded by cond
+        self.release_ns = ctx.RawValue("q", 0)  # guarded by cond
 
 
 ClientFn = Callable[[ClientContext], dict]

@@ -142,3 +142,223 @@ def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
         console.print(t)
     print_warnings(console, res.get("warnings", []))
     console.print(f"result: {folder}/result.json", highlight=False)
+
+
+# --- the other phases -----------------------------------------------------------------------
+
+def _table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _grid(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _lat(summary: dict[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "p99_ns")) -> str:
+    summary = summary or {}
+    return " / ".join(format_latency_ns(summary.get(k, 0)) for k in keys)
+
+
+def _spread3(s: dict[str, float], fmt: str = "{:,.1f}") -> str:
+    return " / ".join(fmt.format(s[k]) for k in ("mean", "min", "max"))
+
+
+def _where(res: dict[str, Any], phase: str) -> str:
+    return (f"{phase}: {res['workload']['workload']['name']} on {res['target']['path']} "
+            f"({res['target']['fstype']}, {res['method']})")
+
+
+def _verify_rows(v: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not v:
+        return []
+    verdict = "[green]no corruption[/]" if not v["mismatches"] else \
+        f"[red]{v['mismatches']:,} corrupt block(s)[/]"
+    rows = [("verify", f"{v['blocks_checked']:,} blocks checked: {verdict}")]
+    if "cost_share" in v:
+        rows.append(("verify cost", f"{v['checksum_s']:.2f} s of checksum work, "
+                     f"{v['cost_share']:.1%} of the clients' I/O time"))
+    for c in v.get("corrupt", [])[:5]:
+        rows.append(("corrupt", f"{c['file']} at offset {c['offset']:,}: {c['problem']}"))
+    return rows
+
+
+def prep_tables(res: dict[str, Any]) -> list[Table]:
+    """Data preparation: shards mode (read, write, metadata) or the randrw mix."""
+    agg = res["aggregate"]
+    if agg.get("mode") == "randrw":
+        return _randrw_tables(res)
+    rd, wr, meta = agg["read"], agg["write"], agg["metadata"]
+    rows = [
+        ("clients", str(len(res["clients"]))),
+        ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
+        ("read, first / last done", f"{_fmt_mib(rd['first_done']['mib_s'])} / "
+                                    f"{_fmt_mib(rd['last_done']['mib_s'])} MiB/s"),
+        ("read IOPS", f"{rd['iops']:,.0f}"),
+        ("write, first / last done", f"{_fmt_mib(wr['first_done']['mib_s'])} / "
+                                     f"{_fmt_mib(wr['last_done']['mib_s'])} MiB/s"),
+        ("bytes read / written", f"{format_size(rd['bytes'])} / {format_size(wr['bytes'])}"),
+        ("shards written", f"{agg['shards']:,}"),
+        ("metadata ops/s", f"{meta['ops_s']:,.0f} ({meta['total']:,} ops)"),
+        ("read latency p50 / p99", _lat(rd["latency"].get("read"))),
+        ("write latency p50 / p99", _lat(wr["latency"].get("write"))),
+    ]
+    ops = _grid("metadata operations", ("op", "count", "ops/s", "p50", "p99", "max"),
+                [[op, f"{m['count']:,}", f"{m['ops_s']:,.0f}",
+                  *_lat(m["latency"], ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
+                 for op, m in meta["ops"].items()])
+    per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
+                               "meta ops/s", "elapsed"),
+                [[str(c["client"]), f"{c['samples_per_s']:,.0f}",
+                  _fmt_mib(c["read"]["mib_s"]), f"{c['read']['iops']:,.0f}",
+                  _fmt_mib(c["write"]["mib_s"]), f"{c['metadata']['ops_s']:,.0f}",
+                  format_duration(c["elapsed_s"])] for c in res["clients"]])
+    return [_table(_where(res, "prep"), rows), ops, per]
+
+
+def _randrw_tables(res: dict[str, Any]) -> list[Table]:
+    agg = res["aggregate"]
+    rd, wr = agg["read"], agg["write"]
+    rows = [
+        ("clients", str(len(res["clients"]))),
+        ("mix", f"{format_size(agg['block_size'])} blocks, {agg['read_share']:.0%} reads, "
+                f"{format_size(agg['file_size'])} per client"),
+        ("IOPS (read + write)", f"{agg['iops']:,.0f} ({rd['iops']:,.0f} + {wr['iops']:,.0f})"),
+        ("read / write MiB/s", f"{_fmt_mib(agg['read_mib_s'])} / {_fmt_mib(agg['write_mib_s'])}"),
+        ("read latency p50 / p99", _lat(rd["latency"].get("read"))),
+        ("write latency p50 / p99", _lat(wr["latency"].get("write"))),
+        ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}")),
+    ] + _verify_rows(agg.get("verify"))
+    per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
+                               "elapsed"),
+                [[str(c["client"]), f"{c['read']['iops']:,.0f}", f"{c['write']['iops']:,.0f}",
+                  _lat(c["read"]["latency"], ("p99_ns",)),
+                  _lat(c["write"]["latency"], ("p99_ns",)),
+                  format_duration(c["elapsed_s"])] for c in res["clients"]])
+    return [_table(_where(res, "prep randrw"), rows), per]
+
+
+def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
+    """Checkpoint bursts: per checkpoint, and per client."""
+    agg = res["aggregate"]
+    plan = agg["plan"]
+    scale = f" (scale {plan['scale']:g} of {format_size(plan['base_bytes'])})" \
+        if plan["scale"] != 1 else ""
+    rows = [
+        ("checkpoint", f"{format_size(plan['total_bytes'])}{scale} from {plan['source']}"),
+        ("clients x files", f"{plan['clients']} x {plan['files_per_client']}"),
+        ("checkpoints done", f"{agg['completed']} of {plan['count']} (keep {plan['keep']})"),
+    ]
+    if agg["completed"]:
+        rows += [
+            ("write (every shard durable)", f"{_fmt_mib(agg['write_mib_s'])} MiB/s"),
+            ("time to persist, first / last done (mean)",
+             f"{agg['persist_first_done_s']['mean']:.2f} / "
+             f"{agg['persist_last_done_s']['mean']:.2f} s"),
+            ("accelerator stall per checkpoint (mean / max)",
+             f"{agg['stall_s']['mean']:.2f} / {agg['stall_s']['max']:.2f} s"),
+        ]
+    if "read_mib_s" in agg:
+        rows += [
+            ("restore", f"{_fmt_mib(agg['read_mib_s'])} MiB/s"),
+            ("time to restore, first / last done (mean)",
+             f"{agg['restore_first_done_s']['mean']:.2f} / "
+             f"{agg['restore_last_done_s']['mean']:.2f} s"),
+            ("restore started after the write (max)", f"{agg['restore_gap_s_max']:.2f} s"),
+        ]
+    rows += _verify_rows(agg.get("verify"))
+    bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
+                                      "fsync p99", "gap", "read MiB/s", "restore last"),
+                   [_burst_row(p) for p in agg["checkpoints"]])
+    per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
+                                                 "read MiB/s", "read s", "elapsed"),
+                [[str(c["client"]), _fmt_mib(c["write"]["mib_s"]),
+                  f"{c['write']['seconds']:.2f}", _fmt_mib(c["read"]["mib_s"]),
+                  f"{c['read']['seconds']:.2f}", format_duration(c["elapsed_s"])]
+                 for c in res["clients"]])
+    return [_table(_where(res, "checkpoint"), rows), bursts, per]
+
+
+def _burst_row(p: dict[str, Any]) -> list[str]:
+    w, r = p["write"], p.get("read")
+    return [str(p["n"]), _fmt_mib(w["mib_s"]), f"{w['first_done_s']:.2f} s",
+            f"{w['last_done_s']:.2f} s", _lat(w["latency"].get("fsync"), ("p99_ns",)),
+            f"{p['restore_gap_s']:.2f} s" if r else "-",
+            _fmt_mib(r["mib_s"]) if r else "-", f"{r['last_done_s']:.2f} s" if r else "-"]
+
+
+def load_tables(res: dict[str, Any]) -> list[Table]:
+    """Model loading: when the first and the last replica were ready, per-replica MiB/s."""
+    agg = res["aggregate"]
+    model = agg["model"]
+    scale = f" (scale {model['scale']:g} of {format_size(model['base_bytes'])})" \
+        if model["scale"] != 1 else ""
+    rows = [
+        ("model weights", f"{format_size(model['total_bytes'])}{scale} in {model['files']} "
+                          f"file(s), from {model['source']}"),
+        ("replicas", f"{agg['replicas']}" + (f", staggered {model['stagger_s']:g} s apart"
+                                             if model["stagger_s"] else "")),
+        ("first replica ready", f"{agg['first_ready_s']:.2f} s"),
+        ("all replicas ready", f"{agg['last_ready_s']:.2f} s"),
+        ("aggregate, first / last done", f"{_fmt_mib(agg['first_done']['mib_s'])} / "
+                                         f"{_fmt_mib(agg['last_done']['mib_s'])} MiB/s"),
+        ("per replica MiB/s (mean / min / max)", _spread3(agg["per_replica_mib_s"])),
+        ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s")),
+        ("read latency p50 / p99", _lat(agg["latency"].get("read"))),
+    ] + _verify_rows(agg.get("verify"))
+    per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
+                [[str(c["client"]), f"{c['start_s']:.2f} s", f"{c['load_s']:.2f} s",
+                  _fmt_mib(c["mib_s"]), _lat(c["latency"], ("p99_ns",)),
+                  f"{c['elapsed_s']:.2f} s"] for c in res["clients"]])
+    return [_table(_where(res, "load"), rows), per]
+
+
+def train_checkpoint_table(agg: dict[str, Any]) -> Table:
+    """What each checkpoint during training cost: stall, read dip, AU lost."""
+    ck = agg["checkpoint"]
+    return _grid(
+        f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each; AU "
+        f"{agg['au_mean']:.1%} with them, {ck.get('au_without_checkpoints_mean', 0):.1%} "
+        "without)",
+        ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
+         "AU during / rest", "AU lost"),
+        [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
+          _fmt_mib(p["write"]["mib_s"]),
+          f"{_fmt_mib(p['read_mib_s_during'])} / {_fmt_mib(p['read_mib_s_baseline'])}",
+          f"{p['read_dip']:.0%}", f"{p['au_during']:.0%} / {p['au_baseline']:.0%}",
+          f"{p['au_lost']:.0%}"] for p in ck["checkpoints"]])
+
+
+def all_tables(res: dict[str, Any]) -> list[Table]:
+    """The lifecycle: one headline per stage, then what checkpoints cost during training."""
+    tables = []
+    for name in ("prep", "train", "load"):
+        sub = dict(res, aggregate=res["aggregate"][name], clients=[c[name] for c in
+                                                                   res["clients"]])
+        tables.append(phase_tables(sub, name)[0])
+        if name == "train" and "checkpoint" in sub["aggregate"]:
+            tables.append(train_checkpoint_table(sub["aggregate"]))
+    if res["aggregate"].get("verify"):
+        tables.append(_table("verify", _verify_rows(res["aggregate"]["verify"])))
+    return tables
+
+
+def phase_tables(res: dict[str, Any], phase: str | None = None) -> list[Table]:
+    """The summary tables for a result of any phase."""
+    phase = phase or res["phase"]
+    if phase == "train":
+        tables = train_tables(res)
+        if "checkpoint" in res["aggregate"]:
+            tables.insert(1, train_checkpoint_table(res["aggregate"]))
+        return tables
+    return {"prep": prep_tables, "checkpoint": checkpoint_tables, "load": load_tables,
+            "all": all_tables}[phase](res)

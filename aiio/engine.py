@@ -8,6 +8,8 @@ nominal size.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import mmap
 import os
 import threading
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aiio import blocks
+from aiio.errors import RunFailed
 from aiio.stats import ByteSeries, Histogram
 
 O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -114,6 +118,8 @@ class Reader:
         self.log = log
         self.counter = counter  # called with bytes after each read, for live progress
         self.stop: threading.Event | None = None
+        # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
+        self.check: callable | None = None
 
     def open(self, path: str) -> int:
         t0 = time.monotonic_ns()
@@ -150,6 +156,10 @@ class Reader:
             log.add("read", t0, time.monotonic_ns(), n)
             if counter:
                 counter(n)
+            if self.check is not None:
+                c0 = time.monotonic_ns()
+                self.check(view, n, pos)
+                log.add("verify", c0, time.monotonic_ns(), 0)
             done += n
             pos += n
             if n < want or (self.stop is not None and self.stop.is_set()):
@@ -195,6 +205,114 @@ class Reader:
     def close(self) -> None:
         self.view.release()
         self.buf.close()
+
+
+class Writer:
+    """Writes files from one thread's aligned buffer, timing every call (and fsync on its own).
+
+    The buffer holds random payload drawn once from the seed; before each call the 4 KiB block
+    headers (`aiio.blocks`) are stamped in place, so every block written is unique, and with
+    `checksum` each block carries its crc32c (that work is timed as the "checksum" op). With
+    O_DIRECT a file's unaligned tail is written after dropping O_DIRECT from the descriptor.
+    """
+
+    def __init__(self, method: str, transfer_size: int, log: OpLog,
+                 counter: callable | None = None, seed: int = 0, checksum: bool = False) -> None:
+        self.direct = method == METHOD_DIRECT
+        self.transfer_size = transfer_size
+        self.buf = aligned_buffer(transfer_size)
+        self.view = memoryview(self.buf)
+        rng = np.random.Generator(np.random.PCG64(seed))
+        words = rng.integers(0, 2**64, size=len(self.buf) // 8, dtype=np.uint64)
+        self.view[:] = words.view(np.uint8)
+        self.log = log
+        self.counter = counter
+        self.checksum = checksum
+        self.stop: threading.Event | None = None
+        self._buffered: set[int] = set()  # descriptors whose O_DIRECT was dropped for a tail
+
+    def create(self, path: str) -> int:
+        """Create (or truncate) a file for writing; timed as "create"."""
+        t0 = time.monotonic_ns()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (O_DIRECT if self.direct else 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise io_failure(exc, "creating", path) from exc
+        self.log.add("create", t0, time.monotonic_ns(), 0)
+        self._buffered.discard(fd)
+        return fd
+
+    def write_range(self, fd: int, path: str, offset: int, length: int, tag: int) -> int:
+        """Write [offset, offset+length) in transfer-size calls; returns bytes written."""
+        view, size, log, counter = self.view, self.transfer_size, self.log, self.counter
+        pos, end, done = offset, offset + length, 0
+        while pos < end:
+            want = min(size, end - pos)
+            if self.direct and (want % DIRECT_ALIGN or pos % DIRECT_ALIGN) \
+                    and fd not in self._buffered:
+                self._drop_direct(fd)
+            c0 = time.monotonic_ns()
+            blocks.stamp(view, want, tag, pos, self.checksum)
+            if self.checksum:
+                log.add("checksum", c0, time.monotonic_ns(), 0)
+            t0 = time.monotonic_ns()
+            try:
+                n = os.pwritev(fd, [view[:want]], pos)
+            except OSError as exc:
+                raise io_failure(exc, "writing", path, pos) from exc
+            log.add("write", t0, time.monotonic_ns(), n)
+            if counter:
+                counter(n)
+            done += n
+            pos += n
+            if n < want:
+                # A short write to a regular file means the filesystem (or quota) is full.
+                raise io_failure(OSError(errno.ENOSPC, f"short write ({n} of {want} bytes)"),
+                                 "writing", path, pos)
+            if self.stop is not None and self.stop.is_set():
+                break
+        return done
+
+    def _drop_direct(self, fd: int) -> None:
+        """O_DIRECT needs aligned lengths: the tail goes through the page cache (then fsync)."""
+        self._buffered.add(fd)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~O_DIRECT)
+
+    def fsync(self, fd: int, path: str) -> None:
+        """Make the file durable; timed as "fsync". An error is raised, never swallowed."""
+        t0 = time.monotonic_ns()
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise io_failure(exc, "fsync of", path) from exc
+        self.log.add("fsync", t0, time.monotonic_ns(), 0)
+
+    def write_file(self, path: str, size: int, tag: int, sync: bool = True) -> int:
+        """Create, write `size` bytes, fsync, drop the file's cached pages, close."""
+        fd = self.create(path)
+        try:
+            done = self.write_range(fd, path, 0, size, tag)
+            if sync:
+                self.fsync(fd, path)
+                # Clean pages can be dropped now, so a later read starts cold.
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        return done
+
+    def close(self) -> None:
+        self.view.release()
+        self.buf.close()
+
+
+def io_failure(exc: OSError, action: str, path: str, offset: int | None = None) -> RunFailed:
+    """One clear line for an I/O error: ENOSPC says the filesystem filled up."""
+    where = f"{path}" + (f" at offset {offset}" if offset is not None else "")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return RunFailed(f"the filesystem filled up ({errno.errorcode[exc.errno]}) {action} "
+                         f"{where}")
+    return RunFailed(f"{action} {where} failed: {exc.strerror or exc}")
 
 
 def thread_read_bytes() -> int:

@@ -69,3 +69,25 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
 def _list(items: list[int]) -> str:
     text = ", ".join(str(i) for i in items[:10])
     return text + (f" and {len(items) - 10} more" if len(items) > 10 else "")
+
+
+def write_warnings(info: TargetInfo, monitor: dict[str, Any],
+                   write_bytes: int) -> list[dict[str, str]]:
+    """Written and fsynced bytes the target's block device never saw."""
+    dev = monitor.get("device")
+    if not dev or write_bytes <= 0 or info.memory_backed:
+        return []
+    if dev["write_bytes"] < DEVICE_SHORTFALL * write_bytes:
+        return [_w("device_saw_fewer_writes", f"block device {dev['name']} wrote "
+                   f"{format_size(dev['write_bytes'])} while the clients wrote and fsynced "
+                   f"{format_size(write_bytes)}: compression, deduplication or a write cache "
+                   "absorbed part of it")]
+    return []
+
+
+def restore_warnings(gap_s: float, within_s: float) -> list[dict[str, str]]:
+    """MLPerf Storage reads a checkpoint back within 30 s of writing it."""
+    if gap_s > within_s:
+        return [_w("restore_late", f"the restore started {gap_s:.1f} s after the checkpoint "
+                   f"was durable, later than the {within_s:.0f} s asked for")]
+    return []

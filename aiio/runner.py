@@ -78,6 +78,8 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     phase = get_phase(req.phase)
     w = req.workload
     clients = w.run.clients
+    if hasattr(phase, "validate"):
+        phase.validate(w, req.options)  # impossible values: one line, nothing written
     check_memory(w, clients)
     target = Target(req.target)
     target.check_usable()
@@ -108,6 +110,8 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["monitor"] = monitor.finish()
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += _warnings(rc, args, out)
+        if hasattr(phase, "warnings"):
+            out["warnings"] += phase.warnings(rc, args, out)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
@@ -144,12 +148,14 @@ def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
 
 
 def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, str]]:
+    agg = out["aggregate"]
+    # Phases that also write say how much they read apart ("read_bytes").
+    read_bytes = agg.get("read_bytes", agg.get("bytes", 0))
     data = getattr(args, "dataset", None)
-    data_bytes = data.total_bytes if data is not None else out["aggregate"].get("bytes", 0)
+    data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
     found = honesty.target_warnings(rc.info, out["method"], data_bytes, ram)
-    found += honesty.run_warnings(rc.info, out["monitor"], out["clients"],
-                                  out["aggregate"].get("bytes", 0))
+    found += honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
     return found
 
 

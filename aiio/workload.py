@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from aiio.errors import ConfigError
-from aiio.units import MiB, parse_count, parse_duration, parse_size
+from aiio.units import GiB, KiB, MiB, parse_count, parse_duration, parse_size
 
 FORMATS = ("npz", "hdf5", "tfrecord", "raw")
 READERS = ("raw", "native")
 SHUFFLES = ("sample", "file", "off")
+PREP_MODES = ("shards", "randrw")
+CHECKPOINT_UNITS = ("epochs", "steps")
 
 
 def key(kind: str, default: Any, help: str, *, min: float | None = None,
@@ -88,6 +90,68 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class PrepSpec:
+    """Data preparation: raw samples in, processed shards out, plus the metadata work; or
+    the fio-style random read/write mix on large files."""
+
+    mode: str = key("str", "shards", "shards: read raw samples, write processed shards; "
+                    "randrw: random reads and writes on one large file per client",
+                    choices=PREP_MODES)
+    threads: int = key("int", 4, "I/O threads per client", min=1, max=256)
+    transfer_size: int = key("size", 1 * MiB, "bytes per read or write call (shards mode)",
+                             gt=0)
+    passes: int = key("int", 1, "passes over the raw samples (shards mode)", min=1)
+    transform_time: float = key("duration", 0.0, "processing time per sample (shards mode)",
+                                min=0)
+    shard_size: int = key("size", 128 * MiB, "processed shard file size (shards mode)", gt=0)
+    output_ratio: float = key("float", 1.0, "processed bytes written per raw byte read "
+                              "(shards mode)", gt=0, max=100)
+    file_size: int = key("size", 1 * GiB, "file per client (randrw mode)", gt=0)
+    block_size: int = key("size", 4 * KiB, "bytes per random I/O (randrw mode)", gt=0)
+    read_share: float = key("float", 0.7, "share of random I/Os that are reads (randrw mode; "
+                            "fio's rwmixread / 100)", min=0, max=1)
+    duration: float = key("duration", 10.0, "how long the randrw mix runs", gt=0)
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """Checkpoint bursts: every client writes its shard and fsyncs; then the restore."""
+
+    size: int = key("size", 0, "total checkpoint bytes (0: model parameters x bytes per "
+                    "parameter)", min=0)
+    scale: float = key("float", 1.0, "multiply the checkpoint bytes by this (small test "
+                       "systems; --scale)", gt=0)
+    files_per_client: int = key("int", 1, "files each client writes per checkpoint", min=1,
+                                max=4096)
+    threads: int = key("int", 1, "writer threads per client", min=1, max=64)
+    transfer_size: int = key("size", 1 * MiB, "bytes per write or read call", gt=0)
+    count: int = key("int", 1, "checkpoints written one after another (--checkpoints)", min=1)
+    keep: int = key("int", 1, "most recent checkpoints kept; older ones are deleted", min=1)
+    restore: bool = key("bool", True, "read every shard back after each checkpoint")
+    restore_within: float = key("duration", 30.0, "the restore must start this soon after "
+                                "the write (MLPerf Storage: 30 s)", gt=0)
+    every: int = key("int", 0, "train phase: checkpoint every N epochs or steps "
+                     "(--checkpoint-every; 0: never)", min=0)
+    every_unit: str = key("str", "epochs", "unit of `every`", choices=CHECKPOINT_UNITS)
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """Model loading for inference: every replica reads the whole set of weight files."""
+
+    size: int = key("size", 0, "bytes of weights (0: model parameters x bytes_per_parameter)",
+                    min=0)
+    bytes_per_parameter: float = key("float", 2.0, "weight bytes per parameter (bf16: 2)",
+                                     gt=0)
+    scale: float = key("float", 1.0, "multiply the weight bytes by this (--scale)", gt=0)
+    files: int = key("int", 1, "weight files (safetensors-style shards)", min=1, max=4096)
+    threads: int = key("int", 1, "reader threads per replica", min=1, max=64)
+    transfer_size: int = key("size", 1 * MiB, "bytes per read call", gt=0)
+    stagger: float = key("duration", 0.0, "replica i starts i x stagger after the first "
+                         "(--stagger)", min=0)
+
+
+@dataclass(frozen=True)
 class Workload:
     """A resolved workload: every section validated, every default filled in."""
 
@@ -96,6 +160,9 @@ class Workload:
     dataset: DatasetSpec = field(default_factory=DatasetSpec)
     train: TrainSpec = field(default_factory=TrainSpec)
     model: ModelSpec = field(default_factory=ModelSpec)
+    prep: PrepSpec = field(default_factory=PrepSpec)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    load: LoadSpec = field(default_factory=LoadSpec)
     source: str = ""
     given: tuple[str, ...] = ()  # sections the file itself had (the rest are defaults)
 
@@ -291,6 +358,17 @@ def validate(w: Workload) -> None:
     if w.train.transfer_size % 4096:
         raise ConfigError(f"transfer size {w.train.transfer_size} B must be a multiple of 4 KiB "
                           "(O_DIRECT needs aligned lengths)")
+    aligned = [("prep.transfer_size", w.prep.transfer_size),
+               ("prep.block_size", w.prep.block_size),
+               ("checkpoint.transfer_size", w.checkpoint.transfer_size),
+               ("load.transfer_size", w.load.transfer_size)]
+    for name, value in aligned:
+        if value % 4096:
+            raise ConfigError(f"{name} = {value} B must be a multiple of 4 KiB "
+                              "(O_DIRECT needs aligned lengths)")
+    if w.prep.block_size > w.prep.file_size:
+        raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
+                          f"prep.file_size ({w.prep.file_size} B)")
 
 
 def load_workload(name_or_path: str, overrides: list[tuple[str, str, Any]] = ()) -> Workload:

@@ -12,7 +12,8 @@ DEFAULT_TARGET = "./aiio-target"
 
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
-              help="lifecycle phase: train")
+              help="lifecycle phase: prep, train, checkpoint, load, or all (prep, train with "
+                   "checkpoints, load)")
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio)")
@@ -22,28 +23,95 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
                                                       "none"]), default="auto",
               show_default=True, help="how the page cache is defeated")
+@click.option("--scale", default=None, metavar="F",
+              help="multiply checkpoint and model-weight bytes by F (small test systems)")
+@click.option("--checkpoints", default=None, metavar="K",
+              help="checkpoint phase: write (and restore) K checkpoints in a row")
+@click.option("--checkpoint-every", default=None, metavar="N[epochs|steps]",
+              help="train phase: checkpoint every N epochs (default unit) or steps, e.g. 50steps")
+@click.option("--stagger", default=None, metavar="DURATION",
+              help="load phase: replica i starts i x DURATION after the first, e.g. 0.5s")
+@click.option("--verify", is_flag=True,
+              help="check the per-block checksums of data aiio wrote as it reads it back")
+@click.option("--no-space-check", "no_space_check", is_flag=True, hidden=True,
+              help="for tests only: skip the free-space check so a full disk can be provoked")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON on stdout")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
-        as_json: bool, quiet: bool, **kwargs) -> None:
+        scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
+        stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
+        **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
-    from aiio.console import RichUI, print_result, train_tables
+    from aiio.console import RichUI, phase_tables, print_result
+    from aiio.errors import RunFailed
     from aiio.phases import get_phase
 
     get_phase(phase)  # unknown phases fail before anything else happens
+    extra = phase_sets(phase, scale=scale, checkpoints=checkpoints,
+                       checkpoint_every=checkpoint_every, stagger=stagger)
     if reader:
-        kwargs.setdefault("sets", ())
-        kwargs["sets"] = (*kwargs["sets"], f"train.reader={reader}")
+        extra.append(f"train.reader={reader}")
+    kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
+    options = {"verify": verify} if verify else {}
+    if no_space_check:
+        options["space_check"] = False
     ui = RichUI(quiet=quiet or as_json)
-    res, folder = runner.run(runner.RunRequest(phase, workload, target, results, method), ui)
+    req = runner.RunRequest(phase, workload, target, results, method, options)
+    res, folder = runner.run(req, ui)
     if as_json:
         emit_json(res)
     else:
-        print_result(res, folder, train_tables(res))
+        print_result(res, folder, phase_tables(res))
+    bad = res["aggregate"].get("verify", {}).get("mismatches", 0)
+    if bad:
+        first = res["aggregate"]["verify"]["corrupt"][0]
+        raise RunFailed(f"--verify found {bad} corrupt block(s), the first in {first['file']} "
+                        f"at offset {first['offset']} ({first['problem']}); result in {folder}")
+
+
+# Which phases each phase-specific option means something to.
+OPTION_PHASES = {"scale": ("checkpoint", "load", "train", "all"),
+                 "checkpoints": ("checkpoint",),
+                 "checkpoint_every": ("train", "all"),
+                 "stagger": ("load", "all")}
+
+
+def phase_sets(phase: str, **values: str | None) -> list[str]:
+    """The phase options as workload overrides; refuse one the phase would ignore."""
+    out = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if phase not in OPTION_PHASES[name]:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} does not apply to the {phase} phase; it is for: "
+                              f"{', '.join(OPTION_PHASES[name])}")
+        if name == "scale":
+            out += [f"checkpoint.scale={value}", f"load.scale={value}"]
+        elif name == "checkpoints":
+            out.append(f"checkpoint.count={value}")
+        elif name == "stagger":
+            out.append(f"load.stagger={value}")
+        else:
+            out += _every(value)
+    return out
+
+
+def _every(text: str) -> list[str]:
+    """'2' -> every 2 (the workload's unit); '2epochs', '50steps' -> count and unit."""
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*(epochs?|steps?)?\s*", text)
+    if not m:
+        raise ConfigError(f"--checkpoint-every {text!r}: expected N, Nepochs or Nsteps, "
+                          "e.g. 1 or 50steps")
+    out = [f"checkpoint.every={m.group(1)}"]
+    if m.group(2):
+        out.append(f"checkpoint.every_unit={m.group(2).rstrip('s')}s")
+    return out
 
 
 def _make_default_target(path: str) -> None:

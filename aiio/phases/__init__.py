@@ -6,7 +6,7 @@ import importlib
 
 from aiio.errors import ConfigError
 
-PHASES = ("train",)
+PHASES = ("train", "prep", "checkpoint", "load", "all")
 
 
 def get_phase(name: str):

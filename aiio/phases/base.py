@@ -32,11 +32,12 @@ class RunContext:
 
 
 def client_io_figures(logs: list[OpLog], start_ns: int, end_ns: int,
-                      prefix: str = "") -> dict[str, Any]:
-    """One client's bytes, ops, MiB/s, latency summary, histograms and byte series."""
+                      prefix: str = "", main_op: str | None = None) -> dict[str, Any]:
+    """One client's bytes, ops, MiB/s, latency summary (of main_op), histograms and series."""
     hist, series, ops, nbytes = merge_logs(logs)
     elapsed = (end_ns - start_ns) / 1e9
-    main_op = "read" if "read" in hist else next(iter(hist), "read")
+    if main_op is None:
+        main_op = "read" if "read" in hist else next(iter(hist), "read")
     lat = hist.get(main_op, Histogram()).summary()
     return {
         f"{prefix}bytes": nbytes, f"{prefix}ops": ops,

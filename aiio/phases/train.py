@@ -20,6 +20,7 @@ from aiio import dataset as ds
 from aiio import formats, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_FADVISE, OpLog, Reader, thread_read_bytes
+from aiio.phases import train_ckpt
 from aiio.phases.base import (
     RunContext,
     client_identity,
@@ -53,6 +54,7 @@ class TrainArgs:
     compute_s: float
     epochs: int | None       # None: run until duration
     duration_s: float
+    checkpoint: Any = None   # a CheckpointPlan when checkpointing during training
 
 
 def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
@@ -192,10 +194,13 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     w = args.workload
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
+    hook = train_ckpt.checkpointer(ctx, args)
     start_ns = ctx.ready_and_wait()
     cpu0 = cpu_seconds()
     loader.start(start_ns)
-    steps = _accelerate(ctx, args, loader, start_ns)
+    if hook is not None:
+        hook.run_ns = start_ns
+    steps = _accelerate(ctx, args, loader, start_ns, hook)
     end_ns = time.monotonic_ns()
     loader.stop.set()
     for _ in loader.threads:
@@ -207,6 +212,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     out = client_identity(ctx.index)
     out.update(client_io_figures(loader.logs, start_ns, end_ns))
     out.update(_au_figures(steps, w.train.batch_size))
+    if hook is not None:
+        out.update(hook.figures(out))
     out["cpu_s"] = cpu_seconds() - cpu0
     out["samples_per_s"] = out["samples"] / out["elapsed_s"] if out["elapsed_s"] else 0.0
     return out
@@ -222,7 +229,7 @@ def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
 
 
 def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
-                start_ns: int) -> list[tuple]:
+                start_ns: int, hook: Any = None) -> list[tuple]:
     """The accelerator loop: wait for a batch, compute, repeat. Returns step records
     (epoch, step, t_start_s, wait_s, compute_s, samples)."""
     deadline = start_ns + int(args.duration_s * 1e9) if args.epochs is None else None
@@ -243,6 +250,8 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
         if len(steps) < MAX_STEP_RECORDS:
             steps.append((batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - t0) / 1e9,
                           (t2 - t1) / 1e9, batch.samples))
+        if hook is not None:  # a due checkpoint stalls this loop; the loaders keep reading
+            hook.after_step(batch.epoch, batch.step)
     return steps
 
 
@@ -294,7 +303,8 @@ class TrainPhase:
         if w.train.reader == "native":
             method = METHOD_FADVISE  # libraries read through the page cache; drop it per file
         return TrainArgs(w, data, method, w.compute_time,
-                         None if w.train.duration > 0 else w.train.epochs, w.train.duration)
+                         None if w.train.duration > 0 else w.train.epochs, w.train.duration,
+                         train_ckpt.plan(rc, data.num_samples))
 
     def total_units(self, args: TrainArgs, clients: int) -> int | None:
         """Total steps over all clients, when the run is epoch-bound."""
@@ -322,10 +332,21 @@ class TrainPhase:
             "compute_s_per_batch": args.compute_s,
             "demand_mib_s_per_client": args.workload.demand_mib_s(),
         })
+        if args.checkpoint is not None:
+            agg["checkpoint"] = train_ckpt.summarize(args.checkpoint, clients)
+            agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
         return agg
 
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        train_ckpt.validate(w, options)
+
+    def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
+        return train_ckpt.warnings(rc, args.checkpoint, out)
+
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
-        """Training writes nothing but the dataset, which is kept for reuse."""
+        """The dataset is kept for reuse; checkpoints written during training are removed."""
+        if args is not None and args.checkpoint is not None:
+            train_ckpt.remove(rc, args.checkpoint)
 
 
 PHASE = TrainPhase()

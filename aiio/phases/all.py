@@ -1,0 +1,161 @@
+"""The whole lifecycle in one run and one result: prep, then training with checkpoints, then
+model loading. Every client process runs the three stages in turn (one process per emulated
+accelerator, as in a real job); each stage starts at one instant common to all clients.
+
+Checkpoints during training are on: every `checkpoint.every` epochs or steps, or every epoch
+when the workload does not say. `--verify` covers what aiio reads back of its own data: the
+model weights (and the prep files in randrw mode).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from aiio.clients import ClientContext
+from aiio.errors import RunFailed
+from aiio.phases import load, prep, train
+from aiio.phases.base import RunContext, client_identity
+from aiio.workload import Workload
+
+STAGES = ("prep", "train", "load")
+_PHASES = {"prep": prep.PHASE, "train": train.PHASE, "load": load.PHASE}
+
+
+@dataclass
+class AllArgs:
+    prep: Any
+    train: Any
+    load: Any
+    method: str
+
+    @property
+    def dataset(self) -> Any:
+        return self.train.dataset
+
+
+class Stage:
+    """A client context for one stage: its own arguments; a later stage starts at `sync`."""
+
+    def __init__(self, ctx: ClientContext, name: str, args: Any, first: bool) -> None:
+        self._ctx, self.name, self.args, self._first = ctx, name, args, first
+        self.index, self.count = ctx.index, ctx.count
+
+    def ready_and_wait(self) -> int:
+        start = self._ctx.ready_and_wait() if self._first else self._ctx.sync()
+        if start is None:
+            raise RunFailed(f"the run stopped before the {self.name} stage")
+        return start
+
+    def sync(self) -> int | None:
+        return self._ctx.sync()
+
+    def add_bytes(self, n: int) -> None:
+        self._ctx.add_bytes(n)
+
+    def add_units(self, n: int = 1) -> None:
+        self._ctx.add_units(n)
+
+    @property
+    def stop(self) -> Any:
+        return self._ctx.stop
+
+
+def run_client(ctx: ClientContext) -> dict[str, Any]:
+    """prep, then train with checkpoints, then load, in this one process."""
+    a: AllArgs = ctx.args
+    out = client_identity(ctx.index)
+    for i, name in enumerate(STAGES):
+        out[name] = _PHASES[name].client(Stage(ctx, name, getattr(a, name), i == 0))
+    out["elapsed_s"] = sum(out[name]["elapsed_s"] for name in STAGES)
+    out["cpu_s"] = sum(out[name]["cpu_s"] for name in STAGES)
+    out["bytes"] = sum(out[name]["bytes"] for name in STAGES)
+    return out
+
+
+def lifecycle_workload(w: Workload) -> Workload:
+    """The workload with checkpoints during training on (every epoch unless it says)."""
+    if w.checkpoint.every > 0:
+        return w
+    return dataclasses.replace(w, checkpoint=dataclasses.replace(w.checkpoint, every=1,
+                                                                 every_unit="epochs"))
+
+
+class AllPhase:
+    name = "all"
+    unit = "units"
+
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        quiet = {k: v for k, v in options.items() if k != "verify"}
+        lw = lifecycle_workload(w)
+        prep.PHASE.validate(lw, options if w.prep.mode == "randrw" else quiet)
+        train.PHASE.validate(lw, quiet)
+        load.PHASE.validate(lw, options)
+
+    def prepare(self, rc: RunContext) -> AllArgs:
+        lw = lifecycle_workload(rc.workload)
+        sub = dataclasses.replace(rc, workload=lw)
+        train_rc = dataclasses.replace(sub, options={k: v for k, v in rc.options.items()
+                                                     if k != "verify"})
+        args = AllArgs(None, None, None, rc.method)
+        try:
+            args.prep = prep.PHASE.prepare(sub)
+            args.train = train.PHASE.prepare(train_rc)
+            args.load = load.PHASE.prepare(sub)
+        except BaseException:
+            self.cleanup(rc, args, "failed")  # the runner never sees these args
+            raise
+        return args
+
+    def total_units(self, args: AllArgs, clients: int) -> None:
+        return None  # stages count different things; the bar shows bytes and time
+
+    client = staticmethod(run_client)
+
+    def summarize(self, rc: RunContext, args: AllArgs, clients: list[dict]) -> dict[str, Any]:
+        agg: dict[str, Any] = {}
+        for name in STAGES:
+            agg[name] = _PHASES[name].summarize(rc, getattr(args, name),
+                                                [c[name] for c in clients])
+        agg["train"].setdefault("read_bytes", agg["train"]["bytes"])
+        agg["read_bytes"] = sum(agg[n].get("read_bytes", 0) for n in STAGES)
+        agg["write_bytes"] = sum(agg[n].get("write_bytes", 0) for n in STAGES)
+        agg["bytes"] = agg["read_bytes"] + agg["write_bytes"]
+        agg["stages"] = [{"phase": n, "last_done_s": max(c[n]["elapsed_s"] for c in clients)}
+                         for n in STAGES]
+        found = [agg[n]["verify"] for n in STAGES if "verify" in agg[n]]
+        if found:
+            agg["verify"] = _merge_verify(found)
+        return agg
+
+    def warnings(self, rc: RunContext, args: AllArgs, out: dict[str, Any]) -> list[dict]:
+        found: list[dict] = []
+        for name in STAGES:
+            sub = dict(out, aggregate=out["aggregate"][name],
+                       clients=[c[name] for c in out["clients"]])
+            for w in _PHASES[name].warnings(rc, getattr(args, name), sub):
+                if w not in found:
+                    found.append(w)
+        return found
+
+    def cleanup(self, rc: RunContext, args: AllArgs | None, status: str) -> None:
+        if args is None:
+            return
+        for name in STAGES:
+            if getattr(args, name) is not None:
+                _PHASES[name].cleanup(rc, getattr(args, name), status)
+
+
+def _merge_verify(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {"enabled": True, "blocks_checked": 0, "mismatches": 0, "corrupt": [],
+           "check_s": 0.0, "checksum_s": 0.0}
+    for p in parts:
+        for key in ("blocks_checked", "mismatches", "check_s", "checksum_s"):
+            out[key] += p.get(key, 0)
+        out["corrupt"] = (out["corrupt"] + p.get("corrupt", []))[:100]
+    out["by_stage"] = parts
+    return out
+
+
+PHASE = AllPhase()

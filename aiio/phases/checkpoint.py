@@ -1,0 +1,135 @@
+"""Checkpointing: every client writes its shard of the model and optimizer state at once and
+fsyncs it; a checkpoint is done only when every client's shards are durable. Then the restore:
+every shard read back with the page cache defeated, right after the write (MLPerf Storage reads
+back within 30 s). `--checkpoints K` repeats; checkpoints older than `keep` are deleted as a
+retention policy would, and the run's own checkpoints are removed when it ends.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiio import honesty
+from aiio.clients import ClientContext
+from aiio.engine import OpLog
+from aiio.phases import ckptio
+from aiio.phases.base import RunContext, client_identity, cpu_seconds
+from aiio.phases.ckptio import CheckpointPlan
+from aiio.stats import Histogram
+from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
+
+
+def run_client(ctx: ClientContext) -> dict[str, Any]:
+    """Write (and restore) K checkpoints; every burst starts at one instant for all clients."""
+    plan: CheckpointPlan = ctx.args
+    writers = ckptio.make_writers(plan, ctx)
+    readers = ckptio.make_readers(plan, ctx) if plan.restore else []
+    retention = OpLog(0)
+    rounds: list[dict[str, Any]] = []
+    try:
+        run_ns = ctx.ready_and_wait()
+        cpu0 = cpu_seconds()
+        for k in range(plan.count):
+            if not _one_round(ctx, plan, k, writers, readers, run_ns, rounds):
+                break
+            if k >= plan.keep:
+                ckptio.retire(plan, k - plan.keep, ctx.index, retention)
+        end_ns = time.monotonic_ns()
+    finally:
+        for io in writers + readers:
+            io.close()
+    out = client_identity(ctx.index)
+    out.update(elapsed_s=(end_ns - run_ns) / 1e9, cpu_s=cpu_seconds() - cpu0,
+               checkpoints=rounds)
+    out["write"] = _totals([r["write"] for r in rounds])
+    out["read"] = _totals([r["read"] for r in rounds if "read" in r])
+    out["bytes"] = out["write"]["bytes"] + out["read"]["bytes"]
+    retention.flush()
+    unlink = retention.hist.get("unlink", Histogram())
+    out["retention"] = {"files_deleted": unlink.count, "unlink_latency": unlink.summary()}
+    return out
+
+
+def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, readers: list,
+               run_ns: int, rounds: list[dict[str, Any]]) -> bool:
+    """Checkpoint k: write burst, then (after every client is durable) the restore burst."""
+    burst_ns = run_ns if k == 0 else ctx.sync()
+    if burst_ns is None:
+        return False
+    entry = {"n": k, "write": ckptio.write_burst(plan, k, ctx.index, writers, burst_ns, run_ns)}
+    rounds.append(entry)
+    if ctx.stop.is_set():
+        return False
+    if plan.restore:
+        read_ns = ctx.sync()  # every client's shards are durable: the checkpoint is done
+        if read_ns is None:
+            return False
+        entry["read"] = ckptio.read_burst(plan, k, ctx.index, readers, read_ns, run_ns)
+    ctx.add_units(1)
+    return not ctx.stop.is_set()
+
+
+def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    nbytes = sum(e["bytes"] for e in entries)
+    seconds = sum(e["elapsed_s"] for e in entries)
+    return {"bytes": nbytes, "seconds": seconds, "mib_s": mib_per_s(nbytes, seconds),
+            "bursts": len(entries)}
+
+
+class CheckpointPhase:
+    name = "checkpoint"
+    unit = "checkpoints"
+
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        """Impossible sizes fail before anything is written."""
+        ckptio.checkpoint_bytes(w)
+
+    def prepare(self, rc: RunContext) -> CheckpointPlan:
+        plan = ckptio.make_plan(rc, ckptio.new_run_tag(), every=0)
+        ckptio.require_space(rc, plan, min(plan.count, plan.keep + 1))
+        scale = f" (scale {plan.scale:g} of {format_size(plan.base_bytes)})" \
+            if plan.scale != 1 else ""
+        rc.note(f"checkpoint: {format_size(plan.total_bytes)}{scale} in "
+                f"{rc.clients * plan.files_per_client} files, {plan.count} time(s)")
+        ranks = rc.workload.model.ranks
+        if ranks and ranks != rc.clients:
+            rc.note(f"note: MLPerf Storage writes this checkpoint with {ranks} ranks; with "
+                    f"{rc.clients} clients each shard is {ranks / rc.clients:.3g}x as large")
+        return plan
+
+    def total_units(self, plan: CheckpointPlan, clients: int) -> int:
+        return plan.count * clients
+
+    client = staticmethod(run_client)
+
+    def summarize(self, rc: RunContext, plan: CheckpointPlan,
+                  clients: list[dict]) -> dict[str, Any]:
+        agg = ckptio.checkpoints_aggregate(plan, clients)
+        agg["mlperf_ranks"] = rc.workload.model.ranks
+        agg["bytes"] = agg.get("write_bytes", 0) + agg.get("read_bytes", 0)
+        agg.setdefault("read_bytes", 0)
+        agg.setdefault("write_bytes", 0)
+        if plan.checksum:
+            entries = [e for c in clients for r in c["checkpoints"] for e in r.values()
+                       if isinstance(e, dict)]
+            agg["verify"] = ckptio.verify_summary(entries)
+        return agg
+
+    def warnings(self, rc: RunContext, plan: CheckpointPlan,
+                 out: dict[str, Any]) -> list[dict[str, str]]:
+        agg = out["aggregate"]
+        found = honesty.write_warnings(rc.info, out["monitor"], agg.get("write_bytes", 0))
+        gap = agg.get("restore_gap_s_max")
+        if gap is not None:
+            found += honesty.restore_warnings(gap, plan.restore_within)
+        return found
+
+    def cleanup(self, rc: RunContext, plan: CheckpointPlan | None, status: str) -> None:
+        """Checkpoints are scratch data: the run's folder goes, whatever the status."""
+        if plan is not None:
+            ckptio.remove_run_folder(rc, plan.folder)
+
+
+PHASE = CheckpointPhase()

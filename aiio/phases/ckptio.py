@@ -1,0 +1,316 @@
+"""Checkpoint shards on the target, shared by the checkpoint phase and checkpoints during
+training: the size (from the model or given), the per-client shard plan, write bursts (write and
+fsync every file), restore bursts (page cache defeated), retention, and burst summaries.
+
+Layout: TARGET/aiio/checkpoints/<run>/ckpt-<n>/client<c>-part<f>.bin
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiio import blocks, stats
+from aiio.engine import OpLog, Reader, Writer, io_failure
+from aiio.errors import ConfigError, RunFailed
+from aiio.phases.base import RunContext, client_io_figures, io_aggregate
+from aiio.phases.threads import run_parallel
+from aiio.stats import Histogram
+from aiio.target import remove_tree
+from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
+
+ALIGN = 4096
+
+
+def new_run_tag() -> str:
+    """A folder name unique to this run: time and the parent's pid."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def remove_run_folder(rc: RunContext, folder: str | None) -> None:
+    """Delete this run's files under TARGET/aiio/<kind>/<run>, and <kind> when left empty."""
+    if not folder:
+        return
+    path = Path(folder)
+    remove_tree(path, rc.target.root)
+    try:
+        path.parent.rmdir()
+    except OSError:
+        pass  # other runs' folders are still there
+
+
+def checkpoint_bytes(w: Workload) -> tuple[int, int, str]:
+    """(bytes after --scale, bytes before it, where the size came from)."""
+    c = w.checkpoint
+    if c.size > 0:
+        base, source = c.size, "checkpoint.size"
+    elif w.model.parameters > 0:
+        base, source = int(round(w.model.parameters * w.model.bytes_per_parameter)), "model"
+    else:
+        raise ConfigError(f"workload {w.name} gives no checkpoint size: set checkpoint.size "
+                          "(e.g. --set checkpoint.size=1GiB) or model.parameters "
+                          "(e.g. --set model.parameters=8B)")
+    total = int(base * c.scale)
+    if total < 1:
+        raise ConfigError(f"scale {c.scale:g} shrinks the {base} B checkpoint to nothing; "
+                          "use a larger --scale")
+    return total, base, source
+
+
+def split_sizes(total: int, slots: int) -> list[int]:
+    """`total` bytes over `slots` files: whole 4 KiB blocks spread evenly (so O_DIRECT writes
+    stay aligned), the sub-block remainder on the last file. The sizes add up to `total`."""
+    nblocks, tail = divmod(total, ALIGN)
+    sizes = [(nblocks * (s + 1) // slots - nblocks * s // slots) * ALIGN for s in range(slots)]
+    sizes[-1] += tail
+    return sizes
+
+
+@dataclass
+class CheckpointPlan:
+    """Everything a client needs to write, restore and retire its shards."""
+
+    folder: str
+    total_bytes: int
+    base_bytes: int
+    scale: float
+    source: str
+    clients: int
+    files_per_client: int
+    threads: int
+    transfer_size: int
+    method: str
+    seed: int
+    checksum: bool = False
+    count: int = 1
+    keep: int = 1
+    restore: bool = True
+    restore_within: float = 30.0
+    every: int = 0
+    every_unit: str = "epochs"
+    _sizes: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._sizes = split_sizes(self.total_bytes, self.clients * self.files_per_client)
+
+    def sizes(self, client: int) -> list[int]:
+        """Bytes of each of this client's files."""
+        f = self.files_per_client
+        return self._sizes[client * f:(client + 1) * f]
+
+    def relpath(self, k: int, client: int, f: int) -> str:
+        return f"ckpt-{k}/client{client:05d}-part{f:03d}.bin"
+
+    def path(self, k: int, client: int, f: int) -> str:
+        return os.path.join(self.folder, self.relpath(k, client, f))
+
+    def tag(self, k: int, client: int, f: int) -> int:
+        # The checkpoint number is in the name, so a stale block of an older one is misplaced.
+        return blocks.file_tag(self.seed, self.relpath(k, client, f))
+
+    def describe(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        out["shard_bytes_per_client"] = stats.spread(
+            [sum(self.sizes(c)) for c in range(self.clients)])
+        return out
+
+
+def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
+    """The checkpoint plan for this run (nothing created yet: see `require_space`)."""
+    w = rc.workload
+    c = w.checkpoint
+    total, base, source = checkpoint_bytes(w)
+    folder = rc.target.root / "checkpoints" / run_tag
+    plan = CheckpointPlan(
+        folder=str(folder), total_bytes=total, base_bytes=base, scale=c.scale, source=source,
+        clients=rc.clients, files_per_client=c.files_per_client, threads=c.threads,
+        transfer_size=c.transfer_size, method=rc.method, seed=w.run.seed,
+        checksum=bool(rc.options.get("verify")), count=c.count, keep=c.keep,
+        restore=c.restore, restore_within=c.restore_within, every=c.every,
+        every_unit=c.every_unit)
+    for name, value in changes.items():
+        setattr(plan, name, value)
+    return plan
+
+
+def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
+    """Refuse before writing when `copies` checkpoints (retention) do not fit; then create
+    the run's folder."""
+    if rc.options.get("space_check", True):
+        rc.target.require_space(plan.total_bytes * copies,
+                                f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
+    os.makedirs(plan.folder)
+
+
+# --- the client side -----------------------------------------------------------------------
+
+def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Writer]:
+    """One Writer per thread, each with its own seeded payload."""
+    n = min(plan.threads, plan.files_per_client)
+    out = []
+    for i in range(n):
+        wr = Writer(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes,
+                    seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum)
+        wr.stop = ctx.stop
+        out.append(wr)
+    return out
+
+
+def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Reader]:
+    n = min(plan.threads, plan.files_per_client)
+    out = []
+    for _ in range(n):
+        rd = Reader(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes)
+        rd.stop = ctx.stop
+        out.append(rd)
+    return out
+
+
+def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer],
+                burst_ns: int, run_ns: int) -> dict[str, Any]:
+    """Write and fsync every file of this client's shard of checkpoint k."""
+    os.makedirs(os.path.join(plan.folder, f"ckpt-{k}"), exist_ok=True)
+    items = list(enumerate(plan.sizes(client)))
+
+    def work(wr: Writer, item: tuple[int, int]) -> None:
+        f, size = item
+        wr.write_file(plan.path(k, client, f), size, plan.tag(k, client, f))
+
+    logs = run_parallel(items, writers, work, burst_ns)
+    return burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write", len(items))
+
+
+def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
+               burst_ns: int, run_ns: int) -> dict[str, Any]:
+    """Read back every byte of this client's shard of checkpoint k (cache defeated)."""
+    items = list(enumerate(plan.sizes(client)))
+    checkers = {id(rd): blocks.Verifier() for rd in readers}
+
+    def work(rd: Reader, item: tuple[int, int]) -> None:
+        f, size = item
+        path = plan.path(k, client, f)
+        if plan.checksum:
+            tag, verifier = plan.tag(k, client, f), checkers[id(rd)]
+            rd.check = lambda view, n, pos: verifier.check(view, n, path, tag, pos)
+        try:
+            got = rd.read_file(path)
+        except OSError as exc:
+            raise io_failure(exc, "restoring", path) from exc
+        if got != size and not (rd.stop and rd.stop.is_set()):
+            raise RunFailed(f"restore read {got} of the {size} bytes of {path}")
+
+    logs = run_parallel(items, readers, work, burst_ns)
+    fig = burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "read", len(items))
+    if plan.checksum:
+        merged = blocks.Verifier()
+        for v in checkers.values():
+            merged.merge(v)
+        fig["verify"] = merged.to_dict()
+    return fig
+
+
+def burst_figures(logs: list[OpLog], burst_ns: int, end_ns: int, run_ns: int, op: str,
+                  files: int) -> dict[str, Any]:
+    """One client's figures for one burst; times are seconds since the run's common start."""
+    fig = client_io_figures(logs, burst_ns, end_ns, main_op=op)
+    fig.update(start_s=(burst_ns - run_ns) / 1e9, end_s=(end_ns - run_ns) / 1e9, files=files)
+    for extra in ("fsync", "checksum", "verify"):
+        if extra in fig["histograms"]:
+            h = Histogram.from_dict(fig["histograms"][extra])
+            fig[f"{extra}_s"] = h.sum / 1e9
+            if extra == "fsync":
+                fig["fsync_latency"] = h.summary()
+    return fig
+
+
+def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
+    """Delete this client's files of checkpoint k (retention); each unlink is timed."""
+    removed = 0
+    for f in range(plan.files_per_client):
+        t0 = time.monotonic_ns()
+        try:
+            os.unlink(plan.path(k, client, f))
+        except FileNotFoundError:
+            continue
+        log.add("unlink", t0, time.monotonic_ns(), 0)
+        removed += 1
+    try:  # the last client to retire its files removes the folder
+        os.rmdir(os.path.join(plan.folder, f"ckpt-{k}"))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+            raise
+    return removed
+
+
+# --- the parent side -----------------------------------------------------------------------
+
+def burst_aggregate(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """All clients' figures for one burst: first done (fastest client durable or restored),
+    last done (every client), and the aggregate MiB/s over the last-done time."""
+    agg = io_aggregate(entries)
+    elapsed = [e["elapsed_s"] for e in entries]
+    agg.update(first_done_s=min(elapsed), last_done_s=max(elapsed),
+               start_s=min(e["start_s"] for e in entries),
+               end_s=max(e["end_s"] for e in entries),
+               mib_s=mib_per_s(agg["bytes"], max(elapsed)))
+    for extra in ("fsync_s", "checksum_s", "verify_s"):
+        if any(extra in e for e in entries):
+            agg[extra] = sum(e.get(extra, 0.0) for e in entries)
+    return agg
+
+
+def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
+    """Per checkpoint and over all of them: time to persist, stall, restore, MiB/s."""
+    rounds = min((len(c.get("checkpoints", [])) for c in clients), default=0)
+    per = []
+    for k in range(rounds):
+        entries = [c["checkpoints"][k] for c in clients]
+        one = {"n": k, "write": burst_aggregate([e["write"] for e in entries])}
+        if all("read" in e for e in entries):
+            one["read"] = burst_aggregate([e["read"] for e in entries])
+            one["restore_gap_s"] = one["read"]["start_s"] - one["write"]["end_s"]
+        per.append(one)
+    out: dict[str, Any] = {"plan": plan.describe(), "checkpoints": per, "completed": rounds}
+    if not per:
+        return out
+    writes = [p["write"] for p in per]
+    out.update(
+        write_bytes=sum(w["bytes"] for w in writes),
+        write_mib_s=mib_per_s(sum(w["bytes"] for w in writes),
+                              sum(w["last_done_s"] for w in writes)),
+        persist_first_done_s=stats.spread([w["first_done_s"] for w in writes]),
+        persist_last_done_s=stats.spread([w["last_done_s"] for w in writes]),
+        # Synchronous checkpointing: every accelerator waits until the last shard is durable.
+        stall_s=stats.spread([w["last_done_s"] for w in writes]))
+    reads = [p["read"] for p in per if "read" in p]
+    if reads:
+        out.update(
+            read_bytes=sum(r["bytes"] for r in reads),
+            read_mib_s=mib_per_s(sum(r["bytes"] for r in reads),
+                                 sum(r["last_done_s"] for r in reads)),
+            restore_first_done_s=stats.spread([r["first_done_s"] for r in reads]),
+            restore_last_done_s=stats.spread([r["last_done_s"] for r in reads]),
+            restore_gap_s_max=max(p["restore_gap_s"] for p in per if "read" in p))
+    return out
+
+
+def verify_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """--verify over a list of burst figures: blocks, mismatches with file and offset, cost."""
+    merged = blocks.Verifier()
+    busy = checksum = 0.0
+    for e in entries:
+        busy += e.get("elapsed_s", 0.0)
+        checksum += e.get("checksum_s", 0.0) + e.get("verify_s", 0.0)
+        if "verify" in e:
+            merged.merge(blocks.Verifier(e["verify"]["blocks_checked"],
+                                         e["verify"]["mismatches"], e["verify"]["corrupt"],
+                                         e["verify"]["check_s"]))
+    out = merged.to_dict()
+    out.update(enabled=True, checksum_s=checksum,
+               cost_share=checksum / busy if busy > 0 else 0.0)
+    return out

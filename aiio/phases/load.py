@@ -1,0 +1,247 @@
+"""Model loading for inference deployment: N replicas read the model's weights at the same
+moment, cold, optionally with staggered starts. Figures: time to load per replica, when the
+first and the last replica are ready (first and last done), and per-replica MiB/s.
+
+The weights are safetensors-like large flat files (size from the model, or given), written once
+under TARGET/aiio/models/<key>/ with block checksums, made durable and dropped from the page
+cache, and reused by later runs while their manifest matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from aiio import blocks, stats
+from aiio.clients import ClientContext
+from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.errors import ConfigError, RunFailed
+from aiio.phases.base import (
+    RunContext,
+    client_identity,
+    client_io_figures,
+    cpu_seconds,
+    io_aggregate,
+)
+from aiio.phases.ckptio import split_sizes, verify_summary
+from aiio.phases.threads import run_parallel
+from aiio.target import remove_tree
+from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
+
+GENERATOR = 1  # bump when the bytes written for given parameters change
+
+
+def weight_bytes(w: Workload) -> tuple[int, int, str]:
+    """(bytes after --scale, bytes before it, where the size came from)."""
+    spec = w.load
+    if spec.size > 0:
+        base, source = spec.size, "load.size"
+    elif w.model.parameters > 0:
+        base, source = int(round(w.model.parameters * spec.bytes_per_parameter)), "model"
+    else:
+        raise ConfigError(f"workload {w.name} gives no model size: set load.size "
+                          "(e.g. --set load.size=2GiB) or model.parameters "
+                          "(e.g. --set model.parameters=8B)")
+    total = int(base * spec.scale)
+    if total < spec.files:
+        raise ConfigError(f"scale {spec.scale:g} leaves {total} B for {spec.files} weight "
+                          "files; use a larger --scale")
+    return total, base, source
+
+
+@dataclass
+class LoadArgs:
+    folder: str
+    names: list[str]
+    sizes: list[int]
+    total_bytes: int
+    base_bytes: int
+    scale: float
+    source: str
+    method: str
+    threads: int
+    transfer_size: int
+    stagger_s: float
+    seed: int
+    checksum: bool
+    reused: bool = False
+
+    def path(self, f: int) -> str:
+        return os.path.join(self.folder, self.names[f])
+
+    def tag(self, f: int) -> int:
+        return blocks.file_tag(self.seed, self.names[f])
+
+    def describe(self) -> dict[str, Any]:
+        out = asdict(self)
+        del out["names"], out["sizes"]
+        out["files"] = len(self.names)
+        return out
+
+
+# --- the weights on the target ----------------------------------------------------------------
+
+def _params(w: Workload, total: int) -> dict[str, Any]:
+    return {"model": w.model.name or w.name, "bytes": total, "files": w.load.files,
+            "seed": w.run.seed, "generator": GENERATOR}
+
+
+def _names(files: int) -> list[str]:
+    return [f"weights-{i + 1:05d}-of-{files:05d}.bin" for i in range(files)]
+
+
+def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
+    """Reuse matching weight files, or write them (durable, cache dropped); (folder, reused)."""
+    w = rc.workload
+    params = _params(w, total)
+    folder = rc.target.root / "models" / (f"{params['model']}-{total}B-{w.load.files}f-"
+                                          f"s{w.run.seed}")
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        if manifest.get("complete") and manifest.get("params") == params:
+            return folder, True
+    except (OSError, ValueError):
+        pass
+    if folder.exists():
+        remove_tree(folder, rc.target.root)
+    if rc.options.get("space_check", True):
+        rc.target.require_space(total, f"model weights {params['model']} "
+                                       f"({w.load.files} files)")
+    folder.mkdir(parents=True)
+    rc.note(f"writing model weights: {format_size(total)} in {w.load.files} file(s)")
+    try:
+        _write_weights(rc, folder, params)
+    except BaseException:
+        remove_tree(folder, rc.target.root)
+        raise
+    (folder / "manifest.json").write_text(json.dumps({"params": params, "complete": True}) + "\n")
+    return folder, False
+
+
+def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None:
+    names = _names(params["files"])
+    sizes = split_sizes(params["bytes"], params["files"])
+    writers = [Writer(rc.method, rc.workload.load.transfer_size, OpLog(0), seed=params["seed"]
+                      + i, checksum=True) for i in range(min(4, len(names)))]
+    done = [0]
+
+    def work(wr: Writer, f: int) -> None:
+        wr.write_file(str(folder / names[f]), sizes[f], blocks.file_tag(params["seed"], names[f]))
+        done[0] += 1
+        if rc.progress:
+            rc.progress("writing model weights", done[0], len(names))
+
+    try:
+        run_parallel(range(len(names)), writers, work, time.monotonic_ns())
+    finally:
+        for wr in writers:
+            wr.close()
+
+
+# --- the client -------------------------------------------------------------------------------
+
+def run_client(ctx: ClientContext) -> dict[str, Any]:
+    """One replica: wait for its (staggered) start, read every weight file, record the time."""
+    a: LoadArgs = ctx.args
+    readers = [Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
+               for _ in range(min(a.threads, len(a.names)))]
+    checkers = {id(rd): blocks.Verifier() for rd in readers}
+    for rd in readers:
+        rd.stop = ctx.stop
+
+    def work(rd: Reader, f: int) -> None:
+        path = a.path(f)
+        if a.checksum:
+            tag, verifier = a.tag(f), checkers[id(rd)]
+            rd.check = lambda view, n, pos: verifier.check(view, n, path, tag, pos)
+        try:
+            got = rd.read_file(path)
+        except OSError as exc:
+            raise io_failure(exc, "loading", path) from exc
+        if got != a.sizes[f] and not ctx.stop.is_set():
+            raise RunFailed(f"loading read {got} of the {a.sizes[f]} bytes of {path}")
+        ctx.add_units(1)
+
+    try:
+        start_ns = ctx.ready_and_wait()
+        cpu0 = cpu_seconds()
+        delay = ctx.index * a.stagger_s
+        if delay > 0:
+            ctx.stop.wait(delay)
+        own_ns = time.monotonic_ns()
+        logs = run_parallel(range(len(a.names)), readers, work, start_ns)
+        end_ns = time.monotonic_ns()
+    finally:
+        for rd in readers:
+            rd.close()
+    out = client_identity(ctx.index)
+    out.update(client_io_figures(logs, start_ns, end_ns, main_op="read"))
+    load_s = (end_ns - own_ns) / 1e9
+    # elapsed_s (and the series) count from the common start, so first/last done line up;
+    # load_s and mib_s count from this replica's own (staggered) start.
+    out.update(start_s=(own_ns - start_ns) / 1e9, load_s=load_s,
+               mib_s=mib_per_s(out["bytes"], load_s), cpu_s=cpu_seconds() - cpu0)
+    if a.checksum:
+        merged = blocks.Verifier()
+        for v in checkers.values():
+            merged.merge(v)
+        out["verify"] = merged.to_dict()
+        out["verify_s"] = merged.seconds
+    return out
+
+
+# --- the parent side --------------------------------------------------------------------------
+
+class LoadPhase:
+    name = "load"
+    unit = "files"
+
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        weight_bytes(w)
+
+    def prepare(self, rc: RunContext) -> LoadArgs:
+        w = rc.workload
+        total, base, source = weight_bytes(w)
+        folder, reused = ensure_weights(rc, total)
+        if reused:
+            rc.note(f"reusing model weights in {folder}")
+        return LoadArgs(str(folder), _names(w.load.files), split_sizes(total, w.load.files),
+                        total, base, w.load.scale, source, rc.method, w.load.threads,
+                        w.load.transfer_size, w.load.stagger, w.run.seed,
+                        bool(rc.options.get("verify")), reused)
+
+    def total_units(self, a: LoadArgs, clients: int) -> int:
+        return len(a.names) * clients
+
+    client = staticmethod(run_client)
+
+    def summarize(self, rc: RunContext, a: LoadArgs, clients: list[dict]) -> dict[str, Any]:
+        agg = io_aggregate(clients)
+        ready = [c["elapsed_s"] for c in clients]
+        agg.update(
+            model=a.describe(), replicas=len(clients), read_bytes=agg["bytes"],
+            first_ready_s=min(ready), last_ready_s=max(ready),
+            load_s=stats.spread([c["load_s"] for c in clients]),
+            per_replica_mib_s=stats.spread([c["mib_s"] for c in clients]),
+            complete=all(c["bytes"] == a.total_bytes for c in clients))
+        if a.checksum:
+            agg["verify"] = verify_summary(clients)
+        return agg
+
+    def warnings(self, rc: RunContext, a: LoadArgs, out: dict[str, Any]) -> list[dict]:
+        if a.method != METHOD_DIRECT and rc.clients > 1:
+            return [{"code": "replicas_share_cache", "message": (
+                "the replicas run on one host and share its page cache: without O_DIRECT a "
+                "block one replica read may reach the others from RAM")}]
+        return []
+
+    def cleanup(self, rc: RunContext, a: LoadArgs | None, status: str) -> None:
+        """The weights are kept for later runs (like datasets); `aiio clean` removes them."""
+
+
+PHASE = LoadPhase()

@@ -1,0 +1,336 @@
+"""Data preparation and staging, as the storage sees it.
+
+Shards mode: every client lists its share of the raw-sample folders, then its threads take the
+raw samples in a random order (reshuffled each pass; every sample exactly once per pass over all
+clients): stat, open, read the whole file, spend the transform time, and append the processed
+bytes to their own shard, written sequentially and fsynced when full (`shard_size`). At the end
+the staged shards are unlinked. Every metadata operation (list, stat, open, create, unlink) has
+its own latency histogram. Randrw mode (`aiio.phases.randrw`) is fio's random read/write mix.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiio import blocks, stats
+from aiio import dataset as ds
+from aiio.clients import ClientContext
+from aiio.engine import OpLog, Reader, Writer, io_failure
+from aiio.errors import ConfigError, RunFailed
+from aiio.phases import ckptio, randrw
+from aiio.phases.base import (
+    RunContext,
+    client_identity,
+    client_io_figures,
+    cpu_seconds,
+    io_aggregate,
+)
+from aiio.phases.threads import run_parallel
+from aiio.phases.train import epoch_order, shard_bounds
+from aiio.stats import Histogram
+from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
+
+META_OPS = ("list", "stat", "open", "create", "unlink")
+
+
+@dataclass
+class PrepArgs:
+    dataset: ds.Dataset
+    folder: str
+    method: str
+    threads: int
+    transfer_size: int
+    passes: int
+    transform_s: float
+    shard_size: int
+    output_ratio: float
+    seed: int
+    mode: str = "shards"
+
+    def client_folder(self, client: int) -> str:
+        return os.path.join(self.folder, f"client{client:05d}")
+
+
+def client_items(data: ds.Dataset, seed: int, passes: int, clients: int, index: int):
+    """This client's work, pass by pass: ("list", folder) for its share of the folders, then
+    ("sample", file) for its share of a seeded permutation of every raw sample."""
+    spf = data.params.files_per_dir
+    folders = -(-data.num_files // spf)
+    for p in range(passes):
+        for d in range(index, folders, clients):
+            yield "list", d
+        order = epoch_order("sample", data.num_files, seed, 1000 + p)
+        lo, hi = shard_bounds(data.num_files, clients, index)
+        for f in order[lo:hi].tolist():
+            yield "sample", f
+
+
+class ShardStream:
+    """One thread's output: processed bytes appended to shards written sequentially."""
+
+    def __init__(self, writer: Writer, folder: str, prefix: str, shard_size: int,
+                 seed: int) -> None:
+        self.writer, self.folder, self.prefix = writer, folder, prefix
+        self.shard_size, self.seed = shard_size, seed
+        self.fd: int | None = None
+        self.path = ""
+        self.tag = 0
+        self.pos = self.pending = 0
+        self.paths: list[str] = []
+
+    def add(self, nbytes: int) -> None:
+        """Queue processed bytes; whole transfer-size chunks are written at once."""
+        self.pending += nbytes
+        while self.pending >= self.writer.transfer_size:
+            self._write(self.writer.transfer_size)
+
+    def flush(self) -> None:
+        """Write what is left and make the last shard durable."""
+        while self.pending > 0:
+            self._write(min(self.pending, self.writer.transfer_size))
+        self._finish()
+
+    def _write(self, n: int) -> None:
+        if self.fd is None:
+            self.path = os.path.join(self.folder, f"{self.prefix}-{len(self.paths):06d}.rec")
+            self.fd = self.writer.create(self.path)
+            self.tag = blocks.file_tag(self.seed, self.path)
+            self.paths.append(self.path)
+            self.pos = 0
+        take = min(n, self.shard_size - self.pos)
+        self.writer.write_range(self.fd, self.path, self.pos, take, self.tag)
+        self.pos += take
+        self.pending -= take
+        if self.pos >= self.shard_size:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.fd is not None:
+            try:
+                self.writer.fsync(self.fd, self.path)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+
+class PrepWorker:
+    """One prep thread: its reader, its shard stream and its metadata log."""
+
+    def __init__(self, a: PrepArgs, ctx: ClientContext, i: int) -> None:
+        self.reader = Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
+        self.writer = Writer(a.method, a.transfer_size, OpLog(0), ctx.add_bytes,
+                             seed=(a.seed * 1_000_003 + ctx.index) * 256 + i)
+        self.reader.stop = self.writer.stop = ctx.stop
+        self.shards = ShardStream(self.writer, a.client_folder(ctx.index), f"t{i:03d}",
+                                  a.shard_size, a.seed)
+        self.log = OpLog(0)  # metadata: list, stat, unlink (open and create are in the others)
+        self.samples = 0
+
+    def reset(self, start_ns: int) -> None:
+        self.reader.log = OpLog(start_ns)
+        self.writer.log = OpLog(start_ns)
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+def _work(a: PrepArgs, ctx: ClientContext):
+    """The per-item body run on each prep thread."""
+    data = a.dataset
+
+    def work(worker: PrepWorker, item: tuple[str, int]) -> None:
+        kind, i = item
+        if ctx.stop.is_set():
+            return
+        if kind == "list":
+            path = os.path.join(data.folder, f"d{i:05d}")
+            t0 = time.monotonic_ns()
+            os.listdir(path)
+            worker.log.add("list", t0, time.monotonic_ns(), 0)
+            return
+        path = data.path(i)
+        t0 = time.monotonic_ns()
+        size = os.stat(path).st_size
+        worker.log.add("stat", t0, time.monotonic_ns(), 0)
+        try:
+            got = worker.reader.read_file(path)
+        except OSError as exc:
+            raise io_failure(exc, "reading", path) from exc
+        if got != size and not ctx.stop.is_set():
+            raise RunFailed(f"read {got} of the {size} bytes of {path}")
+        if a.transform_s > 0:
+            time.sleep(a.transform_s)
+        worker.shards.add(int(got * a.output_ratio))
+        worker.samples += 1
+        ctx.add_units(1)
+
+    return work
+
+
+def shards_client(ctx: ClientContext) -> dict[str, Any]:
+    """One client of the shards mode (see the module doc)."""
+    a: PrepArgs = ctx.args
+    workers = [PrepWorker(a, ctx, i) for i in range(a.threads)]
+    cleanup = OpLog(0)
+    try:
+        start_ns = ctx.ready_and_wait()
+        cpu0 = cpu_seconds()
+        for wk in workers:
+            wk.reset(start_ns)
+        cleanup.start_ns = start_ns
+        items = client_items(a.dataset, a.seed, a.passes, ctx.count, ctx.index)
+        run_parallel(items, workers, _work(a, ctx), start_ns)
+        for wk in workers:
+            wk.shards.flush()
+        for wk in workers:  # staging done: the processed shards are removed
+            _unlink_all(wk.shards.paths, cleanup)
+        end_ns = time.monotonic_ns()
+    finally:
+        for wk in workers:
+            wk.close()
+    return _shards_figures(ctx, workers, cleanup, start_ns, end_ns, cpu0)
+
+
+def _unlink_all(paths: list[str], log: OpLog) -> None:
+    for path in paths:
+        t0 = time.monotonic_ns()
+        os.unlink(path)
+        log.add("unlink", t0, time.monotonic_ns(), 0)
+
+
+def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLog,
+                    start_ns: int, end_ns: int, cpu0: float) -> dict[str, Any]:
+    out = client_identity(ctx.index)
+    elapsed = (end_ns - start_ns) / 1e9
+    read = client_io_figures([w.reader.log for w in workers], start_ns, end_ns, main_op="read")
+    write = client_io_figures([w.writer.log for w in workers], start_ns, end_ns,
+                              main_op="write")
+    read["iops"] = read["histograms"].get("read", {}).get("count", 0) / elapsed
+    samples = sum(w.samples for w in workers)
+    logs = [w.log for w in workers] + [cleanup]
+    out.update(elapsed_s=elapsed, cpu_s=cpu_seconds() - cpu0, samples=samples,
+               samples_per_s=samples / elapsed if elapsed else 0.0,
+               shards=sum(len(w.shards.paths) for w in workers),
+               read=read, write=write, bytes=read["bytes"] + write["bytes"],
+               metadata=metadata_figures(logs, read, write, elapsed))
+    return out
+
+
+def metadata_figures(logs: list[OpLog], read: dict, write: dict,
+                     elapsed: float) -> dict[str, Any]:
+    """Counts, operations per second and latency of every metadata operation type."""
+    hist: dict[str, Histogram] = {}
+    for log in logs:
+        log.flush()
+        for op, h in log.hist.items():
+            hist.setdefault(op, Histogram()).merge(h)
+    for fig in (read, write):
+        for op in ("open", "create"):
+            if op in fig["histograms"]:
+                hist.setdefault(op, Histogram()).merge(Histogram.from_dict(fig["histograms"][op]))
+    ops = {op: hist[op] for op in META_OPS if op in hist}
+    total = sum(h.count for h in ops.values())
+    return {"ops": {op: {"count": h.count, "ops_s": h.count / elapsed if elapsed else 0.0,
+                         "latency": h.summary(), "histogram": h.to_dict()}
+                    for op, h in ops.items()},
+            "total": total, "ops_s": total / elapsed if elapsed else 0.0}
+
+
+def shards_aggregate(clients: list[dict]) -> dict[str, Any]:
+    """Read and write aggregates, metadata rates and latencies over every client."""
+    read = io_aggregate([c["read"] for c in clients])
+    write = io_aggregate([c["write"] for c in clients])
+    last = max(c["elapsed_s"] for c in clients)
+    read["iops"] = read["latency"].get("read", {}).get("count", 0) / last if last else 0.0
+    meta: dict[str, Any] = {}
+    for op in META_OPS:
+        hs = [Histogram.from_dict(c["metadata"]["ops"][op]["histogram"]) for c in clients
+              if op in c["metadata"]["ops"]]
+        if hs:
+            h = sum(hs, Histogram())
+            meta[op] = {"count": h.count, "ops_s": h.count / last if last else 0.0,
+                        "latency": h.summary()}
+    total = sum(m["count"] for m in meta.values())
+    samples = sum(c["samples"] for c in clients)
+    return {"read": read, "write": write,
+            "metadata": {"ops": meta, "total": total, "ops_s": total / last if last else 0.0},
+            "samples": samples, "samples_per_s": samples / last if last else 0.0,
+            "shards": sum(c["shards"] for c in clients),
+            "per_client_samples_per_s": stats.spread([c["samples_per_s"] for c in clients]),
+            "read_bytes": read["bytes"], "write_bytes": write["bytes"],
+            "bytes": read["bytes"] + write["bytes"],
+            "read_mib_s": mib_per_s(read["bytes"], last),
+            "write_mib_s": mib_per_s(write["bytes"], last)}
+
+
+# --- the parent side --------------------------------------------------------------------------
+
+def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
+    w = rc.workload
+    p = w.prep
+    progress = None
+    if rc.progress:
+        def progress(files: int, nbytes: int) -> None:
+            rc.progress("generating dataset", files, w.dataset.num_files)
+    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+    out_bytes = int(data.total_bytes * p.output_ratio * p.passes)
+    if rc.options.get("space_check", True):
+        rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
+                                           f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
+    for c in range(rc.clients):
+        os.makedirs(os.path.join(folder, f"client{c:05d}"))  # after the checks: none left over
+    return PrepArgs(data, folder, rc.method, p.threads, p.transfer_size, p.passes,
+                    p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
+
+
+class PrepPhase:
+    name = "prep"
+    unit = "samples"
+
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        if w.prep.mode == "shards" and w.prep.shard_size % 4096:
+            raise ConfigError(f"prep.shard_size = {w.prep.shard_size} B must be a multiple of "
+                              "4 KiB (O_DIRECT needs aligned lengths)")
+        if options.get("verify") and w.prep.mode != "randrw":
+            raise ConfigError("--verify checks data aiio wrote with block checksums; prep reads "
+                              "the raw dataset in shards mode: use prep.mode=randrw, or the "
+                              "checkpoint or load phase")
+
+    def prepare(self, rc: RunContext) -> Any:
+        folder = str(rc.target.root / "prep" / ckptio.new_run_tag())  # made once checks pass
+        if rc.workload.prep.mode == "randrw":
+            return randrw.prepare(rc, folder)
+        return _prepare_shards(rc, folder)
+
+    def total_units(self, args: Any, clients: int) -> int | None:
+        if args.mode == "randrw":
+            return None
+        return args.dataset.num_files * args.passes
+
+    def client(self, ctx: ClientContext) -> dict[str, Any]:
+        if ctx.args.mode == "randrw":
+            return randrw.run_client(ctx)
+        return shards_client(ctx)
+
+    def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
+        if args.mode == "randrw":
+            return randrw.summarize(args, clients)
+        return shards_aggregate(clients)
+
+    def warnings(self, rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict]:
+        if args.mode == "randrw":
+            return randrw.warnings(rc, args, out)
+        return []
+
+    def cleanup(self, rc: RunContext, args: Any, status: str) -> None:
+        """The run's shards or randrw files go; the raw dataset is kept for reuse."""
+        if args is not None:
+            ckptio.remove_run_folder(rc, args.folder)
+
+
+PHASE = PrepPhase()

@@ -1,0 +1,48 @@
+"""Run a client's work items on its I/O threads, each thread with its own buffer and op log."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiio.engine import OpLog
+
+_DONE = object()
+
+
+def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],
+                 start_ns: int) -> list[OpLog]:
+    """Hand items to the workers (Readers or Writers, one thread each) as they free up.
+
+    Every worker gets a fresh OpLog whose clock starts at start_ns; the logs are returned.
+    The first error in any thread stops the others and is raised here.
+    """
+    for w in workers:
+        w.log = OpLog(start_ns)
+    source = iter(items)
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def body(worker: Any) -> None:
+        try:
+            while not errors:
+                with lock:
+                    item = next(source, _DONE)
+                if item is _DONE:
+                    return
+                work(worker, item)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    if len(workers) == 1:
+        body(workers[0])  # no thread for the common single-writer case
+    else:
+        threads = [threading.Thread(target=body, args=(w,), daemon=True) for w in workers]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    if errors:
+        raise errors[0]
+    return [w.log for w in workers]

@@ -1,0 +1,193 @@
+"""Checkpoints during training (`--checkpoint-every N`): the accelerator loop of each client
+stops after every N-th step or epoch and writes and fsyncs its shard (deleting checkpoints
+older than `keep`), while its loader threads keep reading ahead. The result shows what that
+costs: the accelerator's stall, the aggregate read bandwidth during each checkpoint against the
+rest of the run (the dip), and the AU during each checkpoint against the rest (the AU lost).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from aiio import honesty
+from aiio.engine import OpLog
+from aiio.errors import ConfigError
+from aiio.phases import ckptio
+from aiio.phases.base import RunContext
+from aiio.phases.ckptio import CheckpointPlan
+from aiio.stats import ByteSeries, Histogram
+from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
+
+
+def validate(w: Workload, options: dict[str, Any]) -> None:
+    """The checkpoint size must be known when checkpoints are asked for; nothing to verify."""
+    if w.checkpoint.every > 0:
+        ckptio.checkpoint_bytes(w)
+    if options.get("verify"):
+        raise ConfigError("--verify checks data aiio reads back; training reads the dataset and "
+                          "does not restore its checkpoints: use the checkpoint, load or all "
+                          "phase")
+
+
+def plan(rc: RunContext, samples: int) -> CheckpointPlan | None:
+    """The plan for checkpoints during training, space checked; None when not asked for."""
+    w = rc.workload
+    if w.checkpoint.every <= 0:
+        return None
+    p = ckptio.make_plan(rc, ckptio.new_run_tag(), restore=False)
+    expected = None
+    if w.train.duration <= 0:  # epoch-bound: the number of checkpoints is known
+        per_epoch = steps_per_epoch(samples, rc.clients, 0, w.train.batch_size)
+        units = w.train.epochs if p.every_unit == "epochs" else w.train.epochs * per_epoch
+        expected = max(units // p.every, 1)
+        p.count = expected
+    ckptio.require_space(rc, p, min(expected or p.keep + 1, p.keep + 1))
+    rc.note(f"checkpoint every {p.every} {p.every_unit[:-1] if p.every == 1 else p.every_unit}"
+            f": {format_size(p.total_bytes)} each")
+    return p
+
+
+def checkpointer(ctx: Any, args: Any) -> TrainCheckpointer | None:
+    """The client's checkpointer, made before the start (buffers allocated off the clock)."""
+    p = args.checkpoint
+    if p is None:
+        return None
+    w = args.workload
+    return TrainCheckpointer(p, ctx, steps_per_epoch(args.dataset.num_samples, ctx.count,
+                                                     ctx.index, w.train.batch_size))
+
+
+def warnings(rc: RunContext, p: CheckpointPlan | None, out: dict[str, Any]) -> list[dict]:
+    if p is None:
+        return []
+    return honesty.write_warnings(rc.info, out["monitor"], out["aggregate"].get("write_bytes", 0))
+
+
+def remove(rc: RunContext, p: CheckpointPlan) -> None:
+    ckptio.remove_run_folder(rc, p.folder)
+
+
+class TrainCheckpointer:
+    """Decides when a client checkpoints, writes the shard, and keeps its records."""
+
+    def __init__(self, plan: CheckpointPlan, ctx: Any, steps_per_epoch: int) -> None:
+        self.plan, self.index = plan, ctx.index
+        self.steps_per_epoch = steps_per_epoch
+        self.writers = ckptio.make_writers(plan, ctx)
+        self.retention = OpLog(0)
+        self.rounds: list[dict[str, Any]] = []
+        self.steps = 0
+        self.run_ns = 0
+
+    def after_step(self, epoch: int, step: int) -> None:
+        """Called after every computed step; checkpoints when one is due."""
+        self.steps += 1
+        every = self.plan.every
+        if self.plan.every_unit == "steps":
+            due = self.steps % every == 0
+        else:
+            due = step == self.steps_per_epoch - 1 and (epoch + 1) % every == 0
+        if due:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Write and fsync this client's shard now; the accelerator waits (the stall)."""
+        k = len(self.rounds)
+        t0 = time.monotonic_ns()
+        fig = ckptio.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
+        if k >= self.plan.keep:
+            ckptio.retire(self.plan, k - self.plan.keep, self.index, self.retention)
+        t1 = time.monotonic_ns()
+        self.rounds.append({"n": k, "write": fig, "stall_s": (t1 - t0) / 1e9,
+                            "start_s": (t0 - self.run_ns) / 1e9,
+                            "end_s": (t1 - self.run_ns) / 1e9})
+
+    def figures(self, out: dict[str, Any]) -> dict[str, Any]:
+        """This client's checkpoint records, and its AU with the stalls counted."""
+        for wr in self.writers:
+            wr.close()
+        stall = sum(r["stall_s"] for r in self.rounds)
+        wall = out["compute_s"] + out["wait_s"]
+        return {"checkpoints": self.rounds, "checkpoint_stall_s": stall,
+                "retention": retention_figures(self),
+                "au_without_checkpoints": out["au"],
+                "au": out["compute_s"] / (wall + stall) if wall + stall > 0 else 0.0}
+
+
+def steps_per_epoch(samples: int, clients: int, index: int, batch_size: int) -> int:
+    lo, hi = index * samples // clients, (index + 1) * samples // clients
+    return math.ceil((hi - lo) / batch_size)
+
+
+def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
+    """Per checkpoint: write figures, the window it took, and the read dip and AU lost in it."""
+    agg = ckptio.checkpoints_aggregate(plan, clients)
+    rounds = agg["completed"]
+    if not rounds:
+        return agg
+    windows = [(min(c["checkpoints"][k]["start_s"] for c in clients),
+                max(c["checkpoints"][k]["end_s"] for c in clients)) for k in range(rounds)]
+    end = max(c["elapsed_s"] for c in clients)
+    reads = _read_impact(clients, windows, end)
+    aus = _au_impact(clients, windows, end)
+    for k, one in enumerate(agg["checkpoints"]):
+        one.update(window_s=windows[k][1] - windows[k][0], start_s=windows[k][0],
+                   accelerator_s_lost=sum(c["checkpoints"][k]["stall_s"] for c in clients),
+                   **reads[k], **aus[k])
+    per = agg["checkpoints"]
+    agg.update(read_dip_mean=sum(p["read_dip"] for p in per) / rounds,
+               au_lost_mean=sum(p["au_lost"] for p in per) / rounds,
+               stall_s_total=sum(c["checkpoint_stall_s"] for c in clients),
+               au_without_checkpoints_mean=sum(c["au_without_checkpoints"] for c in clients)
+               / len(clients))
+    return agg
+
+
+def _outside(windows: list[tuple[float, float]], end: float) -> float:
+    return max(end - sum(max(0.0, min(e, end) - s) for s, e in windows), 0.0)
+
+
+def _read_impact(clients: list[dict], windows: list[tuple[float, float]],
+                 end: float) -> list[dict[str, float]]:
+    """Aggregate read MiB/s inside each checkpoint window and outside all of them."""
+    total = ByteSeries()
+    for c in clients:
+        total.merge(ByteSeries.from_dict(c["series"]))
+    inside = [total.bytes_before(e) - total.bytes_before(s) for s, e in windows]
+    base = mib_per_s(total.total - sum(inside), _outside(windows, end))
+    out = []
+    for (s, e), nbytes in zip(windows, inside, strict=True):
+        during = mib_per_s(nbytes, e - s)
+        out.append({"read_mib_s_during": during, "read_mib_s_baseline": base,
+                    "read_dip": 1 - during / base if base > 0 else 0.0})
+    return out
+
+
+def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
+               end: float) -> list[dict[str, float]]:
+    """Share of the clients' time spent computing inside each window and outside all."""
+    n = len(clients)
+    inside = [0.0] * len(windows)
+    total = 0.0
+    for c in clients:
+        for _epoch, _step, t, wait, compute, _samples in c["step_log"]:
+            c0, c1 = t + wait, t + wait + compute
+            total += compute
+            for i, (s, e) in enumerate(windows):
+                inside[i] += max(0.0, min(c1, e) - max(c0, s))
+    outside = _outside(windows, end)
+    base = (total - sum(inside)) / (n * outside) if outside > 0 else 0.0
+    out = []
+    for (s, e), busy in zip(windows, inside, strict=True):
+        during = busy / (n * (e - s)) if e > s else 0.0
+        out.append({"au_during": during, "au_baseline": base, "au_lost": base - during})
+    return out
+
+
+def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
+    ck.retention.flush()
+    h = ck.retention.hist.get("unlink", Histogram())
+    return {"files_deleted": h.count, "unlink_latency": h.summary()}
