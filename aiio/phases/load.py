@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -129,12 +130,14 @@ def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None
     writers = [Writer(rc.method, rc.workload.load.transfer_size, OpLog(0), seed=params["seed"]
                       + i, checksum=True) for i in range(min(4, len(names)))]
     done = [0]
+    lock = threading.Lock()  # the progress display is not thread-safe
 
     def work(wr: Writer, f: int) -> None:
         wr.write_file(str(folder / names[f]), sizes[f], blocks.file_tag(params["seed"], names[f]))
-        done[0] += 1
-        if rc.progress:
-            rc.progress("writing model weights", done[0], len(names))
+        with lock:
+            done[0] += 1
+            if rc.progress:
+                rc.progress("writing model weights", done[0], len(names))
 
     try:
         run_parallel(range(len(names)), writers, work, time.monotonic_ns())

@@ -1,0 +1,139 @@
+"""The Writer, the self-describing blocks behind --verify, and checkpoint bursts on real files."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from aiio import blocks
+from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, choose_method, io_failure
+from aiio.errors import RunFailed
+from aiio.phases import ckptio
+from aiio.phases.ckptio import CheckpointPlan, split_sizes
+from aiio.target import Target, probe
+
+
+def _method(folder: Path) -> str:
+    return choose_method(probe(Target(folder)).o_direct)
+
+
+def _read_back(path: Path, tag: int, method: str, size: int = 1 << 20) -> blocks.Verifier:
+    ver = blocks.Verifier()
+    rd = Reader(method, size, OpLog(0))
+    rd.check = lambda view, n, pos: ver.check(view, n, str(path), tag, pos)
+    assert rd.read_file(str(path)) == path.stat().st_size
+    rd.close()
+    return ver
+
+
+@pytest.mark.parametrize("size", [4096, 3 * 1024 * 1024, 3 * 1024 * 1024 + 5000, 100])
+def test_writer_writes_exact_sizes_with_fsync(tmp_path: Path, size: int) -> None:
+    method = _method(tmp_path)
+    log = OpLog(0)
+    wr = Writer(method, 1 << 20, log, seed=1, checksum=True)
+    path = tmp_path / "aiio" / "f.bin"
+    assert wr.write_file(str(path), size, tag=7) == size
+    wr.close()
+    assert path.stat().st_size == size
+    log.flush()
+    assert log.hist["fsync"].count == 1
+    assert log.hist["create"].count == 1
+    assert log.nbytes == size  # bytes the system calls returned
+    assert _read_back(path, 7, method).mismatches == 0
+
+
+def test_blocks_are_unique_and_incompressible(tmp_path: Path) -> None:
+    wr = Writer(METHOD_FADVISE, 1 << 20, OpLog(0), seed=3)
+    path = tmp_path / "u.bin"
+    wr.write_file(str(path), 2 << 20, tag=11)
+    wr.close()
+    data = path.read_bytes()
+    chunks = {data[i:i + 4096] for i in range(0, len(data), 4096)}
+    assert len(chunks) == len(data) // 4096
+    assert len(zlib.compress(data, 6)) > 0.99 * len(data)
+
+
+def test_verify_names_file_and_offset_of_a_flipped_byte(tmp_path: Path) -> None:
+    method = _method(tmp_path)
+    wr = Writer(method, 1 << 20, OpLog(0), seed=5, checksum=True)
+    path = tmp_path / "v.bin"
+    wr.write_file(str(path), (2 << 20) + 8192, tag=99)
+    wr.close()
+    with open(path, "r+b") as fh:
+        fh.seek((1 << 20) + 4096 + 1000)
+        byte = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    ver = _read_back(path, 99, method)
+    assert ver.mismatches == 1
+    assert ver.corrupt == [{"file": str(path), "offset": (1 << 20) + 4096,
+                            "problem": "checksum mismatch"}]
+    # Read as another file (wrong tag): every block is reported misplaced, not corrupt.
+    other = _read_back(path, 98, method)
+    assert other.mismatches == other.blocks and "misplaced" in other.corrupt[0]["problem"]
+
+
+def test_fsync_error_is_raised_with_the_path() -> None:
+    r, w = os.pipe()  # fsync on a pipe fails (EINVAL): the error must reach the caller
+    try:
+        wr = Writer(METHOD_FADVISE, 4096, OpLog(0))
+        with pytest.raises(RunFailed, match="fsync of /some/shard failed"):
+            wr.fsync(w, "/some/shard")
+        wr.close()
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_split_sizes_add_up_and_stay_aligned() -> None:
+    for total, slots in [(112_000_000, 8), (4096 * 7 + 3, 3), (10, 4), (1 << 30, 64)]:
+        sizes = split_sizes(total, slots)
+        assert sum(sizes) == total and len(sizes) == slots
+        assert all(s % 4096 == 0 for s in sizes[:-1])
+
+
+def _plan(folder: Path, total: int, clients: int, files: int, method: str) -> CheckpointPlan:
+    return CheckpointPlan(str(folder), total, total, 1.0, "checkpoint.size", clients, files,
+                          2, 1 << 20, method, seed=4, checksum=True)
+
+
+def test_checkpoint_burst_durable_then_restore_finds_flip(tmp_path: Path) -> None:
+    """A write burst leaves every file at its size with one fsync each; a byte flipped on
+    disk between the write and the restore is reported with its file and offset."""
+    method = _method(tmp_path)
+    plan = _plan(tmp_path / "ck", 9 * (1 << 20) + 123, clients=2, files=3, method=method)
+    ctx = SimpleNamespace(index=1, add_bytes=lambda n: None, stop=threading.Event())
+    writers = ckptio.make_writers(plan, ctx)
+    fig = ckptio.write_burst(plan, 0, 1, writers, 0, 0)
+    sizes = plan.sizes(1)
+    assert [os.path.getsize(plan.path(0, 1, f)) for f in range(3)] == sizes
+    assert fig["bytes"] == sum(sizes) and fig["files"] == 3
+    assert fig["histograms"]["fsync"]["count"] == 3
+    victim = plan.path(0, 1, 2)
+    with open(victim, "r+b") as fh:
+        fh.seek(12345)
+        b = fh.read(1)
+        fh.seek(12345)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    readers = ckptio.make_readers(plan, ctx)
+    back = ckptio.read_burst(plan, 0, 1, readers, 0, 0)
+    assert back["bytes"] == sum(sizes)  # every byte read back
+    assert back["verify"]["mismatches"] == 1
+    assert back["verify"]["corrupt"][0]["file"] == victim
+    assert back["verify"]["corrupt"][0]["offset"] == 12288
+    for io in writers + readers:
+        io.close()
+    assert ckptio.retire(plan, 0, 1, OpLog(0)) == 3
+
+
+def test_writer_reports_a_full_filesystem_as_such() -> None:
+    err = io_failure(OSError(errno.ENOSPC, "No space left on device"), "writing", "/t/x", 4096)
+    assert isinstance(err, RunFailed)
+    assert str(err) == "the filesystem filled up (ENOSPC) writing /t/x at offset 4096"
+
