@@ -297,6 +297,87 @@ def _many() -> list[Row]:
     return many_clients_rows(64)
 
 
+# --- the checkpoint and load phases against fio -------------------------------------------------
+
+def _run_phase(phase: str, target: Path, sets: list[tuple[str, str, str]]) -> dict:
+    """Run a phase through the runner, as `aiio run` does; returns the result."""
+    from aiio import runner
+    from aiio.workload import load_workload
+
+    with tempfile.TemporaryDirectory(prefix="aiio-bench-results-") as results:
+        res, _ = runner.run(runner.RunRequest(phase, load_workload("demo", sets), str(target),
+                                              results, "o_direct"))
+    return res
+
+
+def _fio_mib_s(jobs: list[dict], direction: str) -> float:
+    """Last-done aggregate of fio jobs: all bytes over the slowest job's runtime."""
+    nbytes = sum(j[direction]["io_bytes"] for j in jobs)
+    return nbytes / MiB / (max(j[direction]["runtime"] for j in jobs) / 1000)
+
+
+def bench_checkpoint_vs_fio(where: str, folder: Path, clients: int = 2,
+                            total: int = 1 * GiB) -> Row:
+    """The checkpoint burst (every shard durable, last done) against fio writing the same bytes
+    with as many jobs: 1 MiB, O_DIRECT, end_fsync=1, and fallocate=none, because a checkpoint
+    writes fresh files (fio's default preallocation would take block allocation off its clock)."""
+    shard = total // clients
+
+    def ours() -> float:
+        res = _run_phase("checkpoint", folder, [
+            ("run", "clients", str(clients)), ("checkpoint", "size", str(total)),
+            ("checkpoint", "restore", "false"), ("checkpoint", "transfer_size", "1MiB")])
+        return res["aggregate"]["write_mib_s"]
+
+    def theirs() -> float:
+        jobs = fio_jobs([{"filename": str(folder / f"fio-ckpt-{i}.bin")} for i in range(clients)],
+                        {"ioengine": "psync", "direct": "1", "rw": "write", "bs": "1M",
+                         "size": str(shard), "end_fsync": "1", "fallocate": "none"})
+        for i in range(clients):
+            (folder / f"fio-ckpt-{i}.bin").unlink()
+        return _fio_mib_s(jobs, "write")
+
+    a, f = interleaved(ours, theirs)
+    return Row(f"checkpoint burst vs fio seq write+fsync, {clients} clients, {where}", a, f,
+               "MiB/s", a / f, ">= 0.9", a / f >= 0.9)
+
+
+def bench_load_vs_fio(where: str, folder: Path, replicas: int = 2,
+                      size: int = 512 * MiB) -> Row:
+    """The load phase (every replica reads the weights, last done) against fio reading the
+    same file with as many jobs: 1 MiB, O_DIRECT."""
+    sets = [("run", "clients", str(replicas)), ("load", "size", str(size)),
+            ("load", "files", "1"), ("load", "transfer_size", "1MiB")]
+    weights = _run_phase("load", folder, sets)["aggregate"]["model"]["folder"]
+    path = next(Path(weights).glob("weights-*.bin"))
+
+    def ours() -> float:
+        return _run_phase("load", folder, sets)["aggregate"]["last_done"]["mib_s"]
+
+    def theirs() -> float:
+        jobs = fio_jobs([{"filename": str(path)} for _ in range(replicas)],
+                        {"ioengine": "psync", "direct": "1", "rw": "read", "bs": "1M"})
+        return _fio_mib_s(jobs, "read")
+
+    a, f = interleaved(ours, theirs)
+    return Row(f"load, {replicas} replicas vs fio seq read of the same file, {where}", a, f,
+               "MiB/s", a / f, ">= 0.95", a / f >= 0.95)
+
+
+@figure("checkpoint")
+def _checkpoint() -> list[Row]:
+    with disk_dir() as disk, tmpfs_dir(5 * GiB) as mem:
+        return [bench_checkpoint_vs_fio("local disk", disk),
+                bench_checkpoint_vs_fio("tmpfs", mem, total=4 * GiB)]
+
+
+@figure("load")
+def _load() -> list[Row]:
+    with disk_dir() as disk, tmpfs_dir(3 * GiB) as mem:
+        return [bench_load_vs_fio("local disk", disk),
+                bench_load_vs_fio("tmpfs", mem, size=2 * GiB)]
+
+
 def print_rows(rows: list[Row]) -> None:
     print(f"{'figure':58} {'aiio':>12} {'reference':>12} {'unit':>6} {'ratio':>7} "
           f"{'target':>16}  met")
