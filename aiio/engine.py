@@ -228,6 +228,7 @@ class Writer:
         self.log = log
         self.counter = counter
         self.checksum = checksum
+        self.stamper = blocks.Stamper(self.view, checksum)
         self.stop: threading.Event | None = None
         self._buffered: set[int] = set()  # descriptors whose O_DIRECT was dropped for a tail
 
@@ -253,7 +254,7 @@ class Writer:
                     and fd not in self._buffered:
                 self._drop_direct(fd)
             c0 = time.monotonic_ns()
-            blocks.stamp(view, want, tag, pos, self.checksum)
+            self.stamper.stamp(want, tag, pos)
             if self.checksum:
                 log.add("checksum", c0, time.monotonic_ns(), 0)
             t0 = time.monotonic_ns()
@@ -302,6 +303,7 @@ class Writer:
         return done
 
     def close(self) -> None:
+        self.stamper = None  # its numpy views hold the buffer
         self.view.release()
         self.buf.close()
 

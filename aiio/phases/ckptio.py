@@ -18,7 +18,7 @@ from aiio import blocks, stats
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import RunContext, client_io_figures, io_aggregate
-from aiio.phases.threads import run_parallel
+from aiio.phases.threads import PolledStop, run_parallel
 from aiio.stats import Histogram
 from aiio.target import remove_tree
 from aiio.units import format_size, mib_per_s
@@ -156,7 +156,7 @@ def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Writer]:
     for i in range(n):
         wr = Writer(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes,
                     seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum)
-        wr.stop = ctx.stop
+        wr.stop = PolledStop(ctx.stop)
         out.append(wr)
     return out
 
@@ -166,7 +166,7 @@ def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Reader]:
     out = []
     for _ in range(n):
         rd = Reader(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes)
-        rd.stop = ctx.stop
+        rd.stop = PolledStop(ctx.stop)
         out.append(rd)
     return out
 

@@ -28,8 +28,8 @@ from aiio.phases.base import (
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.ckptio import split_sizes, verify_summary
-from aiio.phases.threads import run_parallel
+from aiio.phases.ckptio import remove_run_folder, split_sizes, verify_summary
+from aiio.phases.threads import PolledStop, run_parallel
 from aiio.target import remove_tree
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
@@ -118,7 +118,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     try:
         _write_weights(rc, folder, params)
     except BaseException:
-        remove_tree(folder, rc.target.root)
+        remove_run_folder(rc, str(folder))  # and models/ when nothing else is in it
         raise
     (folder / "manifest.json").write_text(json.dumps({"params": params, "complete": True}) + "\n")
     return folder, False
@@ -155,7 +155,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
                for _ in range(min(a.threads, len(a.names)))]
     checkers = {id(rd): blocks.Verifier() for rd in readers}
     for rd in readers:
-        rd.stop = ctx.stop
+        rd.stop = PolledStop(ctx.stop)
 
     def work(rd: Reader, f: int) -> None:
         path = a.path(f)

@@ -28,7 +28,7 @@ from aiio.phases.base import (
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.threads import run_parallel
+from aiio.phases.threads import PolledStop, run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
 from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
@@ -124,7 +124,8 @@ class PrepWorker:
         self.reader = Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
         self.writer = Writer(a.method, a.transfer_size, OpLog(0), ctx.add_bytes,
                              seed=(a.seed * 1_000_003 + ctx.index) * 256 + i)
-        self.reader.stop = self.writer.stop = ctx.stop
+        self.reader.stop = PolledStop(ctx.stop)
+        self.writer.stop = PolledStop(ctx.stop)
         self.shards = ShardStream(self.writer, a.client_folder(ctx.index), f"t{i:03d}",
                                   a.shard_size, a.seed)
         self.log = OpLog(0)  # metadata: list, stat, unlink (open and create are in the others)
@@ -142,10 +143,11 @@ class PrepWorker:
 def _work(a: PrepArgs, ctx: ClientContext):
     """The per-item body run on each prep thread."""
     data = a.dataset
+    stop = PolledStop(ctx.stop)
 
     def work(worker: PrepWorker, item: tuple[str, int]) -> None:
         kind, i = item
-        if ctx.stop.is_set():
+        if stop.is_set():
             return
         if kind == "list":
             path = os.path.join(data.folder, f"d{i:05d}")

@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiio.engine import OpLog
 
 _DONE = object()
+
+
+class PolledStop:
+    """A client's stop event, looked at no more than every `every_s`: a multiprocessing
+    Event's is_set() takes a lock shared by every client process, too dear for every call."""
+
+    def __init__(self, event: Any, every_s: float = 0.02) -> None:
+        self.event, self.every_s = event, every_s
+        self.next = 0.0
+        self.flag = False
+
+    def is_set(self) -> bool:
+        if not self.flag:
+            now = time.monotonic()
+            if now >= self.next:
+                self.next = now + self.every_s
+                self.flag = self.event.is_set()
+        return self.flag
 
 
 def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],
