@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import is_root, run_cli
+
+from .conftest import is_root, run_cli
 
 
 @pytest.fixture

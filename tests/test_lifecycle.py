@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, run_cli
 
 CKPT = ("--set", "checkpoint.size=4MiB")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
+from .conftest import run_cli
 
 MiB = 1 << 20
 LOAD = ("--set", "load.size=6MiB", "--set", "load.files=3", "--clients", "3")

@@ -7,11 +7,11 @@ import json
 import math
 from pathlib import Path
 
-from conftest import TINY_ARGS, run_cli, tiny_workload
-
 from aiio.dataset import check
 from aiio.phases.prep import client_items
 from aiio.target import Target
+
+from .conftest import TINY_ARGS, run_cli, tiny_workload
 
 PREP = (*TINY_ARGS, "--set", "prep.threads=1", "--set", "prep.passes=2",
         "--set", "prep.shard_size=256KiB", "--set", "prep.transfer_size=64KiB")
