@@ -227,7 +227,7 @@ class LoadPhase:
         agg = io_aggregate(clients)
         ready = [c["elapsed_s"] for c in clients]
         agg.update(
-            model=a.describe(), replicas=len(clients), read_bytes=agg["bytes"],
+            model=a.describe(), replicas=len(clients), read_bytes=agg["bytes"], write_bytes=0,
             first_ready_s=min(ready), last_ready_s=max(ready),
             load_s=stats.spread([c["load_s"] for c in clients]),
             per_replica_mib_s=stats.spread([c["mib_s"] for c in clients]),
