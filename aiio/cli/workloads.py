@@ -16,9 +16,16 @@ def workloads(as_json: bool) -> None:
     from aiio.units import format_size
     from aiio.workload import load_workload, shipped_workloads
 
-    rows, models = [], []
+    rows, models, mixes = [], [], []
     for name in shipped_workloads():
         w = load_workload(name)
+        if "dataset" not in w.given and "model" not in w.given:
+            p = w.prep  # a prep workload of its own files (randrw), no dataset or model
+            mixes.append({"name": name, "description": w.workload.description,
+                          "mode": p.mode, "file_size": p.file_size, "block_size": p.block_size,
+                          "read_share": p.read_share, "duration": p.duration,
+                          "threads": p.threads})
+            continue
         if "dataset" not in w.given:
             models.append({"name": name, "description": w.workload.description,
                            "parameters": w.model.parameters,
@@ -36,7 +43,7 @@ def workloads(as_json: bool) -> None:
             "au_goal": t.au_goal, "demand_mib_s": w.demand_mib_s(),
             "accelerator": t.accelerator, "model_parameters": w.model.parameters})
     if as_json:
-        emit_json({"datasets": rows, "models": models})
+        emit_json({"datasets": rows, "models": models, "mixes": mixes})
         return
     table = Table(title="training workloads (demand: MiB/s per accelerator at its default type)")
     for col in ("name", "format", "sample", "samples/file", "files", "dataset", "batch",
@@ -61,3 +68,13 @@ def workloads(as_json: bool) -> None:
                        f"{m['bytes_per_parameter']:g}", format_size(m["checkpoint_bytes"]),
                        str(m["ranks"] or "-"), m["description"])
         console.print(mt)
+    if mixes:
+        xt = Table(title="random read/write mixes (aiio run --phase prep)")
+        for col in ("name", "file per client", "block", "reads", "threads", "duration",
+                    "description"):
+            xt.add_column(col, justify="left" if col in ("name", "description") else "right")
+        for m in mixes:
+            xt.add_row(m["name"], format_size(m["file_size"]), format_size(m["block_size"]),
+                       f"{m['read_share']:.0%}", str(m["threads"]), f"{m['duration']:g} s",
+                       m["description"])
+        console.print(xt)
