@@ -17,7 +17,7 @@ import numpy as np
 
 from aiio import blocks, stats
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Writer, aligned_buffer, io_failure
+from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
     RunContext,
@@ -84,65 +84,47 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
 
 
 class _Mixer:
-    """One thread's random mix over its own blocks of the client's file."""
+    """One thread's random mix over its own blocks of the client's file: a Reader (checking
+    blocks with --verify) and a Writer (stamping them) on one shared descriptor."""
 
     def __init__(self, a: RandrwArgs, client: int, thread: int, threads: int) -> None:
         self.a, self.thread, self.threads = a, thread, threads
-        self.buf = aligned_buffer(a.block_size)
-        self.view = memoryview(self.buf)
-        self.view[:] = np.random.Generator(np.random.PCG64([a.seed, client, thread])).integers(
-            0, 256, len(self.buf), dtype=np.uint8)
         self.rng = np.random.Generator(np.random.PCG64([a.seed, client, thread, 1]))
         self.tag = a.tag(client)
         self.path = a.path(client)
         self.verifier = blocks.Verifier()
-        self.log = OpLog(0)
-        self.wlog = OpLog(0)
+        self.reader = Reader(a.method, a.block_size, OpLog(0))
+        self.writer = Writer(a.method, a.block_size, OpLog(0),
+                             seed=(a.seed * 1_000_003 + client) * 256 + thread,
+                             checksum=a.checksum)
+        if a.checksum:
+            self.reader.check = lambda view, n, pos: self.verifier.check(view, n, self.path,
+                                                                         self.tag, pos)
         nblocks = a.file_size // a.block_size
         self.mine = (nblocks - thread + threads - 1) // threads  # blocks b with b % threads == t
 
     def run(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
-        a, log, wlog = self.a, self.log, self.wlog
+        a, read, write, path, tag = (self.a, self.reader.read_range, self.writer.write_range,
+                                     self.path, self.tag)
+        bs = a.block_size
         while time.monotonic_ns() < deadline_ns and not stop.is_set():
             reads = self.rng.random(BATCH) < a.read_share
-            offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) \
-                * a.block_size
+            offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
             for is_read, off in zip(reads.tolist(), offs.tolist(), strict=True):
                 if is_read:
-                    self._read(fd, off, log)
+                    try:
+                        read(fd, off, bs)
+                    except OSError as exc:
+                        raise io_failure(exc, "reading", path, off) from exc
                 else:
-                    self._write(fd, off, wlog)
-                counter(a.block_size)
+                    write(fd, path, off, bs, tag)
+                counter(bs)
                 if time.monotonic_ns() >= deadline_ns:
                     return
 
-    def _read(self, fd: int, off: int, log: OpLog) -> None:
-        t0 = time.monotonic_ns()
-        try:
-            n = os.preadv(fd, [self.view], off)
-        except OSError as exc:
-            raise io_failure(exc, "reading", self.path, off) from exc
-        log.add("read", t0, time.monotonic_ns(), n)
-        if self.a.checksum:
-            c0 = time.monotonic_ns()
-            self.verifier.check(self.view, n, self.path, self.tag, off)
-            log.add("verify", c0, time.monotonic_ns(), 0)
-
-    def _write(self, fd: int, off: int, log: OpLog) -> None:
-        c0 = time.monotonic_ns()
-        blocks.stamp(self.view, self.a.block_size, self.tag, off, self.a.checksum)
-        if self.a.checksum:
-            log.add("checksum", c0, time.monotonic_ns(), 0)
-        t0 = time.monotonic_ns()
-        try:
-            n = os.pwritev(fd, [self.view], off)
-        except OSError as exc:
-            raise io_failure(exc, "writing", self.path, off) from exc
-        log.add("write", t0, time.monotonic_ns(), n)
-
     def close(self) -> None:
-        self.view.release()
-        self.buf.close()
+        self.reader.close()
+        self.writer.close()
 
 
 def run_client(ctx: ClientContext) -> dict[str, Any]:
@@ -159,7 +141,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         cpu0 = cpu_seconds()
         deadline = start_ns + int(a.duration_s * 1e9)
         for m in mixers:
-            m.log, m.wlog = OpLog(start_ns), OpLog(start_ns)
+            m.reader.log, m.writer.log = OpLog(start_ns), OpLog(start_ns)
         threads = [threading.Thread(target=_guard, args=(m, fd, deadline, ctx, errors))
                    for m in mixers]
         for th in threads:
@@ -192,8 +174,9 @@ def _client_figures(ctx: ClientContext, a: RandrwArgs, mixers: list[_Mixer], fsy
                     start_ns: int, end_ns: int, cpu0: float) -> dict[str, Any]:
     out = client_identity(ctx.index)
     elapsed = (end_ns - start_ns) / 1e9
-    read = client_io_figures([m.log for m in mixers], start_ns, end_ns, main_op="read")
-    write = client_io_figures([m.wlog for m in mixers], start_ns, end_ns, main_op="write")
+    read = client_io_figures([m.reader.log for m in mixers], start_ns, end_ns, main_op="read")
+    write = client_io_figures([m.writer.log for m in mixers], start_ns, end_ns,
+                              main_op="write")
     for fig, op in ((read, "read"), (write, "write")):
         fig["iops"] = fig["histograms"].get(op, {}).get("count", 0) / elapsed
     fsync_log.flush()
@@ -205,11 +188,14 @@ def _client_figures(ctx: ClientContext, a: RandrwArgs, mixers: list[_Mixer], fsy
         for m in mixers:
             merged.merge(m.verifier)
         out["verify"] = merged.to_dict()
-        out["verify_s"] = sum(m.log.hist.get("verify").sum for m in mixers
-                              if "verify" in m.log.hist) / 1e9
-        out["checksum_s"] = sum(m.wlog.hist.get("checksum").sum for m in mixers
-                                if "checksum" in m.wlog.hist) / 1e9
+        out["verify_s"] = _op_seconds(read, "verify")
+        out["checksum_s"] = _op_seconds(write, "checksum")
     return out
+
+
+def _op_seconds(fig: dict[str, Any], op: str) -> float:
+    h = fig["histograms"].get(op)
+    return h["sum"] / 1e9 if h else 0.0
 
 
 def summarize(a: RandrwArgs, clients: list[dict]) -> dict[str, Any]:
