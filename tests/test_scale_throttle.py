@@ -1,0 +1,65 @@
+"""Ground truth for the verdict: storage with ONE shared read limit must be reported saturated,
+not linear, with the aggregate at the limit at every point (root only)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import throttle
+from conftest import REPO
+
+from aiio import result
+from aiio.units import MiB
+
+LIMIT = 40 * MiB
+
+# Clients that ask far more than the limit: 4 x 256 KiB every 1 ms of compute, two loader
+# threads each, so even one client keeps the throttled device busy.
+WORKLOAD = """
+[workload]
+name = "throttled"
+[dataset]
+format = "npz"
+num_files = 64
+sample_size = "256KiB"
+files_per_dir = 32
+[train]
+accelerator = "h100"
+batch_size = 4
+read_threads = 2
+transfer_size = "256KiB"
+[train.compute_time]
+h100 = 0.001
+"""
+
+
+@pytest.mark.root
+@pytest.mark.skipif(throttle.why_not() is not None, reason=str(throttle.why_not()))
+def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
+    spec = tmp_path / "throttled.toml"
+    spec.write_text(WORKLOAD)
+    with throttle.throttled_disk(tmp_path, LIMIT) as disk:
+        # the aiio process joins the throttled group before it starts; its clients inherit it
+        proc = subprocess.run(
+            [sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
+             "--clients", "1,2,4", "--duration", "2s", "--target", str(disk.mount),
+             "--results", str(tmp_path / "reports"), "-q"],
+            cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=disk.join,
+            env=dict(os.environ, COLUMNS="160"))
+    assert proc.returncode == 0, proc.stderr
+    folder = next((tmp_path / "reports").iterdir())
+    sweep = result.load(folder)
+    assert sweep["points"][0]["result"]["method"] == "o_direct"
+    for row in sweep["table"]:
+        assert row["aggregate_mib_s"] == pytest.approx(LIMIT / MiB, rel=0.10), row
+    v = sweep["verdict"]
+    assert v["shape"] == "saturated", v["statements"]
+    assert v["knee"] == 2 and v["linear_up_to"] == 1
+    assert v["plateau"]["from_clients"] == 1
+    assert v["efficiency"][-1]["efficiency"] < 0.5
+    assert "saturated" in proc.stdout and "scales linearly up to 4" not in proc.stdout
+    assert sorted(sweep["charts"]) == ["aggregate.png", "aggregate.svg", "per_client.png",
+                                       "per_client.svg"]
