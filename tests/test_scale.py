@@ -13,11 +13,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, run_cli, tiny_workload
 
 from aiio import result, scale
 from aiio.errors import ConfigError
 from aiio.units import MiB
+
+from .conftest import REPO, run_cli, tiny_workload
 
 # --- inputs -----------------------------------------------------------------------------
 

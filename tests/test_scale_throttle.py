@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 import pytest
-import throttle
-from conftest import REPO
 
 from aiio import result
 from aiio.units import MiB
+
+from .conftest import REPO
+from .storage import can_build_storage, throttled_disk
 
 LIMIT = 40 * MiB
 
@@ -36,18 +37,21 @@ h100 = 0.001
 """
 
 
+REASON = can_build_storage()
+
+
 @pytest.mark.root
-@pytest.mark.skipif(throttle.why_not() is not None, reason=str(throttle.why_not()))
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     spec = tmp_path / "throttled.toml"
     spec.write_text(WORKLOAD)
-    with throttle.throttled_disk(tmp_path, LIMIT) as disk:
+    with throttled_disk(tmp_path, LIMIT, size_mib=96) as disk:
         # the aiio process joins the throttled group before it starts; its clients inherit it
         proc = subprocess.run(
-            [sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
-             "--clients", "1,2,4", "--duration", "2s", "--target", str(disk.mount),
-             "--results", str(tmp_path / "reports"), "-q"],
-            cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=disk.join,
+            disk.command(sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
+                         "--clients", "1,2,4", "--duration", "2s", "--target", str(disk.mount),
+                         "--results", str(tmp_path / "reports"), "-q"),
+            cwd=REPO, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, COLUMNS="160"))
     assert proc.returncode == 0, proc.stderr
     folder = next((tmp_path / "reports").iterdir())
