@@ -174,6 +174,7 @@ def sweep(req: SweepRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     base, seconds = plan(req)
     out = _skeleton(req, base, seconds)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
+    result.save(out, folder)  # a sweep killed outright still leaves its skeleton
     stop: tuple[str, int] | None = None
     try:
         for n in req.clients:
@@ -206,7 +207,7 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
         code = exc.exit_code if status == "interrupted" else RunFailed.exit_code
         if not out["points"]:
             code = exc.exit_code  # bad input found by the first point stays bad input
-        return _stopped(out, status, f"{w.run.clients} clients: {exc}", code)
+        return _stopped(out, status, f"at {n} client{'' if n == 1 else 's'}: {exc}", code)
     out["method"] = res["method"]  # the method the points really used ("auto" resolved)
     out["points"].append({"clients": w.run.clients, "repeat": repeat, "result": res,
                           "folder": str(point_folder.relative_to(folder))})

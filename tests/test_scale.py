@@ -216,4 +216,13 @@ def test_dead_client_fails_the_sweep_and_keeps_finished_points(tmp_path):
     assert proc.returncode == 1, err
     assert "sweep failed after 1 of 3 points" in err and "killed by SIGKILL" in err
     saved = _check_partial(folder, "failed")
-    assert "2 clients" in saved["error"]
+    assert saved["error"].startswith("at 2 clients: client")
+
+
+def test_matplotlib_is_loaded_only_to_draw():
+    code = ("import sys, aiio.scale, aiio.cli.scale, aiio.console_scale; "
+            "assert 'matplotlib' not in sys.modules; import aiio.charts; "
+            "assert 'matplotlib' in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
