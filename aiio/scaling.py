@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Points from the plateau start on stay within this share of the plateau's highest aggregate.
+# Points from the plateau's start on stay within this share of the plateau's mean aggregate.
 PLATEAU_BAND = 0.10
 # An aggregate this far above linear is suspicious (a cache serving reads, a noisy baseline).
 SUPERLINEAR = 1.15
@@ -85,14 +85,15 @@ def linear_up_to(counts: Sequence[int], effs: Sequence[float],
 
 def plateau(counts: Sequence[int], aggs: Sequence[float],
             band: float = PLATEAU_BAND) -> dict[str, Any] | None:
-    """Where the aggregate stops growing: the first count from which every later aggregate
-    stays within `band` of that count's aggregate (at least two points), or None."""
+    """Where the aggregate stops growing: the first count from which it and every later
+    aggregate stay within `band` of their mean (at least two points), or None. The mean, not
+    the first point, is the reference, so one noisy point does not move the plateau's start."""
     for i in range(len(aggs) - 1):
-        ref = aggs[i]
         rest = aggs[i:]
-        if ref > 0 and all((1 - band) * ref <= a <= (1 + band) * ref for a in rest):
-            return {"from_clients": counts[i], "mib_s": sum(rest) / len(rest),
-                    "min_mib_s": min(rest), "max_mib_s": max(rest), "points": len(rest)}
+        mean = sum(rest) / len(rest)
+        if mean > 0 and all((1 - band) * mean <= a <= (1 + band) * mean for a in rest):
+            return {"from_clients": counts[i], "mib_s": mean, "min_mib_s": min(rest),
+                    "max_mib_s": max(rest), "points": len(rest)}
     return None
 
 
@@ -141,15 +142,16 @@ def judge(points: Sequence[Point], threshold: float = 0.9,
 
 def _shape(counts: Sequence[int], aggs: Sequence[float],
            knee: int | None) -> tuple[str, dict[str, Any] | None]:
-    """linear (no knee), degrading (the last point well below the peak), saturated (a
-    plateau of at least two points) or sublinear (still growing, less than in proportion)."""
+    """linear (no knee), saturated (a plateau of at least two points up to the last),
+    degrading (no plateau, the last point well below the peak) or sublinear (still growing,
+    less than in proportion)."""
     if knee is None:
         return "linear", None
-    if aggs[-1] < (1 - PLATEAU_BAND) * max(aggs):
-        return "degrading", None
     flat = plateau(counts, aggs)
     if flat is not None:
         return "saturated", flat
+    if aggs[-1] < (1 - PLATEAU_BAND) * max(aggs):
+        return "degrading", None
     return "sublinear", None
 
 

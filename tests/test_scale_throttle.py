@@ -13,29 +13,29 @@ from aiio import result
 from aiio.units import MiB
 
 from .conftest import REPO
-from .storage import can_build_storage, throttled_disk
+from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 LIMIT = 40 * MiB
 
-# Clients that ask far more than the limit: 4 x 256 KiB every 1 ms of compute, two loader
-# threads each, so even one client keeps the throttled device busy.
+# Clients that ask far more than the limit: 2 x 1 MiB every 1 ms of compute, with four loader
+# threads each keeping 1 MiB reads queued, so even one client keeps the throttle busy while the
+# backing disk (shared with whatever else runs on the machine) is slow to answer.
 WORKLOAD = """
 [workload]
 name = "throttled"
 [dataset]
 format = "npz"
-num_files = 64
-sample_size = "256KiB"
+num_files = 32
+sample_size = "1MiB"
 files_per_dir = 32
 [train]
 accelerator = "h100"
-batch_size = 4
-read_threads = 2
-transfer_size = "256KiB"
+batch_size = 2
+read_threads = 4
+transfer_size = "1MiB"
 [train.compute_time]
 h100 = 0.001
 """
-
 
 REASON = can_build_storage()
 
@@ -45,11 +45,13 @@ REASON = can_build_storage()
 def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     spec = tmp_path / "throttled.toml"
     spec.write_text(WORKLOAD)
-    with throttled_disk(tmp_path, LIMIT, size_mib=96) as disk:
+    # The image lives in RAM (a tmpfs), so the only limit on the loop device is the throttle,
+    # not a backing disk that other work on the machine may be keeping busy.
+    with small_tmpfs(tmp_path, 112) as ram, throttled_disk(ram, LIMIT, size_mib=96) as disk:
         # the aiio process joins the throttled group before it starts; its clients inherit it
         proc = subprocess.run(
             disk.command(sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
-                         "--clients", "1,2,4", "--duration", "2s", "--target", str(disk.mount),
+                         "--clients", "1,2,4", "--duration", "3s", "--target", str(disk.mount),
                          "--results", str(tmp_path / "reports"), "-q"),
             cwd=REPO, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, COLUMNS="160"))

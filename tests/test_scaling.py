@@ -44,13 +44,16 @@ def test_linear_up_to_and_knee():
 
 def test_plateau_detection():
     counts = [1, 2, 4, 8, 16, 32]
-    flat = scaling.plateau(counts, [100, 195, 280, 310, 305, 300])
+    flat = scaling.plateau(counts, [100, 195, 250, 310, 305, 300])
     assert flat["from_clients"] == 8
     assert flat["mib_s"] == pytest.approx(305)
     assert flat["points"] == 3
     assert scaling.plateau(counts, [100, 200, 400, 800, 1600, 3200]) is None
     # one point alone is not a plateau
     assert scaling.plateau([1, 2], [100, 300]) is None
+    # the band is around the plateau's mean: noise either side of a limit of 40 is one plateau
+    assert scaling.plateau([1, 2, 4], [42.8, 41.3, 38.4])["from_clients"] == 1
+    assert scaling.plateau([1, 2, 4], [40, 40, 30]) is None
 
 
 def test_linear_verdict():
@@ -85,9 +88,16 @@ def test_sublinear_and_degrading():
 
 
 def test_saturating_after_growth():
-    v = judge(pts([100, 195, 280, 310, 305, 300], counts=(1, 2, 4, 8, 16, 32)))
+    v = judge(pts([100, 195, 250, 310, 305, 300], counts=(1, 2, 4, 8, 16, 32)))
     assert (v.shape, v.knee, v.linear_up_to) == ("saturated", 4, 2)
     assert v.plateau["from_clients"] == 8
+
+
+def test_noise_around_one_limit_is_saturated_not_degrading():
+    v = judge(pts([42.8, 41.3, 38.4], counts=(1, 2, 4)))
+    assert v.shape == "saturated" and v.plateau["from_clients"] == 1
+    v = judge(pts([40, 40, 30], counts=(1, 2, 4)))
+    assert v.shape == "degrading"
 
 
 def test_au_capacity():
