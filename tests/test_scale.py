@@ -92,8 +92,9 @@ def test_compute_bound_clients_scale_linearly(target, results):
     assert [p["clients"] for p in out["points"]] == [1, 2, 4]
     for row in out["table"]:
         n = row["clients"]
-        # prefetch adds a batch or two at the start: within 15 % of N x demand
-        assert row["aggregate_mib_s"] == pytest.approx(n * demand, rel=0.15), row
+        # N x demand, give or take the batches prefetched at the start (+5 %) and sleeps that
+        # overrun on a busy machine (-): within 20 %
+        assert row["aggregate_mib_s"] == pytest.approx(n * demand, rel=0.20), row
         assert row["au_pass"]
     v = out["verdict"]
     assert v["shape"] == "linear" and v["linear_up_to"] == 4 and v["knee"] is None
