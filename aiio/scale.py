@@ -347,7 +347,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         per_client_mib_s=r["per_client_mib_s"]["mean"],
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
-        cpu_busy=r["cpu_percent_max"] if set(r["warnings"]) & set(CLIENT_LIMITED) else None)
+        cpu_busy=r["cpu_percent"] if set(r["warnings"]) & set(CLIENT_LIMITED) else None)
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""

@@ -32,7 +32,7 @@ class Point:
     au_min: float | None = None
     au_goal: float | None = None
     demand_mib_s: float | None = None  # what one accelerator reads at full speed
-    cpu_busy: float | None = None    # client machine CPU %, when the point warned about it
+    cpu_busy: float | None = None    # client machine CPU % (mean), when the point warned of it
 
 
 @dataclass
