@@ -31,8 +31,6 @@ MIN_POINT_S = 1.0
 # ...and, for training, it must hold this many compute steps, because AU leaves out the first
 # step of every epoch and needs real steps left to average.
 MIN_STEPS = 10
-# Warnings that mean the client machine, not the storage, may have set a point's figure.
-CLIENT_LIMITED = ("client_cpu_saturated", "client_process_busy")
 
 
 # --- the client list and the other inputs -------------------------------------------------
@@ -347,7 +345,8 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         per_client_mib_s=r["per_client_mib_s"]["mean"],
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
-        cpu_busy=r["cpu_percent"] if set(r["warnings"]) & set(CLIENT_LIMITED) else None)
+        cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
+        process_busy="client_process_busy" in r["warnings"])
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""

@@ -33,6 +33,7 @@ class Point:
     au_goal: float | None = None
     demand_mib_s: float | None = None  # what one accelerator reads at full speed
     cpu_busy: float | None = None    # client machine CPU % (mean), when the point warned of it
+    process_busy: bool = False       # a client process used a whole core
 
 
 @dataclass
@@ -253,4 +254,8 @@ def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:
         names = ", ".join(f"{p.clients} ({p.cpu_busy:.0f} %)" for p in busy)
         out.append(f"the client machine's CPUs were saturated at client counts {names}: a knee "
                    "there may be the client's, not the storage's")
+    single = [str(p.clients) for p in points if p.process_busy]
+    if single:
+        out.append(f"a client process used a whole core at client counts {', '.join(single)}: "
+                   "its own Python loop may have limited it")
     return out

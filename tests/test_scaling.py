@@ -123,9 +123,11 @@ def test_all_pass_is_stated_as_a_lower_bound_and_as_demand():
 def test_superlinear_and_busy_client_caveats():
     points = pts([100, 260, 400, 800])
     points[3].cpu_busy = 97.0
+    points[2].process_busy = True
     v = judge(points)
     assert any("E(2) = 1.30" in c for c in v.caveats)
     assert any("8 (97 %)" in c for c in v.caveats)
+    assert any("whole core at client counts 4:" in c for c in v.caveats)
 
 
 def test_single_point_has_no_shape():
