@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,26 +77,43 @@ class RecordingUI:
     def stop(self) -> None: ...
 
 
-def test_compute_bound_clients_scale_linearly(target, results):
-    """Every client computes 50 ms per batch of one 64 KiB sample, so each needs 1.25 MiB/s,
-    far below what any disk gives: clients don't contend, and the aggregate at N clients must
-    be N times one client's demand. That is linear by construction; the sweep must say so."""
-    compute, sample = 0.05, 64 * 1024
+@pytest.fixture
+def ram_target(tmp_path):
+    """A target in RAM (/dev/shm) when there is one: no other work on the machine can make its
+    reads slow, so the clients' compute time is the only thing pacing them."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    path = Path(tempfile.mkdtemp(prefix="aiio-test-", dir=shm))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_compute_bound_clients_scale_linearly(ram_target, results):
+    """Every client computes 100 ms per batch of one 64 KiB sample, so each needs 0.625 MiB/s
+    from storage in RAM: clients don't contend, and the aggregate at N clients must be N times
+    one client's demand. That is linear by construction; the sweep must say so."""
+    compute, sample = 0.1, 64 * 1024
     w = tiny_workload(train__compute_time={"h100": compute}, train__batch_size=1,
                       train__read_threads=1, dataset__sample_size_stdev=0,
                       train__transfer_size="64KiB")
     ui = RecordingUI()
-    req = scale.SweepRequest("train", w, str(target), [1, 2, 4], duration_s=2.0,
-                             results_dir=str(results), charts=True)
+    # The truth is E(N) = 1. The margins (threshold 0.7, 30 % on the aggregate) allow for a
+    # client process starved of CPU for a few hundred ms by other work on a shared machine;
+    # storage with one shared limit gives E(2) = 0.5 and E(4) = 0.25, far outside them.
+    req = scale.SweepRequest("train", w, str(ram_target), [1, 2, 4], duration_s=3.0,
+                             threshold=0.7, results_dir=str(results), charts=True)
     out, folder = scale.sweep(req, ui)
     demand = sample / compute / MiB
     assert out["status"] == "ok" and out["kind"] == "sweep"
     assert [p["clients"] for p in out["points"]] == [1, 2, 4]
     for row in out["table"]:
         n = row["clients"]
-        # N x demand, give or take the batches prefetched at the start (+5 %) and sleeps that
-        # overrun on a busy machine (-): within 20 %
-        assert row["aggregate_mib_s"] == pytest.approx(n * demand, rel=0.20), row
+        # N x demand, give or take the batches prefetched at the start (+7 %) and CPU starvation
+        assert row["aggregate_mib_s"] == pytest.approx(n * demand, rel=0.30), row
         assert row["au_pass"]
     v = out["verdict"]
     assert v["shape"] == "linear" and v["linear_up_to"] == 4 and v["knee"] is None
@@ -174,6 +193,18 @@ def _wait_for_points(proc: subprocess.Popen, results: Path, n: int) -> Path:
     raise AssertionError("the sweep never saved its first point")
 
 
+def _communicate(proc: subprocess.Popen) -> tuple[str, str]:
+    """Output of a sweep that should end by itself; a hung one is killed and reported."""
+    try:
+        return proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"aiio did not end within 60 s: {err[-2000:]}") from None
+
+
 def _client_pids(proc: subprocess.Popen) -> list[int]:
     """The running clients: forked children of the aiio process (same command line)."""
     parent = psutil.Process(proc.pid)
@@ -201,7 +232,7 @@ def test_ctrl_c_keeps_finished_points(tmp_path):
     folder = _wait_for_points(proc, results, 1)
     _client_pids(proc)  # the second point is running
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = _communicate(proc)
     assert proc.returncode == 130, err
     assert "sweep interrupted after 1 of 3 points" in err
     assert len(err.strip().splitlines()) == 1, err
@@ -213,7 +244,7 @@ def test_dead_client_fails_the_sweep_and_keeps_finished_points(tmp_path):
     proc, results = _start_sweep(tmp_path)
     folder = _wait_for_points(proc, results, 1)
     os.kill(_client_pids(proc)[0], signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
+    out, err = _communicate(proc)
     assert proc.returncode == 1, err
     assert "sweep failed after 1 of 3 points" in err and "killed by SIGKILL" in err
     saved = _check_partial(folder, "failed")
