@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aiio.console import print_warnings
+from aiio.scaling import efficiency_text
 from aiio.units import format_latency_ns
 
 
@@ -38,13 +39,15 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
     t = sweep["sweep"]["threshold"]
     for r in rows:
         cells = [str(r["clients"]), f"{r['aggregate_mib_s']:,.1f}",
-                 f"{r['last_done_mib_s']:,.1f}", _mark(r["efficiency"], t, ".2f"),
-                 _mark(r["consistency"], t, ".2f")]
+                 f"{r['last_done_mib_s']:,.1f}",
+                 _mark(r["efficiency"], t, text=efficiency_text(r["efficiency"], t)),
+                 _mark(r["consistency"], t, text=efficiency_text(r["consistency"], t))]
         if repeats > 1:
             s = r["aggregate_spread"]
             cells.insert(2, f"{s['min']:,.1f}..{s['max']:,.1f}")
         if has_au:
-            cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"], ".1%")]
+            cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"],
+                                                   text=f"{r['au_min']:.1%}")]
         cells.append(f"{r['cpu_percent']:.0f}")
         table.add_row(*cells)
     return table
@@ -66,8 +69,8 @@ def client_table(sweep: dict[str, Any]) -> Table:
     return table
 
 
-def _mark(value: float, goal: float, fmt: str) -> str:
-    return f"[{'green' if value >= goal else 'red'}]{value:{fmt}}[/]"
+def _mark(value: float, goal: float, text: str) -> str:
+    return f"[{'green' if value >= goal else 'red'}]{text}[/]"
 
 
 def print_sweep(sweep: dict[str, Any], folder: Path) -> None:

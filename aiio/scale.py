@@ -324,7 +324,19 @@ def _row(n: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
                     "au_pass": all(a["au_pass"] for a in aggs),
                     "samples_per_s": _mean([a["samples_per_s"] for a in aggs]),
                     "demand_mib_s": aggs[0].get("demand_mib_s_per_client")})
+        row.update(_compute_pace(runs))
     return row
+
+
+def _compute_pace(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Measured compute per step against the nominal: a busy client machine makes the emulated
+    compute (a sleep) run long, which slows the client for the client's own reasons."""
+    steps = sum(c.get("measured_steps", 0) for r in runs for c in r.get("clients", []))
+    nominal = runs[0]["aggregate"].get("compute_s_per_batch")
+    if not steps or not nominal:
+        return {}
+    measured = sum(c.get("compute_s", 0.0) for r in runs for c in r.get("clients", [])) / steps
+    return {"compute_s_per_step": measured, "compute_s_nominal": nominal}
 
 
 def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -346,7 +358,8 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
         cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
-        process_busy="client_process_busy" in r["warnings"])
+        process_busy="client_process_busy" in r["warnings"],
+        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"))
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""

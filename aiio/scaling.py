@@ -18,6 +18,8 @@ from typing import Any
 PLATEAU_BAND = 0.10
 # An aggregate this far above linear is suspicious (a cache serving reads, a noisy baseline).
 SUPERLINEAR = 1.15
+# Emulated compute this much longer than asked means the client machine could not keep pace.
+COMPUTE_OVERRUN = 1.10
 
 
 @dataclass
@@ -34,6 +36,8 @@ class Point:
     demand_mib_s: float | None = None  # what one accelerator reads at full speed
     cpu_busy: float | None = None    # client machine CPU % (mean), when the point warned of it
     process_busy: bool = False       # a client process used a whole core
+    compute_s: float | None = None   # measured emulated compute per step (training)
+    compute_nominal_s: float | None = None
 
 
 @dataclass
@@ -160,6 +164,12 @@ def _mib(x: float) -> str:
     return f"{x:,.1f} MiB/s"
 
 
+def efficiency_text(e: float, threshold: float) -> str:
+    """E with two decimals, or three when two would round it onto the threshold."""
+    text = f"{e:.2f}"
+    return f"{e:.3f}" if text == f"{threshold:.2f}" and e != threshold else text
+
+
 def _clients(n: int) -> str:
     return f"{n} client" + ("" if n == 1 else "s")
 
@@ -197,13 +207,13 @@ def _scaling_sentence(v: Verdict, by_n: dict[int, Point], base: Point, last: Poi
     if v.knee is None:
         e = v.efficiency[last.clients]
         return (f"scales linearly up to {_clients(last.clients)} (the largest tested): "
-                f"E(N) >= {t:.2f} at every point; E({last.clients}) = {e:.2f} "
+                f"E(N) >= {t:.2f} at every point; E({last.clients}) = {efficiency_text(e, t)} "
                 f"({_mib(last.aggregate_mib_s)} against {ideal})")
     k = by_n[v.knee]
     e = v.efficiency[v.knee]
     ideal_k = k.clients / base.clients * base.aggregate_mib_s
     return (f"scales linearly up to {_clients(v.linear_up_to)}; the knee is at "
-            f"{_clients(v.knee)}: E({v.knee}) = {e:.2f} < {t:.2f} "
+            f"{_clients(v.knee)}: E({v.knee}) = {efficiency_text(e, t)} < {t:.2f} "
             f"({_mib(k.aggregate_mib_s)} against an ideal {_mib(ideal_k)})")
 
 
@@ -240,10 +250,17 @@ def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) 
 def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:
     """Reasons the verdict may describe something other than the storage."""
     out = []
-    if v.au is not None and v.au["all_pass"] and v.shape == "linear":
+    if v.au is not None and v.au["all_pass"]:
         out.append("every client met its AU goal at every point, so each was paced by its own "
                    "compute time: the aggregate is the accelerators' demand, and the storage's "
                    f"limit lies above {_mib(v.peak['mib_s'])}")
+    slow = [p for p in points if p.compute_s and p.compute_nominal_s
+            and p.compute_s > COMPUTE_OVERRUN * p.compute_nominal_s]
+    if slow:
+        names = ", ".join(f"{p.clients} ({p.compute_s * 1e3:.1f} ms)" for p in slow)
+        out.append(f"the emulated compute ran long at client counts {names} against "
+                   f"{slow[0].compute_nominal_s * 1e3:.1f} ms asked: the client machine could "
+                   "not keep pace, so those clients read less for their own reasons")
     over = [(n, e) for n, e in v.efficiency.items() if e > SUPERLINEAR]
     if over:
         n, e = max(over, key=lambda x: x[1])

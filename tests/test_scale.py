@@ -115,6 +115,7 @@ def test_compute_bound_clients_scale_linearly(ram_target, results):
         # N x demand, give or take the batches prefetched at the start (+7 %) and CPU starvation
         assert row["aggregate_mib_s"] == pytest.approx(n * demand, rel=0.30), row
         assert row["au_pass"]
+        assert row["compute_s_nominal"] == compute and row["compute_s_per_step"] >= compute
     v = out["verdict"]
     assert v["shape"] == "linear" and v["linear_up_to"] == 4 and v["knee"] is None
     assert v["au"]["max_clients_at_goal"] == 4

@@ -182,3 +182,21 @@ def test_io_view_finds_a_stage():
     assert scale.io_view({"write": stage, "note": 1}) is stage
     with pytest.raises(Exception, match="no first-done"):
         scale.io_view({"x": 1})
+
+
+def test_efficiency_text_never_rounds_onto_the_threshold():
+    assert scaling.efficiency_text(0.8989, 0.9) == "0.899"
+    assert scaling.efficiency_text(0.9, 0.9) == "0.90"
+    assert scaling.efficiency_text(0.75, 0.9) == "0.75"
+    v = judge(pts([100, 179.78, 360, 720]))
+    assert "E(2) = 0.899 < 0.90" in v.statements[0]
+
+
+def test_compute_overrun_caveat():
+    points = pts([100, 170, 340, 560])
+    for p in points:
+        p.compute_nominal_s = 0.010
+        p.compute_s = 0.0102
+    points[3].compute_s = 0.0132
+    v = judge(points)
+    assert any("ran long at client counts 8 (13.2 ms) against 10.0 ms" in c for c in v.caveats)
