@@ -39,7 +39,8 @@ class ClientContext:
     def ready_and_wait(self) -> int:
         """Report ready, wait for the common start instant, return it (monotonic ns)."""
         self._shared.messages.put(("ready", self.index, None))
-        self._shared.go.wait()
+        while not self._shared.go.value:
+            time.sleep(0.001)
         start_ns = self._shared.start_ns.value
         delay = (start_ns - time.monotonic_ns()) / 1e9
         if delay > 0:
@@ -84,7 +85,9 @@ class ClientContext:
 class _Shared:
     def __init__(self, ctx: mp.context.BaseContext, n: int) -> None:
         self.messages = ctx.Queue()
-        self.go = ctx.Event()
+        # A plain flag, not an Event: Event.set() waits for every waiter to wake, and waits
+        # forever for one that was killed while waiting (a dead client hung the run).
+        self.go = ctx.RawValue("b", 0)
         self.stop = ctx.Event()
         self.start_ns = ctx.RawValue("q", 0)
         self.bytes = ctx.RawArray("q", n)
@@ -159,17 +162,17 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         _wait_ready(procs, shared, errors)
         start_ns = time.monotonic_ns() + START_LEAD_NS
         shared.start_ns.value = start_ns
-        shared.go.set()
+        shared.go.value = 1
         _collect(procs, shared, results, errors, on_tick, tick_s, start_ns)
     except KeyboardInterrupt:
         shared.stop.set()
-        shared.go.set()
+        shared.go.value = 1
         _drain(procs, shared, results, errors, timeout_s=10.0)
         raise RunAborted("interrupted by the user; clients stopped", results,
                          RunInterrupted) from None
     except RunAborted as exc:
         shared.stop.set()
-        shared.go.set()
+        shared.go.value = 1
         _drain(procs, shared, results, errors, timeout_s=10.0)
         exc.results = results
         raise

@@ -55,6 +55,7 @@ class RichUI:
         self.bar = self._new_bar()
         self.bar.start()
         self.total = total
+        self._last = (0, 0.0)  # a sweep reuses this UI for every point
         self.task = self.bar.add_task(f"{label} ({clients} clients)", total=total, rate="")
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:

@@ -22,6 +22,7 @@ COMMANDS = {
     "workloads": "workloads",
     "clean": "clean",
     "size": "size",
+    "scale": "scale",
 }
 
 

@@ -1,0 +1,123 @@
+"""A sweep's two charts, PNG and SVG, drawn from its table (matplotlib, Agg, no pyplot).
+
+aggregate:  aggregate MiB/s (first done, with the repeats' range) against clients, beside the
+            ideal linear line through the baseline and the threshold share of it.
+per_client: per-client MiB/s (mean, with the slowest and fastest client) against clients, and
+            for training a second panel with AU (mean and lowest client) and the AU goal.
+
+This module is imported only when charts are drawn, so nothing else pays for matplotlib.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window; must precede any figure
+
+from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
+
+FORMATS = ("png", "svg")
+
+
+def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
+    """Write aggregate.{png,svg} and per_client.{png,svg}; returns the file names."""
+    rows = sweep["table"]
+    if not rows:
+        return []
+    title = _title(sweep)
+    names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title), folder,
+                  "aggregate")
+    names += _save(per_client_figure(rows, title), folder, "per_client")
+    return names
+
+
+def _title(sweep: dict[str, Any]) -> str:
+    w, t = sweep["workload"], sweep["target"]
+    text = (f"{sweep['phase']} {w['workload']['name']} on {t['path']} ({t['fstype']}, "
+            f"{sweep['method']})")
+    if sweep["status"] != "ok":
+        text += f" — {sweep['status']}, partial"
+    return text
+
+
+def _save(fig: Figure, folder: Path, stem: str) -> list[str]:
+    names = []
+    for fmt in FORMATS:
+        name = f"{stem}.{fmt}"
+        fig.savefig(folder / name, format=fmt, dpi=120, bbox_inches="tight")
+        names.append(name)
+    return names
+
+
+def _axes_for_clients(ax: Any, counts: list[int]) -> None:
+    """Client counts on x; a log-2 axis when they span a wide range (1..64)."""
+    if counts[-1] / counts[0] > 16:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(counts)
+    ax.set_xticklabels([str(n) for n in counts])
+    ax.set_xlabel("clients (emulated accelerators)")
+    ax.grid(True, alpha=0.3)
+
+
+def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -> Figure:
+    """Measured aggregate against the ideal linear line."""
+    counts = [r["clients"] for r in rows]
+    agg = [r["aggregate_mib_s"] for r in rows]
+    lo = [r["aggregate_mib_s"] - r["aggregate_spread"]["min"] for r in rows]
+    hi = [r["aggregate_spread"]["max"] - r["aggregate_mib_s"] for r in rows]
+    base_n, base = counts[0], agg[0]
+    ideal = [base * n / base_n for n in counts]
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    ax.plot(counts, ideal, "--", color="grey", label=f"ideal linear ({base:,.1f} MiB/s "
+            f"x N/{base_n})")
+    ax.fill_between(counts, [threshold * i for i in ideal], ideal, color="grey", alpha=0.12,
+                    label=f"within {threshold:.0%} of linear")
+    ax.errorbar(counts, agg, yerr=[lo, hi], fmt="o-", color="C0", capsize=3,
+                label="measured (first done)")
+    ax.plot(counts, [r["last_done_mib_s"] for r in rows], ".:", color="C0", alpha=0.6,
+            label="measured (last done)")
+    for n, a, r in zip(counts, agg, rows, strict=True):
+        ax.annotate(f"E={r['efficiency']:.2f}", (n, a), textcoords="offset points",
+                    xytext=(4, -12), fontsize=8)
+    _axes_for_clients(ax, counts)
+    ax.set_ylabel("aggregate bandwidth (MiB/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def per_client_figure(rows: list[dict[str, Any]], title: str) -> Figure:
+    """Per-client bandwidth (and AU for training) against clients."""
+    counts = [r["clients"] for r in rows]
+    has_au = all("au_mean" in r for r in rows)
+    fig = Figure(figsize=(7, 7 if has_au else 4.5))
+    ax = fig.add_subplot(2 if has_au else 1, 1, 1)
+    pc = [r["per_client_mib_s"] for r in rows]
+    ax.fill_between(counts, [p["min"] for p in pc], [p["max"] for p in pc], color="C1",
+                    alpha=0.2, label="slowest to fastest client")
+    ax.plot(counts, [p["mean"] for p in pc], "o-", color="C1", label="per-client mean")
+    ax.axhline(pc[0]["mean"], ls="--", color="grey",
+               label=f"at {counts[0]} client{'s' if counts[0] > 1 else ''} (constant is ideal)")
+    _axes_for_clients(ax, counts)
+    ax.set_ylabel("per-client bandwidth (MiB/s)")
+    ax.set_ylim(0, 1.3 * max(p["max"] for p in pc) or 1)  # room for the legend above
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="upper right", ncols=3)
+    if has_au:
+        au = fig.add_subplot(2, 1, 2)
+        au.plot(counts, [100 * r["au_mean"] for r in rows], "o-", color="C2", label="AU mean")
+        au.plot(counts, [100 * r["au_min"] for r in rows], "v:", color="C3",
+                label="AU of the lowest client")
+        au.axhline(100 * rows[0]["au_goal"], ls="--", color="grey",
+                   label=f"AU goal {rows[0]['au_goal']:.0%}")
+        _axes_for_clients(au, counts)
+        au.set_ylabel("accelerator utilization (%)")
+        au.set_ylim(0, 125)
+        au.set_yticks(range(0, 101, 20))
+        au.legend(fontsize=8, loc="upper right", ncols=3)
+    return fig

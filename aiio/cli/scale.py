@@ -1,0 +1,84 @@
+"""`aiio scale`: one phase over a list of client counts, and the linear-scaling verdict."""
+
+from __future__ import annotations
+
+import click
+
+from aiio.cli.common import emit_json, resolve_workload, workload_options
+from aiio.cli.run import DEFAULT_TARGET, _make_default_target
+from aiio.errors import ConfigError
+
+DEFAULT_CLIENTS = "1,2,4,8"
+
+
+def sweep_workload_options(func):
+    """The shared workload options, less --clients, --duration and --epochs, which mean
+    something else in a sweep (a list, a length per point, nothing)."""
+    before = len(getattr(func, "__click_params__", []))
+    func = workload_options(func)
+    params = func.__click_params__  # click appends each decorator's option here
+    added = [p for p in params[before:] if p.name not in ("clients", "duration", "epochs")]
+    func.__click_params__ = params[:before] + added
+    return func
+
+
+@click.command()
+@click.option("--phase", "-p", default="train", show_default=True,
+              help="lifecycle phase to sweep")
+@sweep_workload_options
+@click.option("--clients", "-n", "clients_text", default=None,
+              help=f"increasing client counts, e.g. 1,2,4,8 [default: {DEFAULT_CLIENTS}]")
+@click.option("--max-clients", type=int, default=None,
+              help="powers of two up to N (and N itself), instead of --clients")
+@click.option("--duration", default=None,
+              help="length of each point of a time-based phase, e.g. 30s "
+              "[default: the workload's, else 10s]")
+@click.option("--repeat", type=int, default=1, show_default=True,
+              help="run every point R times; the table shows mean and spread")
+@click.option("--threshold", type=float, default=0.9, show_default=True,
+              help="scaling efficiency that still counts as linear")
+@click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
+              help="directory on the filesystem under test (aiio writes only in TARGET/aiio)")
+@click.option("--results", default="reports", show_default=True, help="folder for results")
+@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
+                                                      "none"]), default="auto",
+              show_default=True, help="how the page cache is defeated")
+@click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
+@click.option("--json", "as_json", is_flag=True, help="print the sweep result as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars")
+def scale(phase: str, clients_text: str | None, max_clients: int | None, duration: str | None,
+          repeat: int, threshold: float, target: str, results: str, method: str,
+          no_charts: bool, as_json: bool, quiet: bool, **kwargs) -> None:
+    """Sweep a phase over client counts: does the aggregate grow linearly while each client
+    keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
+    from aiio import scale as sc
+    from aiio.console import RichUI
+    from aiio.console_scale import print_sweep
+    from aiio.phases import get_phase
+    from aiio.units import parse_duration
+
+    get_phase(phase)
+    if clients_text is not None and max_clients is not None:
+        raise ConfigError("give either --clients 1,2,4,... or --max-clients N, not both")
+    counts = (sc.powers_of_two(max_clients) if max_clients is not None
+              else sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text))
+    seconds = parse_duration(duration) if duration is not None else None
+    workload = resolve_workload(kwargs)
+    req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
+                          results, method, charts=not no_charts)
+    sc.plan(req)  # every input error before anything is created
+    if target == DEFAULT_TARGET:
+        _make_default_target(target)
+    try:
+        out, folder = sc.sweep(req, RichUI(quiet=quiet or as_json))
+    except sc.SweepStopped as stopped:
+        _show(stopped.sweep, stopped.folder, as_json, print_sweep)
+        raise
+    _show(out, folder, as_json, print_sweep)
+
+
+def _show(out: dict, folder, as_json: bool, printer) -> None:
+    if as_json:
+        emit_json(out)
+    else:
+        printer(out, folder)

@@ -1,0 +1,97 @@
+"""The terminal side of a sweep: two tables (aggregate, per client), then the verdict (rich).
+
+Two narrow tables rather than one wide one, so an 80-column terminal shows every figure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from aiio.console import print_warnings
+from aiio.scaling import efficiency_text
+from aiio.units import format_latency_ns
+
+
+def _title(sweep: dict[str, Any], what: str) -> str:
+    t = sweep["target"]
+    return (f"scale {sweep['phase']} {sweep['workload']['workload']['name']} on {t['path']} "
+            f"({t['fstype']}, {sweep['method']}): {what}")
+
+
+def aggregate_table(sweep: dict[str, Any]) -> Table:
+    """Per client count: both aggregates, E(N), C(N), AU and the client machine's CPU."""
+    rows = sweep["table"]
+    repeats = max(r["repeats"] for r in rows)
+    has_au = all("au_mean" in r for r in rows)
+    table = Table(title=_title(sweep, "aggregate MiB/s"))
+    cols = ["clients", "first done", "last done", "E(N)", "C(N)"]
+    if repeats > 1:
+        cols.insert(2, f"range over {repeats}")
+    cols += ["AU mean", "AU min"] if has_au else []
+    cols += ["CPU %"]
+    for c in cols:
+        table.add_column(c, justify="right")
+    t = sweep["sweep"]["threshold"]
+    for r in rows:
+        cells = [str(r["clients"]), f"{r['aggregate_mib_s']:,.1f}",
+                 f"{r['last_done_mib_s']:,.1f}",
+                 _mark(r["efficiency"], t, text=efficiency_text(r["efficiency"], t)),
+                 _mark(r["consistency"], t, text=efficiency_text(r["consistency"], t))]
+        if repeats > 1:
+            s = r["aggregate_spread"]
+            cells.insert(2, f"{s['min']:,.1f}..{s['max']:,.1f}")
+        if has_au:
+            cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"],
+                                                   text=f"{r['au_min']:.1%}")]
+        cells.append(f"{r['cpu_percent']:.0f}")
+        table.add_row(*cells)
+    return table
+
+
+def client_table(sweep: dict[str, Any]) -> Table:
+    """Per client count: what each client got, its spread and fairness, and latency."""
+    table = Table(title=_title(sweep, "per client"))
+    for c in ("clients", "mean MiB/s", "min", "max", "CV", "Jain", "op", "p50", "p99"):
+        table.add_column(c, justify="right")
+    for r in sweep["table"]:
+        pc = r["per_client_mib_s"]
+        op = "read" if "read" in r["latency"] else next(iter(r["latency"]), "-")
+        lat = r["latency"].get(op, {})
+        table.add_row(str(r["clients"]), f"{pc['mean']:,.1f}", f"{pc['min']:,.1f}",
+                      f"{pc['max']:,.1f}", f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,
+                      format_latency_ns(lat.get("p50_ns", 0)),
+                      format_latency_ns(lat.get("p99_ns", 0)))
+    return table
+
+
+def _mark(value: float, goal: float, text: str) -> str:
+    return f"[{'green' if value >= goal else 'red'}]{text}[/]"
+
+
+def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
+    """Tables, verdict sentences, caveats, warnings, and where the files are."""
+    console = Console(file=sys.stdout)
+    if not sweep["table"]:
+        return
+    console.print(aggregate_table(sweep))
+    console.print(client_table(sweep))
+    v = sweep["verdict"]
+    console.print(f"[bold]verdict[/]: {v['shape']} (linear means E(N) >= {v['threshold']:.2f}; "
+                  f"E(N) = agg(N) / (N/{v['baseline_clients']} x agg({v['baseline_clients']})),"
+                  f" C(N) = per-client mean(N) / per-client mean({v['baseline_clients']}))",
+                  highlight=False)
+    for line in v["statements"]:
+        console.print(f"  - {line}", highlight=False)
+    for line in v["caveats"]:
+        console.print(f"  [yellow]caveat[/]: {line}", highlight=False)
+    print_warnings(console, [{"code": w["code"], "message": f"{w['message']} (at "
+                              f"{', '.join(map(str, w['clients']))} clients)"}
+                             for w in sweep.get("warnings", [])])
+    for name in sweep.get("charts", []):
+        console.print(f"chart: {folder / name}", highlight=False)
+    console.print(f"result: {folder}/result.json", highlight=False)

@@ -1,0 +1,278 @@
+"""The linear-scaling verdict: pure arithmetic on a sweep's per-point figures (numpy-free).
+
+Given, for each client count N, the aggregate bandwidth (first done), the per-client mean and,
+for training, the lowest client AU, this module computes scaling efficiency
+E(N) = agg(N) / (N/N0 x agg(N0)) against the smallest count N0 (1 in the usual sweep),
+per-client consistency C(N) = per-client mean(N) / per-client mean(N0), how far the storage
+scales linearly, the knee, whether the aggregate saturates or falls, and the largest count at
+which every client met the AU goal. Every statement names the numbers it rests on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Points from the plateau's start on stay within this share of the plateau's mean aggregate.
+PLATEAU_BAND = 0.10
+# An aggregate this far above linear is suspicious (a cache serving reads, a noisy baseline).
+SUPERLINEAR = 1.15
+# Emulated compute this much longer than asked means the client machine could not keep pace.
+COMPUTE_OVERRUN = 1.10
+
+
+@dataclass
+class Point:
+    """One client count's figures (means over repeats); au_min is None outside training."""
+
+    clients: int
+    aggregate_mib_s: float
+    per_client_mib_s: float
+    per_client_min_mib_s: float = 0.0
+    jain: float = 1.0
+    au_min: float | None = None
+    au_goal: float | None = None
+    demand_mib_s: float | None = None  # what one accelerator reads at full speed
+    cpu_busy: float | None = None    # client machine CPU % (mean), when the point warned of it
+    process_busy: bool = False       # a client process used a whole core
+    compute_s: float | None = None   # measured emulated compute per step (training)
+    compute_nominal_s: float | None = None
+
+
+@dataclass
+class Verdict:
+    threshold: float
+    baseline_clients: int
+    baseline_mib_s: float
+    efficiency: dict[int, float] = field(default_factory=dict)
+    consistency: dict[int, float] = field(default_factory=dict)
+    shape: str = "insufficient"
+    linear_up_to: int | None = None
+    knee: int | None = None
+    plateau: dict[str, Any] | None = None
+    peak: dict[str, Any] | None = None
+    au: dict[str, Any] | None = None
+    caveats: list[str] = field(default_factory=list)
+    statements: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["efficiency"] = [{"clients": n, "efficiency": e} for n, e in self.efficiency.items()]
+        out["consistency"] = [{"clients": n, "consistency": c}
+                              for n, c in self.consistency.items()]
+        return out
+
+
+def efficiency(agg_n: float, n: int, agg_base: float, n_base: int = 1) -> float:
+    """agg(N) / (N/N0 x agg(N0)); 1.0 is linear; 0.0 when the baseline moved nothing."""
+    if n < 1 or n_base < 1:
+        raise ValueError(f"client counts must be >= 1, got {n} and {n_base}")
+    ideal = agg_base * n / n_base
+    return agg_n / ideal if ideal > 0 else 0.0
+
+
+def consistency(per_client_n: float, per_client_base: float) -> float:
+    """Per-client mean at N over per-client mean at the baseline; 1.0 means unchanged."""
+    return per_client_n / per_client_base if per_client_base > 0 else 0.0
+
+
+def linear_up_to(counts: Sequence[int], effs: Sequence[float],
+                 threshold: float) -> tuple[int, int | None]:
+    """(largest N with E >= threshold at every count up to it, the first N below it or None)."""
+    last = counts[0]
+    for n, e in zip(counts[1:], effs[1:], strict=True):
+        if e < threshold:
+            return last, n
+        last = n
+    return last, None
+
+
+def plateau(counts: Sequence[int], aggs: Sequence[float],
+            band: float = PLATEAU_BAND) -> dict[str, Any] | None:
+    """Where the aggregate stops growing: the first count from which it and every later
+    aggregate stay within `band` of their mean (at least two points), or None. The mean, not
+    the first point, is the reference, so one noisy point does not move the plateau's start."""
+    for i in range(len(aggs) - 1):
+        rest = aggs[i:]
+        mean = sum(rest) / len(rest)
+        if mean > 0 and all((1 - band) * mean <= a <= (1 + band) * mean for a in rest):
+            return {"from_clients": counts[i], "mib_s": mean, "min_mib_s": min(rest),
+                    "max_mib_s": max(rest), "points": len(rest)}
+    return None
+
+
+def au_capacity(points: Sequence[Point]) -> dict[str, Any] | None:
+    """Largest count such that every client at every count up to it met the AU goal."""
+    if not points or points[0].au_min is None:
+        return None
+    goal = points[0].au_goal or 0.0
+    keeps, first_fail = None, None
+    for p in points:
+        if p.au_min is not None and p.au_min >= goal:
+            keeps = p.clients
+            continue
+        first_fail = {"clients": p.clients, "au_min": p.au_min}
+        break
+    return {"goal": goal, "demand_mib_s": points[0].demand_mib_s,
+            "max_clients_at_goal": keeps, "first_fail": first_fail,
+            "all_pass": first_fail is None,
+            "au_min_at_max": next((p.au_min for p in points if p.clients == keeps), None)}
+
+
+def judge(points: Sequence[Point], threshold: float = 0.9,
+          accelerator: str = "") -> Verdict:
+    """The verdict over points sorted by client count (the first is the baseline)."""
+    if not points:
+        raise ValueError("no points to judge")
+    base = points[0]
+    v = Verdict(threshold, base.clients, base.aggregate_mib_s)
+    counts = [p.clients for p in points]
+    aggs = [p.aggregate_mib_s for p in points]
+    for p in points:
+        v.efficiency[p.clients] = efficiency(p.aggregate_mib_s, p.clients, base.aggregate_mib_s,
+                                             base.clients)
+        v.consistency[p.clients] = consistency(p.per_client_mib_s, base.per_client_mib_s)
+    peak_i = max(range(len(aggs)), key=aggs.__getitem__)
+    v.peak = {"clients": counts[peak_i], "mib_s": aggs[peak_i]}
+    v.au = au_capacity(points)
+    if len(points) >= 2:
+        effs = [v.efficiency[n] for n in counts]
+        v.linear_up_to, v.knee = linear_up_to(counts, effs, threshold)
+        v.shape, v.plateau = _shape(counts, aggs, v.knee)
+    v.statements = _statements(v, points, accelerator)
+    v.caveats = _caveats(v, points)
+    return v
+
+
+def _shape(counts: Sequence[int], aggs: Sequence[float],
+           knee: int | None) -> tuple[str, dict[str, Any] | None]:
+    """linear (no knee), saturated (a plateau of at least two points up to the last),
+    degrading (no plateau, the last point well below the peak) or sublinear (still growing,
+    less than in proportion)."""
+    if knee is None:
+        return "linear", None
+    flat = plateau(counts, aggs)
+    if flat is not None:
+        return "saturated", flat
+    if aggs[-1] < (1 - PLATEAU_BAND) * max(aggs):
+        return "degrading", None
+    return "sublinear", None
+
+
+def _mib(x: float) -> str:
+    return f"{x:,.1f} MiB/s"
+
+
+def efficiency_text(e: float, threshold: float) -> str:
+    """E with two decimals, or three when two would round it onto the threshold."""
+    text = f"{e:.2f}"
+    return f"{e:.3f}" if text == f"{threshold:.2f}" and e != threshold else text
+
+
+def _clients(n: int) -> str:
+    return f"{n} client" + ("" if n == 1 else "s")
+
+
+def _statements(v: Verdict, points: Sequence[Point], accelerator: str) -> list[str]:
+    """Plain sentences, each with the figures it rests on."""
+    by_n = {p.clients: p for p in points}
+    base, last = points[0], points[-1]
+    if len(points) < 2:
+        return [f"only {_clients(base.clients)} measured ({_mib(base.aggregate_mib_s)}): "
+                "a scaling verdict needs at least two client counts"]
+    out = [_scaling_sentence(v, by_n, base, last)]
+    if v.shape == "saturated":
+        p = v.plateau
+        out.append(f"saturated: the aggregate stays at about {_mib(p['mib_s'])} "
+                   f"({p['min_mib_s']:,.1f} to {p['max_mib_s']:,.1f}) from "
+                   f"{_clients(p['from_clients'])} on; adding clients only divides it")
+    elif v.shape == "degrading":
+        out.append(f"degrading: the aggregate peaks at {_mib(v.peak['mib_s'])} with "
+                   f"{_clients(v.peak['clients'])} and falls to {_mib(last.aggregate_mib_s)} "
+                   f"with {_clients(last.clients)}")
+    elif v.shape == "sublinear":
+        out.append(f"sublinear: the aggregate still grows, to {_mib(last.aggregate_mib_s)} "
+                   f"with {_clients(last.clients)}, but less than in proportion")
+    out.append(_consistency_sentence(v, base, last))
+    if v.au is not None:
+        out.append(_au_sentence(v.au, points, accelerator))
+    return out
+
+
+def _scaling_sentence(v: Verdict, by_n: dict[int, Point], base: Point, last: Point) -> str:
+    t = v.threshold
+    ideal = f"{last.clients / base.clients:g} x {_mib(base.aggregate_mib_s)} at " \
+            f"{_clients(base.clients)}"
+    if v.knee is None:
+        e = v.efficiency[last.clients]
+        return (f"scales linearly up to {_clients(last.clients)} (the largest tested): "
+                f"E(N) >= {t:.2f} at every point; E({last.clients}) = {efficiency_text(e, t)} "
+                f"({_mib(last.aggregate_mib_s)} against {ideal})")
+    k = by_n[v.knee]
+    e = v.efficiency[v.knee]
+    ideal_k = k.clients / base.clients * base.aggregate_mib_s
+    return (f"scales linearly up to {_clients(v.linear_up_to)}; the knee is at "
+            f"{_clients(v.knee)}: E({v.knee}) = {efficiency_text(e, t)} < {t:.2f} "
+            f"({_mib(k.aggregate_mib_s)} against an ideal {_mib(ideal_k)})")
+
+
+def _consistency_sentence(v: Verdict, base: Point, last: Point) -> str:
+    c = v.consistency[last.clients]
+    worst_n = min(v.consistency, key=v.consistency.__getitem__)
+    text = (f"per-client bandwidth at {_clients(last.clients)} is {c:.2f} of that at "
+            f"{_clients(base.clients)} (mean {_mib(last.per_client_mib_s)} against "
+            f"{_mib(base.per_client_mib_s)}; slowest client {_mib(last.per_client_min_mib_s)}, "
+            f"Jain fairness {last.jain:.3f})")
+    if v.consistency[worst_n] >= v.threshold:
+        return "each client keeps its bandwidth: " + text
+    return "each client's bandwidth falls as clients are added: " + text
+
+
+def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) -> str:
+    goal, k, fail = au["goal"], au["max_clients_at_goal"], au["first_fail"]
+    acc = f" {accelerator}" if accelerator else ""
+    need = (f" (each{acc} accelerator reads {_mib(au['demand_mib_s'])} at full speed)"
+            if au.get("demand_mib_s") else "")
+    if k is None:
+        return (f"no tested count keeps every accelerator at {goal:.0%} AU: with "
+                f"{_clients(fail['clients'])} the lowest client AU was {fail['au_min']:.1%}"
+                + need)
+    head = "at least " if fail is None else "up to "
+    text = (f"this storage keeps {head}{k}{acc} accelerator{'s' if k != 1 else ''} at "
+            f"{goal:.0%} AU (lowest client AU at {k}: {au['au_min_at_max']:.1%})")
+    if fail is None:
+        return text + f"; {k} is the largest count tested"
+    return text + (f"; with {_clients(fail['clients'])} the lowest client AU fell to "
+                   f"{fail['au_min']:.1%}" + need)
+
+
+def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:
+    """Reasons the verdict may describe something other than the storage."""
+    out = []
+    if v.au is not None and v.au["all_pass"]:
+        out.append("every client met its AU goal at every point, so each was paced by its own "
+                   "compute time: the aggregate is the accelerators' demand, and the storage's "
+                   f"limit lies above {_mib(v.peak['mib_s'])}")
+    slow = [p for p in points if p.compute_s and p.compute_nominal_s
+            and p.compute_s > COMPUTE_OVERRUN * p.compute_nominal_s]
+    if slow:
+        names = ", ".join(f"{p.clients} ({p.compute_s * 1e3:.1f} ms)" for p in slow)
+        out.append(f"the emulated compute ran long at client counts {names} against "
+                   f"{slow[0].compute_nominal_s * 1e3:.1f} ms asked: the client machine could "
+                   "not keep pace, so those clients read less for their own reasons")
+    over = [(n, e) for n, e in v.efficiency.items() if e > SUPERLINEAR]
+    if over:
+        n, e = max(over, key=lambda x: x[1])
+        out.append(f"E({n}) = {e:.2f} is well above 1: a cache may be serving reads, or the "
+                   f"baseline at {_clients(v.baseline_clients)} ran slow")
+    busy = [p for p in points if p.cpu_busy is not None]
+    if busy:
+        names = ", ".join(f"{p.clients} ({p.cpu_busy:.0f} %)" for p in busy)
+        out.append(f"the client machine's CPUs were saturated at client counts {names}: a knee "
+                   "there may be the client's, not the storage's")
+    single = [str(p.clients) for p in points if p.process_busy]
+    if single:
+        out.append(f"a client process used a whole core at client counts {', '.join(single)}: "
+                   "its own Python loop may have limited it")
+    return out

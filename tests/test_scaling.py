@@ -1,0 +1,202 @@
+"""The scaling verdict's arithmetic on hand-written numbers: efficiency, consistency, knee,
+plateau, AU capacity, and the per-count rows built from run results (fairness and spread
+over repeats)."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiio import scale, scaling
+from aiio.scaling import Point, judge
+from aiio.stats import Histogram
+
+
+def pts(aggs, per_client=None, counts=(1, 2, 4, 8), au=None, goal=0.9):
+    per_client = per_client or [a / n for a, n in zip(aggs, counts, strict=True)]
+    return [Point(n, a, p, p, 1.0, None if au is None else au[i], None if au is None else goal)
+            for i, (n, a, p) in enumerate(zip(counts, aggs, per_client, strict=True))]
+
+
+def test_efficiency_formula():
+    assert scaling.efficiency(400, 4, 100) == pytest.approx(1.0)
+    assert scaling.efficiency(300, 4, 100) == pytest.approx(0.75)
+    assert scaling.efficiency(40, 8, 40) == pytest.approx(0.125)
+    # baseline other than 1 client: ideal at 8 is 8/2 x agg(2)
+    assert scaling.efficiency(360, 8, 100, n_base=2) == pytest.approx(0.9)
+    assert scaling.efficiency(10, 2, 0) == 0.0
+    with pytest.raises(ValueError):
+        scaling.efficiency(1, 0, 1)
+
+
+def test_consistency_formula():
+    assert scaling.consistency(45, 50) == pytest.approx(0.9)
+    assert scaling.consistency(5, 0) == 0.0
+
+
+def test_linear_up_to_and_knee():
+    counts = [1, 2, 4, 8, 16]
+    assert scaling.linear_up_to(counts, [1, .98, .93, .91, .95], 0.9) == (16, None)
+    assert scaling.linear_up_to(counts, [1, .98, .85, .95, .95], 0.9) == (2, 4)
+    assert scaling.linear_up_to(counts, [1, .5, .25, .125, .06], 0.9) == (1, 2)
+    # exactly at the threshold still counts as linear
+    assert scaling.linear_up_to([1, 2], [1, 0.9], 0.9) == (2, None)
+
+
+def test_plateau_detection():
+    counts = [1, 2, 4, 8, 16, 32]
+    flat = scaling.plateau(counts, [100, 195, 250, 310, 305, 300])
+    assert flat["from_clients"] == 8
+    assert flat["mib_s"] == pytest.approx(305)
+    assert flat["points"] == 3
+    assert scaling.plateau(counts, [100, 200, 400, 800, 1600, 3200]) is None
+    # one point alone is not a plateau
+    assert scaling.plateau([1, 2], [100, 300]) is None
+    # the band is around the plateau's mean: noise either side of a limit of 40 is one plateau
+    assert scaling.plateau([1, 2, 4], [42.8, 41.3, 38.4])["from_clients"] == 1
+    assert scaling.plateau([1, 2, 4], [40, 40, 30]) is None
+
+
+def test_linear_verdict():
+    v = judge(pts([100, 199, 395, 780]))
+    assert v.shape == "linear"
+    assert v.knee is None and v.linear_up_to == 8
+    assert v.efficiency[8] == pytest.approx(780 / 800)
+    assert "scales linearly up to 8 clients" in v.statements[0]
+    assert "780.0 MiB/s" in v.statements[0] and "0.97" in v.statements[0]
+
+
+def test_one_shared_limit_is_saturated():
+    v = judge(pts([40.5, 40.1, 39.6, 40.2]))
+    assert v.shape == "saturated"
+    assert v.linear_up_to == 1 and v.knee == 2
+    assert v.efficiency[8] == pytest.approx(40.2 / (8 * 40.5))
+    assert v.plateau["from_clients"] == 1
+    assert v.plateau["mib_s"] == pytest.approx((40.5 + 40.1 + 39.6 + 40.2) / 4)
+    text = " ".join(v.statements)
+    assert "knee is at 2 clients" in text and "saturated" in text
+    assert v.consistency[8] == pytest.approx((40.2 / 8) / 40.5)
+    assert "falls as clients are added" in text
+
+
+def test_sublinear_and_degrading():
+    v = judge(pts([100, 190, 300, 480]))
+    assert (v.shape, v.linear_up_to, v.knee) == ("sublinear", 2, 4)
+    v = judge(pts([100, 190, 250, 150]))
+    assert v.shape == "degrading"
+    assert v.peak == {"clients": 4, "mib_s": 250}
+    assert "falls to 150.0 MiB/s with 8 clients" in " ".join(v.statements)
+
+
+def test_saturating_after_growth():
+    v = judge(pts([100, 195, 250, 310, 305, 300], counts=(1, 2, 4, 8, 16, 32)))
+    assert (v.shape, v.knee, v.linear_up_to) == ("saturated", 4, 2)
+    assert v.plateau["from_clients"] == 8
+
+
+def test_noise_around_one_limit_is_saturated_not_degrading():
+    v = judge(pts([42.8, 41.3, 38.4], counts=(1, 2, 4)))
+    assert v.shape == "saturated" and v.plateau["from_clients"] == 1
+    v = judge(pts([40, 40, 30], counts=(1, 2, 4)))
+    assert v.shape == "degrading"
+
+
+def test_au_capacity():
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.97, 0.93, 0.71]), accelerator="h100")
+    assert v.au["max_clients_at_goal"] == 4
+    assert v.au["first_fail"] == {"clients": 8, "au_min": 0.71}
+    assert ("this storage keeps up to 4 h100 accelerators at 90% AU (lowest client AU at 4: "
+            "93.0%)") in v.statements[-1]
+    # a pass after a failure does not count: the claim holds for every count up to K
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.85, 0.93, 0.95]))
+    assert v.au["max_clients_at_goal"] == 1
+    v = judge(pts([100, 200, 390, 500], au=[0.5, 0.4, 0.3, 0.2]))
+    assert v.au["max_clients_at_goal"] is None
+    assert "no tested count" in v.statements[-1]
+
+
+def test_all_pass_is_stated_as_a_lower_bound_and_as_demand():
+    v = judge(pts([100, 200, 400, 800], au=[0.99] * 4), accelerator="a100")
+    assert "at least 8 a100 accelerators" in v.statements[-1]
+    assert any("paced by its own compute" in c for c in v.caveats)
+
+
+def test_superlinear_and_busy_client_caveats():
+    points = pts([100, 260, 400, 800])
+    points[3].cpu_busy = 97.0
+    points[2].process_busy = True
+    v = judge(points)
+    assert any("E(2) = 1.30" in c for c in v.caveats)
+    assert any("8 (97 %)" in c for c in v.caveats)
+    assert any("whole core at client counts 4:" in c for c in v.caveats)
+
+
+def test_single_point_has_no_shape():
+    v = judge(pts([100], counts=(1,)))
+    assert v.shape == "insufficient"
+    assert "at least two" in v.statements[0]
+
+
+# --- rows from run results --------------------------------------------------------------
+
+def _run(clients_mib_s, au=None, cpu=10.0):
+    """A run result holding just what the table reads, built from per-client MiB/s."""
+    h = Histogram()
+    h.record_many([1000 * (i + 1) for i in range(100)])
+    from aiio.stats import jain, spread
+    agg = {"first_done": {"mib_s": sum(clients_mib_s)}, "last_done": {"mib_s": 0.9 * sum(
+        clients_mib_s)}, "per_client_mib_s": spread(clients_mib_s), "jain": jain(clients_mib_s),
+        "histograms": {"read": h.to_dict()}}
+    if au is not None:
+        agg.update({"au_mean": sum(au) / len(au), "au_min": min(au), "au_goal": 0.9,
+                    "au_pass": min(au) >= 0.9, "samples_per_s": 1.0})
+    return {"aggregate": agg, "monitor": {"cpu_percent_mean": cpu, "cpu_percent_max": cpu + 5},
+            "warnings": []}
+
+
+def test_rows_fairness_and_repeats():
+    points = [
+        {"clients": 1, "repeat": 0, "result": _run([100], au=[0.95])},
+        {"clients": 1, "repeat": 1, "result": _run([110], au=[0.97])},
+        {"clients": 2, "repeat": 0, "result": _run([50, 150], au=[0.5, 0.99])},
+        {"clients": 2, "repeat": 1, "result": _run([100, 100], au=[0.98, 0.99])},
+    ]
+    rows = scale.table_rows(points)
+    one, two = rows
+    assert one["aggregate_mib_s"] == pytest.approx(105)
+    assert one["aggregate_spread"]["min"] == 100 and one["aggregate_spread"]["max"] == 110
+    assert two["aggregate_mib_s"] == pytest.approx(200)
+    assert two["efficiency"] == pytest.approx(200 / (2 * 105))
+    # Jain of (50, 150) is 200^2 / (2 x 25000) = 0.8; of (100, 100) 1.0; rows keep the mean
+    # and the worst, never pooling clients of different repeats
+    assert two["jain"] == pytest.approx(0.9)
+    assert two["jain_min"] == pytest.approx(0.8)
+    assert two["per_client_mib_s"]["min"] == 50 and two["per_client_mib_s"]["max"] == 150
+    assert two["consistency"] == pytest.approx(100 / 105)
+    assert two["au_min"] == 0.5 and two["au_pass"] is False
+    assert two["latency"]["read"]["count"] == 200
+    assert two["cpu_percent"] == pytest.approx(10.0)
+
+
+def test_io_view_finds_a_stage():
+    stage = {"first_done": {"mib_s": 1}}
+    assert scale.io_view({"write": stage, "note": 1}) is stage
+    with pytest.raises(Exception, match="no first-done"):
+        scale.io_view({"x": 1})
+
+
+def test_efficiency_text_never_rounds_onto_the_threshold():
+    assert scaling.efficiency_text(0.8989, 0.9) == "0.899"
+    assert scaling.efficiency_text(0.9, 0.9) == "0.90"
+    assert scaling.efficiency_text(0.75, 0.9) == "0.75"
+    v = judge(pts([100, 179.78, 360, 720]))
+    assert "E(2) = 0.899 < 0.90" in v.statements[0]
+
+
+def test_compute_overrun_caveat():
+    points = pts([100, 170, 340, 560])
+    for p in points:
+        p.compute_nominal_s = 0.010
+        p.compute_s = 0.0102
+    points[3].compute_s = 0.0132
+    v = judge(points)
+    assert any("ran long at client counts 8 (13.2 ms) against 10.0 ms" in c for c in v.caveats)
