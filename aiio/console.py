@@ -127,7 +127,8 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
         table.add_column(col, justify="right")
     for c in shown:
         lat = c.get("latency", {})
-        table.add_row(str(c["client"]), _fmt_mib(c.get("mib_s", 0)),
+        where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
+        table.add_row(f"{c['client']}{where}", _fmt_mib(c.get("mib_s", 0)),
                       format_size(c.get("bytes", 0)),
                       f"{c['au']:.1%}" if "au" in c else "-",
                       f"{c.get('wait_s', 0):.2f}",
@@ -137,10 +138,27 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     return table
 
 
+def host_table(res: dict[str, Any]) -> Table:
+    """Per host (MPI rank): its clients and what they moved together."""
+    table = Table(title=f"per host ({len(res['hosts'])} ranks)")
+    for col in ("rank", "host", "clients", "bytes", "first done MiB/s", "last done MiB/s",
+                "status"):
+        table.add_column(col, justify="right")
+    for h in res["hosts"]:
+        agg = h.get("aggregate", {})
+        fd, ld = agg.get("first_done", {}), agg.get("last_done", {})
+        table.add_row(str(h["rank"]), h["host"], str(h.get("clients", 0)),
+                      format_size(agg.get("bytes", 0)), _fmt_mib(fd.get("mib_s", 0)),
+                      _fmt_mib(ld.get("mib_s", 0)), h.get("status", ""))
+    return table
+
+
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
     console = Console(file=sys.stdout)
     for t in tables:
         console.print(t)
+    if len(res.get("hosts", [])) > 1:
+        console.print(host_table(res))
     print_warnings(console, res.get("warnings", []))
     console.print(f"result: {folder}/result.json", highlight=False)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -19,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from aiio import formats
+from aiio.comm import world
 from aiio.errors import AiioError, RunFailed
-from aiio.target import Target, remove_tree
+from aiio.target import Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
 
 SCHEMA = "aiio.dataset/1"
@@ -179,48 +182,110 @@ def _check_layout(params: DatasetParams) -> None:
 
 def generate(target: Target, w: Workload, workers: int | None = None,
              progress: Progress | None = None) -> Dataset:
-    """Write the whole dataset with `workers` processes, then the index and manifest."""
+    """Write the whole dataset with `workers` processes per host (every MPI rank writes its
+    range of the files), then the index and manifest (rank 0); every rank checks it."""
     params = DatasetParams.from_workload(w)
     _check_layout(params)
     folder = dataset_folder(target, params)
+    comm = world()
+    check_shared(target)  # under MPI, every host must write into the same filesystem
     if folder.exists():
         remove_tree(folder, target.root)
     # Formats add a little framing; 1 % + 64 KiB a file covers npz/hdf5/tfrecord headers.
     needed = int(params.expected_bytes() * 1.01) + params.num_files * 65536
     target.require_space(needed, f"dataset {params.workload} ({params.num_files:,} files)")
     folder.mkdir(parents=True)
-    workers = workers or max(1, min(os.cpu_count() or 1, 8, params.num_files))
-    sizes = np.zeros(params.num_files, dtype=np.int64)
-    ranges: list[np.ndarray | None] = [None] * params.num_files
     t0 = time.monotonic()
-    jobs = [(params, str(folder), i) for i in range(params.num_files)]
+    # Each rank (one per host under MPI, else just this one) writes its range of the files.
+    cuts = [r * params.num_files // comm.size for r in range(comm.size + 1)]
+    shares = [(params, str(folder), cuts[r], cuts[r + 1], workers) for r in range(comm.size)]
     try:
-        with mp.get_context("fork").Pool(workers) as pool:
+        parts = comm.call_all(_generate_share, shares, on_progress=progress)
+        sizes = np.concatenate([p["sizes"] for p in parts])
+        ranges = [arr for p in parts for arr in p["ranges"]]
+        _write_index(folder, params, sizes, ranges)
+        manifest = {"schema": SCHEMA, "params": asdict(params), "complete": True,
+                    "total_bytes": int(sizes.sum()), "num_files": params.num_files,
+                    "num_samples": params.num_files * params.samples_per_file,
+                    "generated_s": round(time.monotonic() - t0, 3),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "generated_by": [{"rank": r, "host": p["host"], "files": cuts[r:r + 2],
+                                      "seconds": p["seconds"]} for r, p in enumerate(parts)]}
+        tmp = folder / "manifest.json.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+        os.replace(tmp, folder / "manifest.json")
+        dataset = Dataset(folder, params, manifest)
+        verify(dataset)
+    except BaseException:
+        _discard(folder, target, comm)
+        raise
+    return dataset
+
+
+def _generate_share(share: tuple, report: Progress) -> dict:
+    """Write files lo..hi-1 with a pool of processes on this host; their sizes and ranges."""
+    params, folder, lo, hi, workers = share
+    t0 = time.monotonic()
+    workers = workers or max(1, min(os.cpu_count() or 1, 8, hi - lo))
+    sizes = np.zeros(hi - lo, dtype=np.int64)
+    ranges: list[np.ndarray | None] = [None] * (hi - lo)
+    jobs = [(params, folder, i) for i in range(lo, hi)]
+    try:
+        with mp.get_context("fork").Pool(workers, initializer=_default_sigterm) as pool:
             done_bytes = 0
             for n, (i, size, arr) in enumerate(pool.imap_unordered(_write_file, jobs,
                                                                     chunksize=4), 1):
-                sizes[i], ranges[i] = size, arr
+                sizes[i - lo], ranges[i - lo] = size, arr
                 done_bytes += size
-                if progress:
-                    progress(n, done_bytes)
+                report(n, done_bytes)
     except OSError as exc:
-        remove_tree(folder, target.root)
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
                         "partial files removed") from exc
-    except BaseException:
-        remove_tree(folder, target.root)
-        raise
-    _write_index(folder, params, sizes, ranges)
-    manifest = {"schema": SCHEMA, "params": asdict(params), "complete": True,
-                "total_bytes": int(sizes.sum()), "num_files": params.num_files,
-                "num_samples": params.num_files * params.samples_per_file,
-                "generated_s": round(time.monotonic() - t0, 3),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    tmp = folder / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(tmp, folder / "manifest.json")
-    return Dataset(folder, params, manifest)
+    return {"sizes": sizes, "ranges": ranges, "host": socket.gethostname(),
+            "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _default_sigterm() -> None:
+    """Generator processes end on SIGTERM as by default, whatever handler their parent set
+    (Pool.terminate relies on it)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def verify(dataset: Dataset) -> None:
+    """Under MPI: every rank must see the very manifest rank 0 sees, or the hosts would read
+    different data (a target that is not one shared mount at one path)."""
+    comm = world()
+    if comm.size > 1:
+        comm.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * comm.size)
+
+
+def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> None:
+    folder, want = args
+    deadline = time.monotonic() + 5.0  # network filesystems may show the new file a bit late
+    while (seen := _read_manifest(Path(folder))) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if seen != want:
+        what = "no dataset" if seen is None else "a different dataset"
+        raise RunFailed(f"sees {what} at {folder}, not the one rank 0 uses: the target must be "
+                        "one shared filesystem mounted at the same path on every host")
+
+
+def _discard(folder: Path, target: Target, comm) -> None:
+    """Remove a failed generation's files on every host's view of the target."""
+    remove_tree(folder, target.root)
+    if comm.size > 1:
+        try:
+            comm.call_all(_discard_view, [(str(folder), str(target.path))] * comm.size)
+        except AiioError:
+            pass  # best effort: the run is failing already and says why
+
+
+def _discard_view(args: tuple[str, str], report: Progress | None = None) -> None:
+    folder, path = args
+    target = Target(path)
+    if target.is_owned():
+        remove_tree(Path(folder), target.root)
 
 
 def _write_index(folder: Path, params: DatasetParams, sizes: np.ndarray,
@@ -238,6 +303,7 @@ def ensure(target: Target, w: Workload, progress: Progress | None = None,
     """Reuse a matching dataset or generate one; returns (dataset, generated?)."""
     dataset, why = check(target, w)
     if dataset is not None:
+        verify(dataset)
         return dataset, False
     if note:
         note(f"generating dataset {w.name}: {why}")

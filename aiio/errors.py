@@ -33,3 +33,7 @@ class RunInterrupted(AiioError):
     """The user pressed Ctrl-C; the partial result was saved. Exit code 130."""
 
     exit_code = 130
+
+
+class Terminated(RunFailed):
+    """The process got SIGTERM (under MPI: the launcher ends the job). Exit code 1."""

@@ -13,14 +13,15 @@ from typing import Any
 
 import psutil
 
-from aiio import honesty, result
-from aiio.clients import RunAborted, run_clients
+from aiio import honesty, hosts, result
+from aiio.clients import RunAborted
+from aiio.comm import world
 from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed
 from aiio.phases import get_phase
 from aiio.phases.base import RunContext, now_iso
 from aiio.sysinfo import Monitor, collect_environment
-from aiio.target import Target, probe
+from aiio.target import Target, check_shared, probe
 from aiio.units import MiB, format_size
 from aiio.workload import Workload
 
@@ -80,7 +81,8 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     clients = w.run.clients
     if hasattr(phase, "validate"):
         phase.validate(w, req.options)  # impossible values: one line, nothing written
-    check_memory(w, clients)
+    split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
+    check_memory(w, split[0])
     target = Target(req.target)
     target.check_usable()
     info = probe(target)
@@ -88,9 +90,12 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress)
     out = _skeleton(req, info, method)
+    out["split"] = split
     folder = result.unique_folder(Path(req.results_dir), out["id"])
     args = None
+    here = hosts.host_entry(world(), info)
     try:
+        check_shared(target)
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
         out["workload"] = rc.workload.to_dict()
@@ -102,12 +107,15 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
 
         ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients)
         try:
-            per_client, start_ns = run_clients(clients, phase.client, args, on_tick)
+            per_client, others, start_ns = hosts.run_everywhere(
+                req.phase, args, str(target.path), split, client_memory_estimate(w), on_tick)
         finally:
             ui.stop()
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
         out["clients"] = per_client
-        out["monitor"] = monitor.finish()
+        out["monitor"] = here["monitor"] = monitor.finish()
+        here.update(status="ok", error=None)
+        out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += _warnings(rc, args, out)
         if hasattr(phase, "warnings"):
@@ -117,6 +125,8 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
         out["error"] = str(exc)
         out["clients"] = [exc.results[i] for i in sorted(exc.results)]
+        here.update(status=out["status"], error=str(exc))
+        out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
         _finish(phase, rc, args, out, folder)
         raise exc.cause(f"{exc}; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
@@ -143,8 +153,19 @@ def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
         "status": "running", "error": None, "started": now_iso(), "finished": None,
         "workload": w.to_dict(), "options": req.options, "clients_requested": w.run.clients,
         "environment": collect_environment(), "target": info.to_dict(), "method": method,
-        "clients": [], "aggregate": {}, "warnings": [],
+        "clients": [], "aggregate": {}, "warnings": [], "ranks": world().size, "hosts": [],
     }
+
+
+def _host_figures(phase: Any, rc: RunContext, args: Any, entries: list[dict],
+                  out: dict[str, Any]) -> list[dict]:
+    """Per-host figures; a partial result's clients may not summarize, and that is no error."""
+    def summarize(clients: list[dict]) -> dict[str, Any]:
+        try:
+            return phase.summarize(rc, args, clients)
+        except Exception:  # partial figures of a stopped run: keep the clients' own numbers
+            return {}
+    return hosts.host_figures(entries, out["clients"], out["split"], summarize)
 
 
 def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, str]]:
@@ -155,7 +176,15 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
     data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
     found = honesty.target_warnings(rc.info, out["method"], data_bytes, ram)
-    found += honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
+    if len(out["hosts"]) == 1:
+        return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
+    for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients
+        mine = [c for c in out["clients"] if c.get("rank") == h["rank"]]
+        agg = h.get("aggregate", {})
+        for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}), mine,
+                                         agg.get("read_bytes", agg.get("bytes", 0))):
+            found.append({**warn, "message": f"host {h['host']} (rank {h['rank']}): "
+                          f"{warn['message']}", "rank": h["rank"]})
     return found
 
 

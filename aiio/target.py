@@ -122,6 +122,39 @@ class Target:
         return freed
 
 
+def check_shared(target: Target) -> None:
+    """Under MPI: every rank must see the files rank 0 writes in TARGET/aiio (one shared mount
+    at one path), or each host would measure, and write to, a different filesystem."""
+    from aiio.comm import world
+    comm = world()
+    if comm.size == 1:
+        return
+    token = f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
+    path = target.claim() / f".hosts-{token}"
+    path.write_text(token)
+    try:
+        comm.call_all(_see_token, [(str(path), token, str(target.path))] * comm.size)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _see_token(args: tuple[str, str, str], report: object = None) -> None:
+    path, token, where = args
+    deadline = time.monotonic() + 5.0  # network filesystems may show a new file a bit late
+    while True:
+        try:
+            with open(path) as fh:
+                if fh.read() == token:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TargetError(f"does not see the files rank 0 writes in {where}: the target "
+                              "must be one shared filesystem mounted at the same path on "
+                              "every host")
+        time.sleep(0.2)
+
+
 def inside(path: Path, root: Path) -> bool:
     """True when `path` (not resolved through symlinks) lies under `root`."""
     try:

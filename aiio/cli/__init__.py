@@ -46,22 +46,54 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and map errors to one line and an exit code."""
+    """Entry point: run the CLI and map errors to one line and an exit code.
+
+    Under MPI only rank 0 runs the command; the other ranks serve its requests (their share
+    of the dataset and of the clients) and print nothing.
+    """
+    from aiio.comm import version_mismatch, world
+
     try:
-        cli.main(args=argv, prog_name="aiio", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aiio: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("aiio: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        # click's own usage errors: one line, exit 2
-        click.echo(f"aiio: {exc.format_message()}", err=True)
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+        comm = world()
     except AiioError as exc:
         click.echo(f"aiio: {exc}", err=True)
         sys.exit(exc.exit_code)
+    if comm.rank != 0:
+        sys.exit(_serve(comm))
+    code = _command(argv, version_mismatch(comm.identities))
+    comm.finish(code)
+    sys.exit(code)
+
+
+def _serve(comm) -> int:
+    """A worker rank: quiet, until rank 0 says which exit code to leave with."""
+    try:
+        return comm.serve()
+    except AiioError as exc:  # rank 0 is gone or the job is ending; rank 0 or the launcher says
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _command(argv: list[str] | None, mismatch: str | None) -> int:
+    """Run the command; returns the exit code."""
+    try:
+        if mismatch:
+            raise AiioError(mismatch)
+        cli.main(args=argv, prog_name="aiio", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aiio: interrupted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("aiio: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        # click's own usage errors: one line, exit 2
+        click.echo(f"aiio: {exc.format_message()}", err=True)
+        return 2 if exc.exit_code == 2 else exc.exit_code
+    except AiioError as exc:
+        click.echo(f"aiio: {exc}", err=True)
+        return exc.exit_code
     except BrokenPipeError:
-        sys.exit(1)
-    sys.exit(0)
+        return 1
+    return 0

@@ -18,7 +18,10 @@ def workload_options(func):
         click.option("--workload", "-w", default="demo", show_default=True,
                      help="shipped workload name or path to a TOML file"),
         click.option("--clients", "-n", type=str, default=None,
-                     help="emulated accelerators (one process each)"),
+                     help="emulated accelerators (one process each); under MPI the total "
+                          "over all hosts"),
+        click.option("--clients-per-host", type=click.IntRange(min=1), default=None,
+                     help="under MPI: this many clients on every host (instead of --clients)"),
         click.option("--accelerator", default=None, help="accelerator type, e.g. a100, h100"),
         click.option("--epochs", default=None, help="passes over the dataset"),
         click.option("--duration", default=None, help="run for this long instead, e.g. 30s"),
@@ -47,6 +50,12 @@ NAMED_OVERRIDES = {
 def resolve_workload(kwargs: dict[str, Any]) -> Workload:
     """Build the workload from --workload plus named options plus --set (last wins)."""
     overrides = []
+    per_host = kwargs.pop("clients_per_host", None)
+    if per_host is not None:
+        if kwargs.get("clients") is not None:
+            raise ConfigError("give --clients (the total) or --clients-per-host, not both")
+        from aiio.comm import world
+        kwargs["clients"] = str(per_host * world().size)
     for option, (section, key_name) in NAMED_OVERRIDES.items():
         value = kwargs.pop(option, None)
         if value is not None:

@@ -1,0 +1,398 @@
+"""Where aiio runs: one host (`LocalComm`) or several MPI ranks (`MpiComm`), one interface.
+
+Under MPI, rank 0 runs the command the user typed and alone prints and writes results; every
+other rank serves it (`serve`): it executes the calls rank 0 sends (its share of the dataset,
+its share of the clients) and replies. Nothing ever blocks inside an MPI collective that a dead
+rank could leave hanging: every wait polls, watches heartbeats (each rank beats every
+HEARTBEAT_S from a thread) and gives up on a rank silent for `silence_s`, naming its host.
+
+Only this module imports mpi4py, and only when a launcher started this process as one of
+several ranks: without MPI, aiio never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aiio import __version__
+from aiio.errors import AiioError, ConfigError, RunFailed, Terminated
+
+# Variables a launcher sets for each process it starts: Open MPI, MPICH/Intel MPI (hydra),
+# MVAPICH, and a Slurm job step (srun; not set in the batch script itself).
+SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID",
+             "PMIX_RANK")
+HEARTBEAT_S = 1.0
+SILENCE_S = 30.0     # a rank not heard from for this long is lost (AIIO_MPI_SILENCE_S overrides)
+POLL_S = 0.002
+TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT = 11, 12, 13, 14
+
+Report = Callable[[int, int], None]        # (units done, bytes done) of one rank's share
+CallFn = Callable[[Any, Report], Any]
+
+
+class RankLost(RunFailed):
+    """Another rank died or went silent; the message names its host and rank."""
+
+
+def launched_size(env: dict[str, str] | None = None) -> int:
+    """Ranks the launcher says it started (1 when not under a launcher; 0 when only PMIx
+    says we are a rank, so MPI itself must be asked)."""
+    env = os.environ if env is None else env
+    for var in SIZE_VARS:
+        if env.get(var, "").isdigit():
+            return int(env[var])
+    return 0 if "PMIX_RANK" in env else 1
+
+
+def launched_rank(env: dict[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    for var in RANK_VARS:
+        if env.get(var, "").isdigit():
+            return int(env[var])
+    return 0
+
+
+def _mpi_silence_s() -> float:
+    try:
+        return float(os.environ.get("AIIO_MPI_SILENCE_S", SILENCE_S))
+    except ValueError:
+        raise ConfigError("AIIO_MPI_SILENCE_S must be a number of seconds") from None
+
+
+class LocalComm:
+    """One host, one rank: every collective is trivial."""
+
+    rank = 0
+    size = 1
+    mpi = False
+
+    def __init__(self) -> None:
+        self.host = socket.gethostname()
+        self.hosts = [self.host]
+        self.identities = [identity()]
+
+    def where(self, rank: int) -> str:
+        return f"host {self.hosts[rank]} (rank {rank})"
+
+    def barrier(self) -> None:
+        pass
+
+    def call_all(self, fn: CallFn, args: Sequence[Any],
+                 on_progress: Report | None = None) -> list[Any]:
+        """Run fn(args[rank], report) on every rank; returns the values in rank order."""
+        return [fn(args[0], on_progress or _no_report)]
+
+    def abort(self, message: str, code: int = 1) -> None:
+        raise RunFailed(message)
+
+    def finish(self, code: int) -> None:
+        pass
+
+
+def identity() -> dict[str, Any]:
+    """What ranks compare at start-up: the same aiio and Python everywhere."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "aiio": __version__,
+            "python": sys.version.split()[0]}
+
+
+def _no_report(done: int, nbytes: int) -> None:
+    pass
+
+
+def version_mismatch(identities: list[dict[str, Any]]) -> str | None:
+    """A one-line error when ranks run different aiio or Python versions, else None."""
+    ref = identities[0]
+    for rank, ident in enumerate(identities[1:], 1):
+        for key in ("aiio", "python"):
+            if ident[key] != ref[key]:
+                return (f"host {ident['host']} (rank {rank}) runs {key} {ident[key]} but rank 0 "
+                        f"on {ref['host']} runs {ref[key]}; install the same versions on every "
+                        "host")
+    return None
+
+
+_WORLD: LocalComm | MpiComm | None = None
+
+
+def world() -> LocalComm | MpiComm:
+    """The process's communicator: MpiComm when launched as one of several ranks."""
+    global _WORLD
+    if _WORLD is None:
+        size = launched_size()
+        _WORLD = LocalComm() if size == 1 else _start_mpi(size)
+    return _WORLD
+
+
+def _start_mpi(size: int) -> LocalComm | MpiComm:
+    try:
+        comm = MpiComm()
+    except ImportError:
+        if launched_rank() != 0:
+            sys.exit(2)  # rank 0 says why; N copies of one line help nobody
+        raise ConfigError(f"launched as {size or 'several'} MPI ranks but mpi4py is not "
+                          "installed: pip install 'aiio[mpi]'") from None
+    if comm.size == 1:
+        if size > 1:
+            raise ConfigError(f"the launcher started {size} tasks but MPI sees each one alone; "
+                              "with srun pass --mpi=pmix (or pmi2), or launch with mpiexec")
+        comm.close()
+        return LocalComm()
+    return comm
+
+
+class MpiComm:
+    """Several ranks, one per host. Rank 0 leads; the others `serve` it."""
+
+    mpi = True
+
+    def __init__(self) -> None:
+        from mpi4py import MPI  # only here, and only under a launcher
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.silence_s = _mpi_silence_s()
+        self._pending: list[Any] = []
+        self._seen = [time.monotonic()] * self.size
+        self.lost: set[int] = set()
+        self._stop_beat = threading.Event()
+        self._beat: threading.Thread | None = None
+        # Every MPI call goes through this lock: the heartbeat thread and the main thread never
+        # call MPI at once, so no MPI library's thread support is relied upon.
+        self._lock = threading.RLock()
+        if self.size == 1:
+            return
+        self.identities = self.comm.allgather(identity())
+        self.hosts = [i["host"] for i in self.identities]
+        self._replies: dict[int, tuple[str, Any]] = {}
+        self._start_heartbeat()
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    # --- plumbing ------------------------------------------------------------------------
+    def where(self, rank: int) -> str:
+        return f"host {self.hosts[rank]} (rank {rank})"
+
+    def _send(self, obj: Any, dest: int, tag: int) -> None:
+        with self._lock:
+            self._pending.append(self.comm.isend(obj, dest=dest, tag=tag))
+            self._pending = [r for r in self._pending if not r.Test()]
+
+    def _recv(self, source: int, tag: int) -> tuple[int, Any] | None:
+        """One message if one is waiting (matched probe: safe with the heartbeat thread)."""
+        status = self.MPI.Status()
+        with self._lock:
+            msg = self.comm.improbe(source=source, tag=tag, status=status)
+            if msg is None:
+                return None
+            return status.Get_source(), msg.recv()
+
+    def _start_heartbeat(self) -> None:
+        if self.MPI.Query_thread() < self.MPI.THREAD_SERIALIZED:
+            return  # without thread support, only the messages of a run show liveness
+        peers = list(range(1, self.size)) if self.rank == 0 else [0]
+
+        def beat() -> None:
+            while not self._stop_beat.wait(HEARTBEAT_S):
+                for peer in peers:
+                    self._send(None, peer, TAG_BEAT)
+
+        self._beat = threading.Thread(target=beat, name="aiio-heartbeat", daemon=True)
+        self._beat.start()
+
+    def check_alive(self, ranks: Sequence[int]) -> None:
+        """Raise RankLost for the first of `ranks` not heard from for `silence_s`."""
+        while (got := self._recv(self.MPI.ANY_SOURCE, TAG_BEAT)) is not None:
+            self._seen[got[0]] = time.monotonic()
+        if self._beat is None:
+            return
+        now = time.monotonic()
+        for r in ranks:
+            if now - self._seen[r] > self.silence_s:
+                self.lost.add(r)
+                raise RankLost(f"{self.where(r)} stopped answering (nothing heard for "
+                               f"{now - self._seen[r]:.0f} s): it hung, or died without the "
+                               "launcher noticing")
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        # The launcher ends the job this way when a rank dies (Open MPI follows with SIGKILL
+        # within a fraction of a second) or when the job is cancelled: say so to rank 0 at
+        # once, then unwind so rank 0 can save what it has.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if os.getpid() != self.pid:  # a forked client or generator: just end, as by default
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if self.rank != 0:
+            self._send(("terminated", None), 0, TAG_WORK)
+        raise Terminated("the MPI launcher ended the run (SIGTERM): a rank died or the job "
+                         "was cancelled")
+
+    # --- collectives (each polls; none can hang on a dead rank) --------------------------
+    def _wait(self, request: Any, spin_s: float = POLL_S) -> Any:
+        others = [r for r in range(self.size) if r != self.rank]
+        watch = others if self.rank == 0 else [0]
+        while True:
+            with self._lock:
+                done, value = request.test()
+            if done:
+                return value
+            self.check_alive(watch)
+            time.sleep(spin_s)
+
+    def barrier(self, spin_s: float = 0.0001) -> None:
+        """All ranks meet; the tight spin keeps the release skew near the barrier latency."""
+        with self._lock:
+            request = self.comm.Ibarrier()
+        self._wait(request, spin_s)
+
+    # --- rank 0: calls on every rank -----------------------------------------------------
+    def dispatch(self, fn: CallFn, args: Sequence[Any]) -> None:
+        """Rank 0: start fn(args[r]) on every other rank r."""
+        self._replies = {}
+        for r in range(1, self.size):
+            self._send(("call", fn, args[r]), r, TAG_CMD)
+
+    def poll_workers(self, handler: Callable[[int, str, Any], None] | None = None) -> None:
+        """Rank 0: take every waiting message from the workers; replies are kept, the rest go
+        to `handler(rank, kind, payload)`. Raises RankLost for a silent or terminated rank."""
+        while (got := self._recv(self.MPI.ANY_SOURCE, TAG_WORK)) is not None:
+            rank, (kind, payload) = got
+            self._seen[rank] = time.monotonic()
+            if kind in ("reply", "error"):
+                self._replies[rank] = (kind, payload)
+            elif kind == "terminated":
+                self._replies[rank] = ("error", {"message": "terminated by the launcher",
+                                                 "code": 1})
+            elif handler is not None:
+                handler(rank, kind, payload)
+        self.check_alive([r for r in range(1, self.size)
+                          if r not in self._replies and r not in self.lost])
+
+    def collect(self, handler: Callable[[int, str, Any], None] | None = None,
+                timeout_s: float | None = None) -> dict[int, tuple[str, Any]]:
+        """Rank 0: wait for every worker's reply (or the timeout); returns what came."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while len(self._replies) < self.size - 1:
+            self.poll_workers(handler)
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            time.sleep(POLL_S)
+        return dict(self._replies)
+
+    def replied(self) -> dict[int, tuple[str, Any]]:
+        return dict(self._replies)
+
+    def call_all(self, fn: CallFn, args: Sequence[Any],
+                 on_progress: Report | None = None) -> list[Any]:
+        """Run fn(args[rank], report) on every rank, rank 0's share here; values in rank
+        order. `on_progress` sees the sum over ranks of what each share reported."""
+        progress = [(0, 0)] * self.size
+
+        def total() -> None:
+            if on_progress:
+                on_progress(sum(p[0] for p in progress), sum(p[1] for p in progress))
+
+        def handler(rank: int, kind: str, payload: Any) -> None:
+            if kind == "progress":
+                progress[rank] = payload
+                total()
+
+        def report(done: int, nbytes: int) -> None:
+            progress[0] = (done, nbytes)
+            self.poll_workers(handler)
+            total()
+
+        self.dispatch(fn, args)
+        local = fn(args[0], report)
+        replies = self.collect(handler)
+        failed = [(r, p) for r, (k, p) in sorted(replies.items()) if k == "error"]
+        if failed:
+            cls = RunFailed if any(p["code"] == RunFailed.exit_code for _, p in failed) \
+                else AiioError
+            raise cls("; ".join(f"{self.where(r)}: {p['message']}" for r, p in failed))
+        return [local] + [replies[r][1] for r in range(1, self.size)]
+
+    def tell_workers(self, obj: Any, ranks: Sequence[int] | None = None) -> None:
+        """Rank 0: a control message (go, stop, stage) to every worker, or to `ranks`."""
+        for r in range(1, self.size) if ranks is None else ranks:
+            self._send(obj, r, TAG_CTRL)
+
+    # --- workers -------------------------------------------------------------------------
+    def to_root(self, kind: str, payload: Any) -> None:
+        self._send((kind, payload), 0, TAG_WORK)
+
+    def from_root(self) -> Any | None:
+        """A waiting control message from rank 0, or None; raises RankLost if rank 0 is."""
+        self.check_alive([0])
+        got = self._recv(0, TAG_CTRL)
+        return None if got is None else got[1]
+
+    def serve(self) -> int:
+        """A worker's life: run rank 0's calls until it says quit; returns the exit code."""
+        while True:
+            self.check_alive([0])
+            got = self._recv(0, TAG_CMD)
+            if got is None:
+                time.sleep(0.005)
+                continue
+            msg = got[1]
+            if msg[0] == "quit":
+                return int(msg[1])
+            self._run_call(msg[1], msg[2])
+
+    def _run_call(self, fn: CallFn, args: Any) -> None:
+        last = [0.0]
+
+        def report(done: int, nbytes: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.25:
+                last[0] = now
+                self.to_root("progress", (done, nbytes))
+
+        try:
+            value = fn(args, report)
+        except Terminated:
+            raise
+        except AiioError as exc:
+            self.to_root("error", {"message": str(exc), "code": exc.exit_code})
+        except Exception as exc:  # a crash on a worker is data for rank 0's message
+            self.to_root("error", {"message": f"{type(exc).__name__}: {exc}", "code": 1})
+        else:
+            self.to_root("reply", value)
+
+    # --- the end -------------------------------------------------------------------------
+    def finish(self, code: int) -> None:
+        """Rank 0: tell every worker to exit with `code`; if a rank is lost, abort the job
+        (the launcher then ends every process) rather than wait for it forever."""
+        if self.rank != 0:
+            return
+        if self.lost:
+            self.abort("", code or 1)
+        for r in range(1, self.size):
+            self._send(("quit", code), r, TAG_CMD)
+        self._flush(10.0)
+
+    def _flush(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self._pending and time.monotonic() < deadline:
+            with self._lock:
+                self._pending = [r for r in self._pending if not r.Test()]
+            time.sleep(POLL_S)
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """End every rank now (MPI_Abort): the last resort when a rank cannot be reached."""
+        if message:
+            print(f"aiio: {message}", file=sys.stderr, flush=True)
+        self.comm.Abort(code)
+
+    def close(self) -> None:
+        self._stop_beat.set()

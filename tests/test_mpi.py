@@ -1,0 +1,228 @@
+"""Many hosts: runs under real MPI processes (mpiexec -n 2 and -n 3 on one machine).
+
+On one machine every rank reports the same hostname, so hosts are told apart by rank.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from aiio.comm import launched_size, version_mismatch
+from aiio.hosts import split_clients
+from aiio.target import Target
+
+from .conftest import REPO, is_root, run_cli
+from .mpi import (
+    find_mpiexec,
+    kill_all,
+    mpi_env,
+    mpi_run,
+    mpi_start,
+    needs_mpi,
+    ranks_of,
+    saved_results,
+    still_running,
+    tree_pids,
+    wait_measuring,
+)
+
+TINY = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
+        "--set", "dataset.sample_size_stdev=8KiB", "--set", "dataset.files_per_dir=10",
+        "--batch-size", "2")
+
+
+def _run_args(target, results, *extra: str) -> tuple[str, ...]:
+    return ("run", "--target", str(target), "--results", str(results), *TINY, *extra)
+
+
+# --- pure functions ----------------------------------------------------------------------
+
+def test_split_is_as_even_as_possible():
+    assert split_clients(5, 2) == [3, 2]
+    assert split_clients(6, 3) == [2, 2, 2]
+    assert split_clients(2, 3) == [1, 1, 0]
+    assert sum(split_clients(64, 7)) == 64 and max(split_clients(64, 7)) == 10
+
+
+def test_launcher_detection():
+    assert launched_size({}) == 1
+    assert launched_size({"OMPI_COMM_WORLD_SIZE": "3"}) == 3
+    assert launched_size({"PMI_SIZE": "8"}) == 8
+    assert launched_size({"SLURM_STEP_NUM_TASKS": "4"}) == 4
+    assert launched_size({"PMIX_RANK": "0"}) == 0  # ask MPI itself
+    # a Slurm batch script (no job step) is not a launch
+    assert launched_size({"SLURM_NTASKS": "8", "SLURM_JOB_ID": "1"}) == 1
+
+
+def test_version_mismatch_names_the_host():
+    same = {"aiio": "1.0", "python": "3.11.7"}
+    ids = [{"host": "a", **same}, {"host": "b", **same, "aiio": "0.9"}]
+    assert version_mismatch(ids[:1] * 2) is None
+    msg = version_mismatch(ids)
+    assert "host b (rank 1)" in msg and "0.9" in msg and "same versions" in msg
+
+
+def test_without_mpi_aiio_never_imports_mpi4py(target, results):
+    code = ("import sys\nfrom aiio.cli import main\n"
+            f"try:\n    main({list(_run_args(target, results, '-q', '--epochs', '1'))!r})\n"
+            "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "assert 'mpi4py' not in sys.modules, 'mpi4py imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (res,) = saved_results(results)
+    assert res["ranks"] == 1 and len(res["hosts"]) == 1 and res["hosts"][0]["clients"] == 2
+
+
+def test_clients_and_clients_per_host_exclude_each_other(target):
+    done = run_cli("run", "--target", str(target), "--clients", "4", "--clients-per-host", "2")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--clients-per-host" in done.stderr
+
+
+# --- real MPI runs -----------------------------------------------------------------------
+
+@needs_mpi
+def test_three_ranks_give_one_result_with_every_host_and_client(target, results):
+    done = mpi_run(3, *_run_args(target, results, "--clients", "6", "--epochs", "2", "--json"))
+    assert done.returncode == 0, done.stderr
+    res = json.loads(done.stdout)  # one JSON document: only rank 0 printed
+    assert [r["id"] for r in saved_results(results)] == [res["id"]]  # only rank 0 wrote
+    assert res["status"] == "ok" and res["ranks"] == 3 and res["split"] == [2, 2, 2]
+    assert [h["rank"] for h in res["hosts"]] == [0, 1, 2]
+    clients = res["clients"]
+    assert [c["client"] for c in clients] == list(range(6))
+    assert [c["rank"] for c in clients] == [0, 0, 1, 1, 2, 2]
+    assert all(c["bytes"] > 0 and c["host"] for c in clients)
+    for h in res["hosts"]:
+        assert h["status"] == "ok" and h["clients"] == 2
+        assert h["client_numbers"] == [2 * h["rank"], 2 * h["rank"] + 1]
+        assert h["aggregate"]["bytes"] == sum(c["bytes"] for c in clients
+                                              if c["rank"] == h["rank"])
+        assert h["monitor"]["seconds"] > 0 and h["target"]["path"] == str(target)
+    # bytes add up across hosts, and the aggregate is over every client of every host
+    assert sum(h["aggregate"]["bytes"] for h in res["hosts"]) == res["aggregate"]["bytes"]
+    assert res["aggregate"]["per_client_mib_s"]["n"] == 6
+    # two epochs over the whole dataset, shared by all hosts: every sample read twice
+    data = json.loads((target / "aiio/datasets/demo/manifest.json").read_text())
+    assert res["aggregate"]["samples"] == 2 * data["num_samples"]
+    # the dataset was written by all three ranks, each its own range of files
+    assert [g["files"] for g in data["generated_by"]] == [[0, 8], [8, 16], [16, 24]]
+
+
+@needs_mpi
+def test_uneven_split_five_clients_on_two_ranks(target, results):
+    done = mpi_run(2, *_run_args(target, results, "--clients", "5", "--epochs", "1", "-q"))
+    assert done.returncode == 0, done.stderr
+    assert "per host (2 ranks)" in done.stdout  # rank 0 printed the host table, once
+    assert done.stdout.count("result: ") == 1
+    (res,) = saved_results(results)
+    assert res["split"] == [3, 2]
+    assert [(h["clients"], h["client_numbers"]) for h in res["hosts"]] == \
+        [(3, [0, 1, 2]), (2, [3, 4])]
+    assert sum(h["aggregate"]["bytes"] for h in res["hosts"]) == res["aggregate"]["bytes"]
+
+
+@needs_mpi
+def test_clients_per_host(target, results):
+    done = mpi_run(2, *_run_args(target, results, "--clients-per-host", "2", "--epochs", "1",
+                                 "-q"))
+    assert done.returncode == 0, done.stderr
+    (res,) = saved_results(results)
+    assert res["split"] == [2, 2] and len(res["clients"]) == 4
+
+
+@needs_mpi
+def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
+    proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
+                                   "-q"))
+    pids = []
+    try:
+        kids = wait_measuring(proc, 6)
+        pids = tree_pids(proc)
+        next(k for k in kids if k.name() == "aiio-client-5").kill()  # rank 2's second client
+        _, err = proc.communicate(timeout=60)
+    finally:
+        kill_all(pids)
+    assert proc.returncode != 0
+    assert "(rank 2): client 5" in err and "SIGKILL" in err and "partial result saved" in err
+    (res,) = saved_results(results)
+    assert res["status"] == "failed" and "(rank 2): client 5" in res["error"]
+    assert sorted(c["client"] for c in res["clients"]) == [0, 1, 2, 3, 4]  # all others kept
+    assert all(h["status"] == "failed" for h in res["hosts"])
+    assert not still_running(pids)
+
+
+@needs_mpi
+def test_killed_rank_ends_the_run_without_a_hang(target, results):
+    proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
+                                   "-q"))
+    pids = []
+    try:
+        wait_measuring(proc, 6)
+        pids = tree_pids(proc)
+        ranks_of(proc)[1].send_signal(signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)  # bounded: a hang fails here
+    finally:
+        kill_all(pids)
+    assert proc.returncode != 0
+    assert "rank 1" in err  # the launcher names the rank and its node
+    assert not still_running(pids)  # no rank and no client left behind
+    # Open MPI sends SIGKILL a fraction of a second after SIGTERM: rank 0 saves its partial
+    # result in that time when the machine lets it; when it does, it names the dead rank.
+    for res in saved_results(results):
+        assert res["status"] == "failed" and "(rank 1)" in res["error"]
+
+
+@needs_mpi
+def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
+    proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
+                                   "-q"), env={"AIIO_MPI_SILENCE_S": "3"})
+    pids = []
+    try:
+        wait_measuring(proc, 6)
+        pids = tree_pids(proc)
+        ranks_of(proc)[1].send_signal(signal.SIGSTOP)  # alive, but silent
+        _, err = proc.communicate(timeout=60)
+    finally:
+        kill_all(pids)
+    assert proc.returncode != 0
+    assert "host" in err and "(rank 1) stopped answering" in err
+    (res,) = saved_results(results)
+    assert res["status"] == "failed" and "(rank 1) stopped answering" in res["error"]
+    assert [h["status"] for h in res["hosts"]] == ["failed", "lost", "failed"]
+    assert sorted(c["client"] for c in res["clients"]) == [0, 1, 4, 5]
+    assert all(c["bytes"] > 0 for c in res["clients"])
+    assert not still_running(pids)
+
+
+@needs_mpi
+@pytest.mark.root
+@pytest.mark.skipif(not is_root(), reason="needs root for a private mount namespace")
+def test_rank_seeing_another_dataset_stops_the_run(target, results, tmp_path):
+    """Rank 1 runs in its own mount namespace, where TARGET/aiio/datasets is another folder:
+    the same path, a different filesystem view, as on a host without the shared mount."""
+    datasets = Target(target).claim() / "datasets"
+    datasets.mkdir()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    args = [sys.executable, "-m", "aiio", *_run_args(target, results, "--clients", "2",
+                                                       "--epochs", "1", "-q")]
+    inner = " ".join(f"'{a}'" for a in args)
+    rank1 = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             f"mount --bind '{other}' '{datasets}' && exec {inner}"]
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
+           "-n", "1", *rank1]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=mpi_env())
+    assert done.returncode != 0
+    assert "(rank 1): sees no dataset" in done.stderr and "shared" in done.stderr
+    (res,) = saved_results(results)
+    assert res["status"] == "failed" and "(rank 1)" in res["error"]
+    assert not list(other.iterdir())  # rank 1's share was removed from its view too
+    assert not (datasets / "demo").exists()  # and the half dataset from rank 0's
