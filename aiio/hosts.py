@@ -242,8 +242,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], ne
                    on_tick: TickFn | None = None,
                    tick_s: float = 0.2) -> tuple[list[dict], list[dict], int]:
     """Run the phase's clients on every rank; returns (every client's result in number
-    order, each worker host's entry, rank 0's start instant). Raises RunAborted with every host's partial results
-    (and `.hosts`) when any client or host fails."""
+    order, each worker host's entry, rank 0's start instant). Raises RunAborted with every
+    host's partial results (and `.hosts`) when any client or host fails."""
     comm = world()
     phase = get_phase(phase_name)
     total = sum(split)

@@ -118,6 +118,7 @@ class Loader:
         self.go = threading.Event()
         self.logs: list[OpLog] = []
         self.errors: list[BaseException] = []
+        self.finished = 0  # loader threads that ran out of batches
         self.threads = [threading.Thread(target=self._work, daemon=True, name=f"loader-{i}")
                         for i in range(t.read_threads)]
         self.native = t.reader == "native"
@@ -258,12 +259,19 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
 def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
     while True:
         try:
-            return loader.ready.get(timeout=0.05)
+            item = loader.ready.get(timeout=0.05)
         except queue.Empty:
             if ctx.stop.is_set() or loader.errors:
                 return None
             if deadline is not None and time.monotonic_ns() >= deadline:
                 return None
+            continue
+        if item is None and not loader.errors:
+            # One loader thread ran out of batches; the others may still be reading theirs.
+            loader.finished += 1
+            if loader.finished < len(loader.threads):
+                continue
+        return item
 
 
 def _au_figures(steps: list[tuple], batch_size: int) -> dict[str, Any]:
