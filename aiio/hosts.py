@@ -16,6 +16,7 @@ then stops every host, keeps what every host measured, and names the host and ra
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,7 @@ def host_entry(comm: LocalComm | MpiComm, info: TargetInfo) -> dict[str, Any]:
     """This rank's identity, machine and view of the target."""
     env = collect_host()
     env.update(collect_software())
+    env["cpu_affinity"] = len(os.sched_getaffinity(0))  # CPUs this rank (and its clients) may use
     return {"rank": comm.rank, "host": comm.host, "environment": env,
             "target": info.to_dict()}
 
@@ -364,6 +366,19 @@ def _missing(comm: LocalComm | MpiComm, rank: int) -> dict[str, Any]:
                 "error": said[1]["message"]}
     return {"rank": rank, "host": comm.hosts[rank], "status": "lost",
             "error": "sent nothing: it died, hung or was killed"}
+
+
+def binding_warning(entry: dict) -> dict[str, str] | None:
+    """MPI launchers often bind each rank to a core or socket; its forked clients inherit the
+    binding and then share those CPUs, which caps what the host can drive."""
+    env = entry.get("environment", {})
+    usable, cpus = env.get("cpu_affinity", 0), env.get("cpus", 0)
+    if entry.get("clients", 0) and 0 < usable < cpus:
+        return {"code": "rank_cpu_bound", "message": f"host {entry['host']} (rank "
+                f"{entry['rank']}): its {entry['clients']} clients could use only {usable} of "
+                f"{cpus} CPUs (the launcher bound the rank): launch with --bind-to none "
+                "(Open MPI) or --cpu-bind=none (srun)", "rank": entry["rank"]}
+    return None
 
 
 def target_info(entry: dict) -> TargetInfo:

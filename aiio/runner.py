@@ -185,6 +185,8 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
                                          agg.get("read_bytes", agg.get("bytes", 0))):
             found.append({**warn, "message": f"host {h['host']} (rank {h['rank']}): "
                           f"{warn['message']}", "rank": h["rank"]})
+        if bound := hosts.binding_warning(h):
+            found.append(bound)
     return found
 
 

@@ -46,10 +46,11 @@ def needs_mpi(test):
 ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "160"}
 
 
-def mpiexec_cmd(n: int, *args: str) -> list[str]:
-    """Ranks unbound (each forks its clients, which inherit its CPU binding), several per
-    machine (--oversubscribe: this machine has fewer cores than ranks)."""
-    return [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", str(n),
+def mpiexec_cmd(n: int, *args: str, bind: bool = False) -> list[str]:
+    """Ranks unbound unless `bind` (each forks its clients, which inherit its CPU binding),
+    several per machine (--oversubscribe: this machine has fewer cores than ranks)."""
+    binding = [] if bind else ["--bind-to", "none"]
+    return [find_mpiexec(), "--oversubscribe", *binding, "-n", str(n),
             sys.executable, "-m", "aiio", *args]
 
 
@@ -57,11 +58,11 @@ def mpi_env(extra: dict | None = None) -> dict:
     return dict(os.environ, **ENV, **(extra or {}))
 
 
-def mpi_run(n: int, *args: str, timeout: float = 180,
-            env: dict | None = None) -> subprocess.CompletedProcess:
+def mpi_run(n: int, *args: str, timeout: float = 180, env: dict | None = None,
+            bind: bool = False) -> subprocess.CompletedProcess:
     """`mpiexec -n N python -m aiio ARGS` to completion."""
-    return subprocess.run(mpiexec_cmd(n, *args), cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=mpi_env(env))
+    return subprocess.run(mpiexec_cmd(n, *args, bind=bind), cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, env=mpi_env(env))
 
 
 def mpi_start(n: int, *args: str, env: dict | None = None) -> subprocess.Popen:

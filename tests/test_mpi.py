@@ -108,6 +108,7 @@ def test_three_ranks_give_one_result_with_every_host_and_client(target, results)
     # bytes add up across hosts, and the aggregate is over every client of every host
     assert sum(h["aggregate"]["bytes"] for h in res["hosts"]) == res["aggregate"]["bytes"]
     assert res["aggregate"]["per_client_mib_s"]["n"] == 6
+    assert not [w for w in res["warnings"] if w["code"] == "rank_cpu_bound"]
     # two epochs over the whole dataset, shared by all hosts: every sample read twice
     data = json.loads((target / "aiio/datasets/demo/manifest.json").read_text())
     assert res["aggregate"]["samples"] == 2 * data["num_samples"]
@@ -129,12 +130,17 @@ def test_uneven_split_five_clients_on_two_ranks(target, results):
 
 
 @needs_mpi
-def test_clients_per_host(target, results):
+def test_clients_per_host_and_the_launchers_cpu_binding(target, results):
+    # Open MPI binds each of two ranks to a core by default: their clients share it.
     done = mpi_run(2, *_run_args(target, results, "--clients-per-host", "2", "--epochs", "1",
-                                 "-q"))
+                                 "-q"), bind=True)
     assert done.returncode == 0, done.stderr
     (res,) = saved_results(results)
     assert res["split"] == [2, 2] and len(res["clients"]) == 4
+    bound = [h for h in res["hosts"]
+             if h["environment"]["cpu_affinity"] < h["environment"]["cpus"]]
+    warned = [w["rank"] for w in res["warnings"] if w["code"] == "rank_cpu_bound"]
+    assert warned == [h["rank"] for h in bound]
 
 
 @needs_mpi
