@@ -180,6 +180,8 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
         return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
     for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients
         mine = [c for c in out["clients"] if c.get("rank") == h["rank"]]
+        if not mine:
+            continue  # a host with no clients at this count measured nothing
         agg = h.get("aggregate", {})
         for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}), mine,
                                          agg.get("read_bytes", agg.get("bytes", 0))):

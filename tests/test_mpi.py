@@ -232,3 +232,20 @@ def test_rank_seeing_another_dataset_stops_the_run(target, results, tmp_path):
     assert res["status"] == "failed" and "(rank 1)" in res["error"]
     assert not list(other.iterdir())  # rank 1's share was removed from its view too
     assert not (datasets / "demo").exists()  # and the half dataset from rank 0's
+
+
+@needs_mpi
+def test_scale_sweep_across_three_ranks(target, results):
+    done = mpi_run(3, "scale", "--target", str(target), "--results", str(results), *TINY,
+                   "--clients", "1,3,6", "--duration", "2s", "--no-charts", "-q")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("verdict") == 1  # rank 0 alone printed
+    sweeps = [r for r in saved_results(results) if r["kind"] == "sweep"]
+    assert len(sweeps) == 1
+    points = {p["clients"]: p["result"] for p in sweeps[0]["points"]}
+    for n, split in ((1, [1, 0, 0]), (3, [1, 1, 1]), (6, [2, 2, 2])):
+        run = points[n]
+        assert run["split"] == split and [h["rank"] for h in run["hosts"]] == [0, 1, 2]
+        assert [h["clients"] for h in run["hosts"]] == split
+        assert sum(h["aggregate"].get("bytes", 0) for h in run["hosts"]) == \
+            run["aggregate"]["bytes"] > 0

@@ -13,11 +13,13 @@ DEFAULT_CLIENTS = "1,2,4,8"
 
 def sweep_workload_options(func):
     """The shared workload options, less --clients, --duration and --epochs, which mean
-    something else in a sweep (a list, a length per point, nothing)."""
+    something else in a sweep (a list, a length per point, nothing), and --clients-per-host
+    (a sweep's counts are totals over every host)."""
     before = len(getattr(func, "__click_params__", []))
     func = workload_options(func)
     params = func.__click_params__  # click appends each decorator's option here
-    added = [p for p in params[before:] if p.name not in ("clients", "duration", "epochs")]
+    dropped = ("clients", "duration", "epochs", "clients_per_host")
+    added = [p for p in params[before:] if p.name not in dropped]
     func.__click_params__ = params[:before] + added
     return func
 
