@@ -381,3 +381,22 @@ def phase_tables(res: dict[str, Any], phase: str | None = None) -> list[Table]:
         return tables
     return {"prep": prep_tables, "checkpoint": checkpoint_tables, "load": load_tables,
             "all": all_tables}[phase](res)
+
+
+def fio_table(res: dict[str, Any]) -> Table:
+    """One row per hero test: aggregate, per-job spread, fairness and latency."""
+    opts = res["options"]
+    table = Table(title=f"fio hero suite ({res.get('fio_version')}): {res['target']['path']} "
+                  f"({res['target']['fstype']}, {'O_DIRECT' if opts['direct'] else 'buffered'}, "
+                  f"{opts['clients']} jobs, {opts['ioengine']} iodepth {opts['iodepth']})")
+    for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
+        table.add_column(col, justify="left" if col == "test" else "right")
+    for name, test in res.get("tests", {}).items():
+        agg = test["aggregate"]
+        spread, lat = agg.get("per_client_mib_s", {}), agg.get("latency", {})
+        table.add_row(name, _fmt_mib(agg["mib_s"]),
+                      f"{agg['iops']:,.0f}",
+                      f"{spread.get('min', 0):,.1f} / {spread.get('max', 0):,.1f}",
+                      f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns", 0)),
+                      format_latency_ns(lat.get("p99_ns", 0)))
+    return table

@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from aiio import honesty, hosts, result
+from aiio import hero, honesty, hosts, result
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.engine import choose_method
@@ -120,6 +120,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["warnings"] += _warnings(rc, args, out)
         if hasattr(phase, "warnings"):
             out["warnings"] += phase.warnings(rc, args, out)
+        out["hero"] = hero.hero_entry(out, req.results_dir)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"

@@ -23,6 +23,8 @@ COMMANDS = {
     "clean": "clean",
     "size": "size",
     "scale": "scale",
+    "fio": "fio",
+    "compare": "compare",
 }
 
 

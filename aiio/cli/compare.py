@@ -1,0 +1,77 @@
+"""`aiio compare`: a phase run's figures next to the matching fio hero numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from aiio.cli.common import emit_json
+
+
+@click.command()
+@click.argument("runs", nargs=-1, required=True, metavar="RESULT...")
+@click.option("--fio", "fio_path", default=None,
+              help="compare with this fio result (default: the latest on the run's target)")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON on stdout")
+def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
+    """List each run's aggregate, per-client and latency figures beside the fio hero's."""
+    from aiio import hero, result
+    from aiio.errors import ConfigError
+
+    fixed = result.load(fio_path) if fio_path else None
+    if fixed is not None and fixed.get("kind") != "fio":
+        raise ConfigError(f"--fio {fio_path} is a {fixed.get('kind')} result, not a fio result")
+    report = []
+    for path in runs:
+        run = result.load(path)
+        if run.get("kind") != "run":
+            raise ConfigError(f"{path} is a {run.get('kind')} result; compare takes phase runs "
+                              "(reports/<run-id> written by aiio run)")
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        fio_res = fixed or hero.fio_result_for(run, folder)
+        rows = hero.compare_rows(run, fio_res) if fio_res else []
+        hint = None if fio_res else hero.hero_entry(run, folder.parent)["text"]
+        if fio_res and not rows:
+            hint = (f"fio result {fio_res['id']} has no {hero.HERO_TEST.get(run['phase'])} "
+                    "test; run the full suite: aiio fio --target " + run["target"]["path"])
+        report.append({"run": run["id"], "phase": run.get("phase"),
+                       "fio_result": fio_res["id"] if fio_res else None,
+                       "rows": rows, "note": hint})
+    if as_json:
+        emit_json(report)
+        return
+    for item in report:
+        _print(item)
+
+
+def _print(item: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from aiio.units import format_latency_ns
+
+    console = Console()
+    if not item["rows"]:
+        console.print(f"{item['run']}: {item['note']}", highlight=False)
+        return
+    test = item["rows"][0]["test"]
+    table = Table(title=f"{item['run']} ({item['phase']}) vs fio {test} "
+                  f"from {item['fio_result']}")
+    for col in ("figure", "phase", f"fio {test}", "% of fio"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for r in item["rows"]:
+        table.add_row(r["figure"], _value(r["phase"], r["unit"], format_latency_ns),
+                      _value(r["fio"], r["unit"], format_latency_ns),
+                      f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
+    console.print(table)
+
+
+def _value(value, unit: str | None, fmt_ns) -> str:
+    if value is None:
+        return "-"
+    if unit == "ns":
+        return fmt_ns(value)
+    if unit == "MiB/s":
+        return f"{value:,.1f} MiB/s"
+    return f"{value:,}"

@@ -1,0 +1,67 @@
+"""`aiio fio`: the FIO hero suite on a target, or (--emit) the fio job closest to a phase."""
+
+from __future__ import annotations
+
+import click
+
+from aiio.cli.common import emit_json, resolve_workload, workload_options
+from aiio.cli.run import DEFAULT_TARGET, _make_default_target
+
+TESTS_HELP = "comma-separated subset of: seq_read, seq_write, rand_read, rand_write, rand_mix"
+
+
+@click.command()
+@click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
+              help="directory on the filesystem under test (files go to TARGET/aiio/fio)")
+@workload_options
+@click.option("--runtime", default="10s", show_default=True, help="measured time per test")
+@click.option("--ramp-time", default="1s", show_default=True,
+              help="warm-up per test, excluded from the figures")
+@click.option("--size", default="1GiB", show_default=True, help="file size per client")
+@click.option("--iodepth", default=1, show_default=True, type=int,
+              help="queue depth per client (psync at 1, libaio deeper)")
+@click.option("--ioengine", default="auto", show_default=True,
+              help="fio ioengine; auto: psync at iodepth 1, libaio deeper")
+@click.option("--tests", default="all", show_default=True, help=TESTS_HELP)
+@click.option("--keep", is_flag=True, help="keep the fio files for the next run")
+@click.option("--results", default="reports", show_default=True, help="folder for results")
+@click.option("--emit", is_flag=True,
+              help="print the fio job file closest to --phase of --workload instead")
+@click.option("--phase", "-p", default="train", show_default=True, help="phase for --emit")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON on stdout")
+@click.option("--quiet", "-q", is_flag=True, help="no progress")
+def fio(target: str, runtime: str, ramp_time: str, size: str, iodepth: int, ioengine: str,
+        tests: str, keep: bool, results: str, emit: bool, phase: str, as_json: bool,
+        quiet: bool, **kwargs) -> None:
+    """Run the FIO hero suite (one fio job per client) and store it as an aiio result."""
+    w = resolve_workload(kwargs)
+    if target == DEFAULT_TARGET:
+        _make_default_target(target)
+    if emit:
+        _emit(phase, w, target)
+        return
+    from aiio.console import RichUI, fio_table, print_result
+    from aiio.fio_suite import HERO_TESTS, SuiteRequest, run_suite
+    from aiio.units import parse_duration, parse_size
+
+    chosen = tuple(HERO_TESTS) if tests == "all" else tuple(
+        t.strip() for t in tests.split(",") if t.strip())
+    req = SuiteRequest(target, clients=w.run.clients, size=parse_size(size),
+                       runtime_s=parse_duration(runtime), ramp_s=parse_duration(ramp_time),
+                       iodepth=iodepth, ioengine=ioengine, tests=chosen, keep=keep,
+                       results_dir=results)
+    res, folder = run_suite(req, RichUI(quiet=quiet or as_json))
+    if as_json:
+        emit_json(res)
+    else:
+        print_result(res, folder, [fio_table(res)])
+
+
+def _emit(phase: str, w, target: str) -> None:
+    """Print the job file; its files go to TARGET/aiio/fio/emit-<phase>-<workload>."""
+    from aiio.fio_emit import emit, emitter_for
+    from aiio.target import Target
+
+    emitter_for(phase)  # a phase without a fio job fails before anything is created
+    folder = Target(target).subdir("fio", f"emit-{phase}-{w.name}")
+    click.echo(emit(phase, w, folder), nl=False)

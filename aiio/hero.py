@@ -1,0 +1,143 @@
+""""% of hero": a phase's aggregate next to the matching fio hero number on the same target.
+
+Reads results only, never measures. The hero for a phase is the latest successful fio result on
+the same target that holds the matching test: sequential read for train and load, sequential
+write for checkpoint, the random mix for prep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+HERO_TEST = {"train": "seq_read", "load": "seq_read", "checkpoint": "seq_write",
+             "prep": "rand_mix"}
+
+
+def same_target(a: str, b: str) -> bool:
+    """Two target paths name the same directory (symlinks and relative paths resolved)."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+    """Every readable, successful fio result under results_dir, oldest first."""
+    found = []
+    base = Path(results_dir)
+    if not base.is_dir():
+        return []
+    for path in base.glob("*/result.json"):
+        if "-fio-" not in path.parent.name:
+            continue  # ids carry their kind: skip loading large run results
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # an unreadable result is no hero; it must not fail a run
+        if isinstance(data, dict) and data.get("kind") == "fio" and data.get("status") == "ok":
+            found.append((path.parent, data))
+    found.sort(key=lambda item: (item[1].get("saved_at", 0), item[1].get("id", "")))
+    return found
+
+
+def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike) -> dict | None:
+    """The matching hero aggregate from the latest fio result on this target, or None."""
+    test = HERO_TEST.get(phase)
+    if test is None:
+        return None
+    for folder, res in reversed(fio_results(results_dir)):
+        path = (res.get("target") or {}).get("path")
+        entry = (res.get("tests") or {}).get(test)
+        if not path or not entry or not same_target(path, target_path):
+            continue
+        agg = entry["aggregate"]
+        return {"test": test, "description": entry.get("description", test),
+                "fio_mib_s": agg["mib_s"], "fio_iops": agg["iops"],
+                "fio_per_client_mib_s": agg.get("per_client_mib_s", {}).get("mean", 0.0),
+                "fio_clients": len(entry.get("clients", [])), "fio_latency": agg.get("latency"),
+                "fio_result_id": res["id"], "fio_result": str(folder),
+                "fio_version": res.get("fio_version"), "method": res.get("method"),
+                "finished": res.get("finished")}
+    return None
+
+
+def phase_mib_s(res: dict[str, Any]) -> float | None:
+    """A run's headline aggregate MiB/s: first done (the fair number) where the phase has it."""
+    agg = res.get("aggregate") or {}
+    for section in (agg, agg.get("write") or {}, agg.get("read") or {}):
+        if isinstance(section.get("first_done"), dict):
+            return float(section["first_done"]["mib_s"])
+        if "mib_s" in section:
+            return float(section["mib_s"])
+    return None
+
+
+def percent(value: float, hero: float) -> float | None:
+    """value as a percentage of hero; None when there is no hero number to divide by."""
+    return 100.0 * value / hero if hero > 0 else None
+
+
+def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
+    """The `hero` field of a run result: its aggregate as % of the matching fio number."""
+    target = res["target"]["path"]
+    found = hero_for(target, res.get("phase", ""), results_dir)
+    if found is None:
+        test = HERO_TEST.get(res.get("phase", ""), "a matching test")
+        return {"text": f"no fio result for this target; run: aiio fio --target {target}",
+                "test": test}
+    mine = phase_mib_s(res)
+    pct = percent(mine, found["fio_mib_s"]) if mine is not None else None
+    text = (f"{pct:.1f} % of fio {found['test']} ({mine:,.1f} of {found['fio_mib_s']:,.1f} "
+            f"MiB/s, {found['fio_clients']} fio jobs, {found['fio_result_id']})"
+            if pct is not None else f"fio {found['test']} gave 0 MiB/s; no percentage")
+    return {"test": found["test"], "fio_mib_s": found["fio_mib_s"], "phase_mib_s": mine,
+            "percent": pct, "fio_result_id": found["fio_result_id"],
+            "fio_clients": found["fio_clients"], "text": text}
+
+
+# --- aiio compare: the phase's figures next to the hero's ----------------------------------
+
+TEST_OP = {"seq_read": "read", "seq_write": "write", "rand_mix": "read"}
+
+
+def fio_result_for(run: dict[str, Any], run_folder: Path) -> dict[str, Any] | None:
+    """The fio result a run was compared with when it ran, else the latest on its target."""
+    base = run_folder.parent
+    recorded = (run.get("hero") or {}).get("fio_result_id")
+    if recorded:
+        path = base / recorded / "result.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass  # moved or deleted since: fall back to the latest one
+    found = hero_for(run["target"]["path"], run.get("phase", ""), base)
+    if found is None:
+        return None
+    return json.loads((Path(found["fio_result"]) / "result.json").read_text())
+
+
+def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str, Any]]:
+    """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency."""
+    test = HERO_TEST.get(run.get("phase", ""), "seq_read")
+    entry = fio_res["tests"].get(test)
+    if entry is None:
+        return []
+    agg, fagg = run.get("aggregate") or {}, entry["aggregate"]
+    op = TEST_OP.get(test, "read")
+    spread, fspread = agg.get("per_client_mib_s") or {}, fagg.get("per_client_mib_s") or {}
+    lat, flat = (agg.get("latency") or {}).get(op) or {}, fagg.get("latency") or {}
+    rows = [("clients / fio jobs", len(run.get("clients", [])), len(entry["clients"]), None),
+            ("aggregate MiB/s, first done", (agg.get("first_done") or {}).get("mib_s"),
+             fagg["mib_s"], "MiB/s"),
+            ("aggregate MiB/s, last done", (agg.get("last_done") or {}).get("mib_s"),
+             fagg["mib_s"], "MiB/s"),
+            ("per client MiB/s, mean", spread.get("mean"), fspread.get("mean"), "MiB/s"),
+            ("per client MiB/s, min", spread.get("min"), fspread.get("min"), "MiB/s"),
+            (f"{op} latency p50", lat.get("p50_ns"), flat.get("p50_ns"), "ns"),
+            (f"{op} latency p99", lat.get("p99_ns"), flat.get("p99_ns"), "ns")]
+    out = []
+    for name, mine, theirs, unit in rows:
+        pct = percent(mine, theirs) if unit == "MiB/s" and mine is not None and theirs else None
+        out.append({"figure": name, "phase": mine, "fio": theirs, "unit": unit,
+                    "percent": pct, "test": test})
+    return out
