@@ -33,11 +33,17 @@ class SeqReadArgs:
     block_size: int
     method: str
     loops: int
+    realtime: bool = False
 
 
 def _client(ctx: ClientContext) -> dict[str, Any]:
     """One aiio client: read its file `loops` times through the engine's Reader."""
     args: SeqReadArgs = ctx.args
+    # fio's job processes each call setsid(), so with the kernel's autogroup scheduling each
+    # one gets its own share of the CPUs; a client that stayed in the caller's session would
+    # share one with everything else started there. Same job, same scheduling.
+    os.setsid()
+    rt = fio.try_realtime() if args.realtime else False
     log = OpLog(start_ns=0)
     reader = Reader(args.method, args.block_size, log)
     path = args.files[ctx.index]
@@ -49,23 +55,24 @@ def _client(ctx: ClientContext) -> dict[str, Any]:
     finally:
         reader.close()
     return {"client": ctx.index, "bytes": nbytes, "ops": log.ops,
-            "elapsed_s": (end - start) / 1e9}
+            "elapsed_s": (end - start) / 1e9, "realtime": rt}
 
 
 def engine_seq_read(files: list[str], block_size: int = MiB, method: str = METHOD_DIRECT,
-                    loops: int = 1) -> dict[str, Any]:
+                    loops: int = 1, realtime: bool = False) -> dict[str, Any]:
     """aiio's engine, one client process per file: bytes over the slowest client's time."""
-    clients, _ = run_clients(len(files), _client, SeqReadArgs(files, block_size, method, loops))
+    args = SeqReadArgs(files, block_size, method, loops, realtime)
+    clients, _ = run_clients(len(files), _client, args)
     seconds = max(c["elapsed_s"] for c in clients)
     nbytes = sum(c["bytes"] for c in clients)
     return {"mib_s": mib_per_s(nbytes, seconds), "bytes": nbytes, "seconds": seconds,
-            "clients": clients}
+            "clients": clients, "realtime": all(c["realtime"] for c in clients)}
 
 
 def fio_seq_read(files: list[str], block_size: int = MiB, direct: bool = True,
-                 loops: int = 1) -> dict[str, Any]:
+                 loops: int = 1, realtime: bool = False) -> dict[str, Any]:
     """fio, one psync job per file: the same figure from fio's own accounting."""
-    agg = fio.seq_read_mib_s(files, block_size, direct, loops)
+    agg = fio.seq_read_mib_s(files, block_size, direct, loops, realtime)
     return {"mib_s": agg["mib_s"], "bytes": agg["bytes"], "seconds": agg["seconds"]}
 
 
@@ -88,7 +95,7 @@ def make_files(folder: Path, count: int, size: int, seed: int = 7) -> list[str]:
 
 def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: int = 3,
             direct: bool = True, max_repeats: int | None = None,
-            budget_s: float | None = None) -> dict[str, Any]:
+            budget_s: float | None = None, realtime: bool = False) -> dict[str, Any]:
     """Best of `repeats` alternating runs of each side; ratio = aiio / fio.
 
     With `max_repeats`, rounds continue past `repeats` while the two disagree, until
@@ -101,8 +108,8 @@ def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: in
     fio_runs: list[dict[str, Any]] = []
     t0 = time.monotonic()
     while True:
-        fio_runs.append(fio_seq_read(files, block_size, direct, loops))
-        aiio_runs.append(engine_seq_read(files, block_size, method, loops))
+        fio_runs.append(fio_seq_read(files, block_size, direct, loops, realtime))
+        aiio_runs.append(engine_seq_read(files, block_size, method, loops, realtime))
         out = _best(aiio_runs, fio_runs)
         rounds = len(aiio_runs)
         if rounds < repeats:
@@ -112,6 +119,7 @@ def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: in
         if budget_s is not None and time.monotonic() - t0 > budget_s:
             break
     out.update({"clients": len(files), "block_size": block_size, "rounds": rounds,
+                "realtime": all(r["realtime"] for r in aiio_runs),
                 "bytes_per_run": aiio_runs[0]["bytes"], "fio_bytes_per_run": fio_runs[0]["bytes"],
                 "aiio_runs_mib_s": [r["mib_s"] for r in aiio_runs],
                 "fio_runs_mib_s": [r["mib_s"] for r in fio_runs]})
@@ -128,7 +136,7 @@ def _best(aiio_runs: list[dict[str, Any]], fio_runs: list[dict[str, Any]]) -> di
 
 def run_on_target(target_path: str | os.PathLike, clients: int = 2, size: int = 128 * MiB,
                   loops: int = 8, repeats: int = 3, max_repeats: int | None = None,
-                  budget_s: float | None = None) -> dict[str, Any]:
+                  budget_s: float | None = None, realtime: bool = False) -> dict[str, Any]:
     """Make the files in TARGET/aiio/crosscheck, compare, and remove them again."""
     target = Target(target_path)
     target.check_usable()
@@ -137,7 +145,7 @@ def run_on_target(target_path: str | os.PathLike, clients: int = 2, size: int = 
     try:
         files = make_files(folder, clients, size)
         direct, _ = probe_direct_io(folder)
-        out = compare(files, MiB, loops, repeats, direct, max_repeats, budget_s)
+        out = compare(files, MiB, loops, repeats, direct, max_repeats, budget_s, realtime)
         out["direct"] = direct
         return out
     finally:

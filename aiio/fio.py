@@ -77,13 +77,15 @@ def size_opt(nbytes: int) -> str:
 # --- running -------------------------------------------------------------------------------
 
 def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = None,
-        extra_args: Sequence[str] = ()) -> dict[str, Any]:
+        extra_args: Sequence[str] = (), realtime: bool = False) -> dict[str, Any]:
     """Run fio on a job file and return its final JSON report (json+, with latency bins).
 
     fio failing (non-zero exit or a job with an error) raises RunFailed carrying its stderr.
+    `realtime` runs fio (and so its jobs) at real-time priority where permitted.
     """
     cmd = [find_fio(), "--output-format=json+", *extra_args, str(jobfile)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=try_realtime if realtime else None)
     t0 = time.monotonic()
     while True:
         try:
@@ -107,12 +109,26 @@ def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = No
     return report
 
 
-def run_text(jobtext: str, on_wait: Callable[[float], None] | None = None) -> dict[str, Any]:
+def run_text(jobtext: str, on_wait: Callable[[float], None] | None = None,
+             realtime: bool = False) -> dict[str, Any]:
     """Run fio on job text (written to a temporary file outside any target)."""
     with tempfile.NamedTemporaryFile("w", suffix=".fio", prefix="aiio-") as fh:
         fh.write(jobtext)
         fh.flush()
-        return run(fh.name, on_wait)
+        return run(fh.name, on_wait, realtime=realtime)
+
+
+def try_realtime() -> bool:
+    """Move this process to the lowest real-time priority (SCHED_FIFO 1) where permitted.
+
+    For calibration runs only: other processes' load then cannot decide a throughput ratio.
+    The kernel still keeps 5 % of every second for normal tasks (sched_rt_runtime_us).
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _one_line(text: str) -> str:
@@ -266,9 +282,9 @@ def seq_read_job(files: Sequence[str], block_size: int = MiB, direct: bool = Tru
 
 
 def seq_read_mib_s(files: Sequence[str], block_size: int = MiB, direct: bool = True,
-                   loops: int = 1) -> dict[str, Any]:
+                   loops: int = 1, realtime: bool = False) -> dict[str, Any]:
     """fio psync sequential read of the given files, one job each: the aggregate."""
-    report = run_text(seq_read_job(files, block_size, direct, loops))
+    report = run_text(seq_read_job(files, block_size, direct, loops), realtime=realtime)
     return aggregate(clients_of(report))
 
 

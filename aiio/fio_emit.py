@@ -78,13 +78,14 @@ def train_job(w: Workload, folder: Path) -> str:
         f"{t.read_threads} loader threads per client become queue depth {t.read_threads}; "
         f"shuffle={t.shuffle} becomes rw={pattern}, file_service_type={service}",
         "fio writes its own files (same count and size, not aiio's npz/hdf5/tfrecord framing)",
-        "run: fio THIS_FILE   (no group_reporting: every job is reported on its own)",
-        f"to add the accelerator's compute of {w.compute_time:g} s per batch of "
-        f"{t.batch_size} (fio stalls instead of overlapping it with reads), uncomment:",
-        f"thinktime={int(w.compute_time * 1e6)}",
-        f"thinktime_blocks={batch_blocks}",
+        "run: fio THIS_FILE   (every job is reported on its own: per-client figures)",
     ]
-    return fio.render(glob, [(f"train-{w.name}", {"numjobs": clients})], comments)
+    text = fio.render(glob, [(f"train-{w.name}", {"numjobs": clients})], comments)
+    # inside the job section, so the two lines work once uncommented
+    return text + (f"; to add the accelerator's compute of {w.compute_time:g} s per batch of "
+                   f"{t.batch_size} (fio stalls instead of overlapping it with reads), "
+                   f"uncomment:\n; thinktime={int(w.compute_time * 1e6)}\n"
+                   f"; thinktime_blocks={batch_blocks}\n")
 
 
 EMITTERS: dict[str, Callable[[Workload, Path], str]] = {"train": train_job}

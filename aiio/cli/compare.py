@@ -37,6 +37,7 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
                     "test; run the full suite: aiio fio --target " + run["target"]["path"])
         report.append({"run": run["id"], "phase": run.get("phase"),
                        "fio_result": fio_res["id"] if fio_res else None,
+                       "hero_suite": fio_res.get("aggregate", {}) if fio_res else {},
                        "rows": rows, "note": hint})
     if as_json:
         emit_json(report)
@@ -65,6 +66,9 @@ def _print(item: dict) -> None:
                       _value(r["fio"], r["unit"], format_latency_ns),
                       f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
     console.print(table)
+    suite = " · ".join(f"{name} {fig['mib_s']:,.1f} MiB/s ({fig['iops']:,.0f} IOPS)"
+                       for name, fig in item["hero_suite"].items())
+    console.print(f"fio {item['fio_result']}: {suite}", highlight=False)
 
 
 def _value(value, unit: str | None, fmt_ns) -> str:

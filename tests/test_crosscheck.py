@@ -1,0 +1,64 @@
+"""aiio's engine against fio on the same job: they must agree within 5 % on tmpfs.
+
+Not a timing assertion: both read the same files with the same block size and client count,
+back to back on the same storage, so their ratio checks aiio's accounting of bytes and time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from aiio import crosscheck
+from aiio.units import MiB
+
+from .conftest import is_root
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A folder on tmpfs: /dev/shm where it is one, else a fresh mount (root)."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.statvfs(shm).f_blocks > 0 and os.access(shm, os.W_OK):
+        folder = Path(os.path.realpath(shm)) / f"aiio-test-{uuid.uuid4().hex[:8]}"
+        folder.mkdir()
+        yield folder
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    if not is_root():
+        pytest.skip("no writable tmpfs at /dev/shm and not root to mount one")
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_engine_agrees_with_fio_on_tmpfs(tmpfs):
+    clients, size, loops = 2, 128 * MiB, 8
+    out = crosscheck.run_on_target(tmpfs, clients=clients, size=size, loops=loops,
+                                   repeats=3, max_repeats=12, budget_s=15,
+                                   realtime=True)
+    # exact accounting: both moved every byte of every file, every loop
+    assert out["bytes_per_run"] == out["fio_bytes_per_run"] == clients * size * loops
+    assert out["agree"], (f"aiio {out['aiio_mib_s']:.0f} MiB/s vs fio {out['fio_mib_s']:.0f} "
+                          f"MiB/s (ratio {out['ratio']:.3f}) after {out['rounds']} rounds: "
+                          f"aiio {out['aiio_runs_mib_s']}, fio {out['fio_runs_mib_s']}")
+    assert not (tmpfs / "aiio" / crosscheck.FOLDER).exists()  # its files are removed
+
+
+def test_compare_reports_every_round(tmp_path):
+    files = crosscheck.make_files(tmp_path, 2, 4 * MiB)
+    out = crosscheck.compare(files, MiB, loops=1, repeats=2, direct=False)
+    assert out["rounds"] == 2 and len(out["aiio_runs_mib_s"]) == 2
+    assert out["aiio_mib_s"] == max(out["aiio_runs_mib_s"])
+    assert out["fio_mib_s"] == max(out["fio_runs_mib_s"])
+    assert out["ratio"] == pytest.approx(out["aiio_mib_s"] / out["fio_mib_s"])
+    assert out["bytes_per_run"] == out["fio_bytes_per_run"] == 8 * MiB

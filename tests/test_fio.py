@@ -1,0 +1,141 @@
+"""aiio.fio against the real fio: job files it runs, and JSON parsed the way fio writes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aiio import fio
+from aiio.errors import RunFailed
+from aiio.units import MiB
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+def _job(folder: Path, rw: str = "read", bs: str = "64k", jobs: int = 3,
+         runtime: str = "300ms", **extra) -> str:
+    glob = {"directory": str(folder), "ioengine": "psync", "direct": 1, "size": "4m",
+            "time_based": 1, "runtime": runtime, "bs": bs, **extra}
+    return fio.render(glob, [("t", {"rw": rw, "numjobs": jobs})], ["test job"])
+
+
+def _raw(jobtext: str, folder: Path, *args: str) -> str:
+    """fio's own stdout for a job, untouched."""
+    jobfile = folder / "job.fio"
+    jobfile.write_text(jobtext)
+    out = subprocess.run(["fio", *args, str(jobfile)], capture_output=True, text=True,
+                         check=True, timeout=60)
+    return out.stdout
+
+
+def test_one_entry_per_job_and_figures_are_fios_own(tmp_path):
+    text = _raw(_job(tmp_path, jobs=3), tmp_path, "--output-format=json+")
+    raw_jobs = json.loads(text)["jobs"]
+    clients = fio.clients_of(fio.final_report(text))
+    assert [c["client"] for c in clients] == [0, 1, 2]  # same jobname: told apart by position
+    assert {c["jobname"] for c in clients} == {"t"}
+    for c, raw in zip(clients, raw_jobs, strict=True):
+        r = raw["read"]
+        assert c["bytes"] == r["io_bytes"] > 0
+        assert c["ios"] == r["total_ios"] == r["io_bytes"] // (64 * 1024)
+        assert c["elapsed_s"] == r["runtime"] / 1000
+        assert c["mib_s"] == pytest.approx(r["io_bytes"] / MiB / (r["runtime"] / 1000))
+        assert c["ops"]["read"]["latency"]["count"] == r["clat_ns"]["N"]
+        assert "write" not in c["ops"]
+    agg = fio.aggregate(clients)
+    assert agg["bytes"] == sum(j["read"]["io_bytes"] for j in raw_jobs)
+    slowest = max(j["read"]["runtime"] for j in raw_jobs) / 1000
+    assert agg["mib_s"] == pytest.approx(agg["bytes"] / MiB / slowest)
+    assert agg["sum_client_mib_s"] == pytest.approx(sum(c["mib_s"] for c in clients))
+    assert agg["per_client_mib_s"]["n"] == 3
+    assert agg["latency"]["count"] == sum(j["read"]["clat_ns"]["N"] for j in raw_jobs)
+
+
+def test_latency_from_bins_agrees_with_fio_percentiles(tmp_path):
+    text = _raw(_job(tmp_path, rw="randread", bs="4k", jobs=1), tmp_path,
+                "--output-format=json+")
+    clat = json.loads(text)["jobs"][0]["read"]["clat_ns"]
+    hist = fio.histogram_from(clat)
+    assert hist.count == clat["N"] and hist.min == clat["min"] and hist.max == clat["max"]
+    summary = hist.summary()
+    # the same log-linear buckets: both report a bucket's middle, so they agree within 1 %
+    for key, name in fio.PERCENTILES.items():
+        assert summary[name] == pytest.approx(clat["percentile"][key], rel=0.01)
+
+
+def test_plain_json_without_bins_still_gives_percentiles(tmp_path):
+    text = _raw(_job(tmp_path, jobs=2), tmp_path, "--output-format=json")
+    clients = fio.clients_of(fio.final_report(text))
+    lat = clients[0]["latency"]
+    assert lat["p99_ns"] >= lat["p50_ns"] > 0
+    assert clients[0]["ops"]["read"]["histogram"] is None
+    assert fio.aggregate(clients)["latency"] == {}  # no bins: no merged percentiles invented
+
+
+def test_text_before_json_and_concatenated_status_reports(tmp_path):
+    text = _raw(_job(tmp_path, jobs=2, runtime="1200ms"), tmp_path,
+                "--output-format=json", "--status-interval=300ms")
+    reports = fio.parse_reports("fio: a warning printed before the report\n" + text)
+    assert len(reports) >= 2
+    totals = [sum(j["read"]["io_bytes"] for j in r["jobs"]) for r in reports]
+    assert totals == sorted(totals)  # cumulative: the last report is the final one
+    final = fio.final_report("noise\n" + text)
+    assert sum(j["read"]["io_bytes"] for j in final["jobs"]) == totals[-1]
+
+
+def test_disk_util_missing_on_tmpfs():
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.statvfs(shm).f_blocks == 0:
+        pytest.skip("no tmpfs at /dev/shm")
+    folder = Path(os.path.realpath(shm)) / f"aiio-test-fio-{os.getpid()}"
+    folder.mkdir()
+    try:
+        report = fio.run_text(_job(folder, jobs=2))
+    finally:
+        shutil.rmtree(folder)
+    assert "disk_util" not in report
+    assert fio.disk_util(report) == []
+    assert len(fio.clients_of(report)) == 2
+
+
+def test_mixed_job_keeps_both_directions(tmp_path):
+    report = fio.run_text(_job(tmp_path, rw="randrw", bs="4k", jobs=2, rwmixread=70))
+    clients = fio.clients_of(report)
+    for c in clients:
+        assert set(c["ops"]) == {"read", "write"}
+        assert c["bytes"] == c["ops"]["read"]["bytes"] + c["ops"]["write"]["bytes"]
+    agg = fio.aggregate(clients)
+    assert agg["ops"]["read"]["bytes"] > agg["ops"]["write"]["bytes"] > 0
+
+
+def test_fio_failing_raises_with_its_stderr(tmp_path):
+    jobfile = tmp_path / "bad.fio"
+    jobfile.write_text(_job(tmp_path, ioengine="no-such-engine"))
+    with pytest.raises(RunFailed, match="no-such-engine"):
+        fio.run(jobfile)
+
+
+def test_truncated_output_is_an_error_not_a_traceback():
+    with pytest.raises(RunFailed, match="no JSON"):
+        fio.parse_reports("fio: something went wrong\n")
+    with pytest.raises(RunFailed, match="not JSON"):
+        fio.parse_reports('{"fio version" : "fio-3.33", "jobs" : [')
+
+
+def test_helpers_for_bench(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(os.urandom(4 * MiB))
+    agg = fio.seq_read_mib_s([str(path)], loops=2)
+    assert agg["bytes"] == 8 * MiB and agg["mib_s"] > 0
+    assert fio.rand_read_iops(str(path), runtime_s=0.3) > 0
+
+
+def test_size_opt_is_exact():
+    assert fio.size_opt(MiB) == "1m" and fio.size_opt(4096) == "4k"
+    assert fio.size_opt(3 * 1024**3) == "3g" and fio.size_opt(1000) == "1000"
+    assert fio.size_opt(1536 * 1024) == "1536k"

@@ -1,0 +1,232 @@
+"""`aiio fio`, "% of hero" and `aiio compare`, run as a user runs them, with the real fio."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiio import hero
+
+from .conftest import REPO, TINY_ARGS, is_root, run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+MiB = 2**20
+QUICK = ("--clients", "2", "--runtime", "1s", "--ramp-time", "0", "--size", "8MiB")
+
+
+def _load(results: Path, kind: str) -> tuple[Path, dict]:
+    [folder] = [p for p in results.iterdir() if f"-{kind}-" in p.name]
+    return folder, json.loads((folder / "result.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """One full hero suite on a real directory, shared by the tests below."""
+    base = tmp_path_factory.mktemp("hero")
+    target, results = base / "target", base / "reports"
+    target.mkdir()
+    proc = run_cli("fio", "--target", str(target), "--results", str(results), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    folder, res = _load(results, "fio")
+    return {"target": target, "results": results, "folder": folder, "res": res,
+            "stdout": proc.stdout}
+
+
+def test_suite_result_holds_every_job(suite):
+    res = suite["res"]
+    assert res["kind"] == "fio" and res["status"] == "ok"
+    assert res["fio_version"].startswith("fio-")
+    assert res["method"] == "o_direct" and res["options"]["direct"] is True
+    assert list(res["tests"]) == ["seq_read", "seq_write", "rand_read", "rand_write", "rand_mix"]
+    for name, test in res["tests"].items():
+        assert len(test["clients"]) == 2, name
+        agg = test["aggregate"]
+        assert agg["bytes"] == sum(c["bytes"] for c in test["clients"]) > 0
+        assert agg["mib_s"] == pytest.approx(agg["bytes"] / MiB / agg["seconds"])
+        assert agg["latency"]["p99_ns"] >= agg["latency"]["p50_ns"] > 0
+        for c in test["clients"]:
+            assert c["bytes"] == c["ios"] * test["block_size"]  # whole blocks, fio's count
+        assert res["aggregate"][name]["mib_s"] == agg["mib_s"]
+        job = test["jobfile"]
+        assert "numjobs=2" in job and "direct=1" in job and "group_reporting" not in job
+    assert set(res["tests"]["rand_mix"]["aggregate"]["ops"]) == {"read", "write"}
+    assert "end_fsync=1" in res["tests"]["seq_write"]["jobfile"]
+
+
+def test_suite_removes_its_files_and_prints_a_table(suite):
+    assert not (suite["target"] / "aiio" / "fio" / "hero").exists()
+    assert "seq_read" in suite["stdout"] and "MiB/s" in suite["stdout"]
+    assert str(suite["folder"]) in suite["stdout"]
+
+
+def test_keep_leaves_the_files(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    args = ("fio", "--target", str(target), "--results", str(tmp_path / "r"), "--tests",
+            "seq_read", "--runtime", "200ms", "--ramp-time", "0", "--size", "2MiB",
+            "--clients", "2", "--json", "--keep")
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    files = sorted((target / "aiio" / "fio" / "hero").glob("hero.*"))
+    assert [f.name for f in files] == ["hero.0", "hero.1"]
+    assert all(f.stat().st_size == 2 * MiB for f in files)
+    assert list(json.loads(proc.stdout)["tests"]) == ["seq_read"]
+    assert run_cli(*args[:-1]).returncode == 0  # without --keep: reused, then removed
+    assert not (target / "aiio" / "fio" / "hero").exists()
+
+
+def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
+    proc = run_cli("run", "--target", str(suite["target"]), "--results", str(suite["results"]),
+                   "--json", "--quiet", *TINY_ARGS)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    h = res["hero"]
+    seq_read = suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
+    assert h["test"] == "seq_read" and h["fio_result_id"] == suite["res"]["id"]
+    assert h["fio_mib_s"] == seq_read
+    assert h["percent"] == pytest.approx(
+        100 * res["aggregate"]["first_done"]["mib_s"] / seq_read)
+    assert f"{h['percent']:.1f} % of fio seq_read" in h["text"]
+    # the terminal table shows it too
+    shown = run_cli("run", "--target", str(suite["target"]), "--results", str(tmp_path),
+                    "--quiet", *TINY_ARGS)
+    assert "no fio result for this target" in shown.stdout  # other results folder: none
+
+
+def test_run_without_hero_says_how_to_make_one(target, results):
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+                   "--quiet", *TINY_ARGS)
+    assert proc.returncode == 0, proc.stderr
+    h = json.loads(proc.stdout)["hero"]
+    assert h["text"] == f"no fio result for this target; run: aiio fio --target {target}"
+    assert "percent" not in h
+
+
+def test_compare_lists_phase_next_to_hero(suite):
+    runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
+    if not runs:
+        proc = run_cli("run", "--target", str(suite["target"]), "--results",
+                       str(suite["results"]), "--quiet", *TINY_ARGS)
+        assert proc.returncode == 0, proc.stderr
+        runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
+    run_dir = runs[0]
+    proc = run_cli("compare", str(run_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    [item] = json.loads(proc.stdout)
+    assert item["fio_result"] == suite["res"]["id"]
+    run = json.loads((run_dir / "result.json").read_text())
+    rows = {r["figure"]: r for r in item["rows"]}
+    first = rows["aggregate MiB/s, first done"]
+    assert first["phase"] == run["aggregate"]["first_done"]["mib_s"]
+    assert first["fio"] == suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
+    assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
+    assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
+    text = run_cli("compare", str(run_dir))
+    assert text.returncode == 0 and "% of fio" in text.stdout and "rand_read" in text.stdout
+
+
+def test_compare_refuses_a_fio_result(suite):
+    proc = run_cli("compare", str(suite["folder"]))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "is a fio result" in proc.stderr
+
+
+def test_hero_for_picks_the_latest_on_the_same_target(suite, tmp_path):
+    res = suite["res"]
+    results = tmp_path / "reports"
+
+    def save(name: str, saved_at: float, path: str, tests: dict) -> None:
+        copy = dict(res, id=name, saved_at=saved_at, tests=tests,
+                    target=dict(res["target"], path=path))
+        (results / name).mkdir(parents=True)
+        (results / name / "result.json").write_text(json.dumps(copy))
+
+    target = res["target"]["path"]
+    older = {k: json.loads(json.dumps(v)) for k, v in res["tests"].items()}
+    older["seq_read"]["aggregate"]["mib_s"] = 1.0
+    save("20200101-000000-fio-c2", 1.0, target, older)
+    save("20200102-000000-fio-c2", 2.0, target, res["tests"])
+    save("20200103-000000-fio-c2", 3.0, "/elsewhere", res["tests"])
+    only_read = {"seq_read": res["tests"]["seq_read"]}
+    save("20200104-000000-fio-c2", 4.0, target, only_read)
+    (results / "20200105-000000-fio-c2").mkdir()
+    (results / "20200105-000000-fio-c2" / "result.json").write_text("{not json")
+
+    train = hero.hero_for(target, "train", results)
+    assert train["fio_result_id"] == "20200104-000000-fio-c2"  # latest holding seq_read
+    ckpt = hero.hero_for(target, "checkpoint", results)
+    assert ckpt["test"] == "seq_write" and ckpt["fio_result_id"] == "20200102-000000-fio-c2"
+    assert hero.hero_for(target, "prep", results)["test"] == "rand_mix"
+    assert hero.hero_for("/nowhere", "train", results) is None
+    assert hero.hero_for(target, "train", tmp_path / "missing") is None
+
+
+def test_percent_arithmetic():
+    assert hero.percent(25.0, 200.0) == 12.5
+    assert hero.percent(5.0, 0.0) is None
+
+
+def test_missing_fio_is_one_line_with_the_install_command(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = run_cli("fio", "--target", str(target), "--results", str(tmp_path / "r"),
+                   env={"PATH": str(empty)})
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "fio is not installed" in proc.stderr and "apt-get install fio" in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_fio_failing_shows_its_stderr_and_leaves_no_files(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = run_cli("fio", "--target", str(target), "--results", str(tmp_path / "r"), *QUICK,
+                   "--ioengine", "no-such-engine")
+    assert proc.returncode == 1
+    assert "no-such-engine" in proc.stderr and "partial result saved" in proc.stderr
+    _, res = _load(tmp_path / "r", "fio")
+    assert res["status"] == "failed" and "no-such-engine" in res["error"]
+    assert not (target / "aiio" / "fio" / "hero").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--tests", "seq_read,bogus"), "unknown fio test"),
+    (("--size", "4KiB"), "at least 1 MiB"),
+    (("--iodepth", "0"), "--iodepth"),
+    (("--runtime", "fast"), "duration"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    proc = run_cli("fio", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not is_root(), reason="needs root to mount a ramfs (refuses O_DIRECT)")
+def test_target_refusing_o_direct_runs_buffered_with_a_warning(tmp_path):
+    mount = tmp_path / "ramfs"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "ramfs", "ramfs", str(mount)], check=True)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "aiio", "fio", "--target", str(mount), "--results",
+             str(tmp_path / "r"), "--tests", "seq_read,seq_write", *QUICK, "--json"],
+            cwd=REPO, capture_output=True, text=True, timeout=120)
+        leftover = (mount / "aiio" / "fio" / "hero").exists()
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["options"]["direct"] is False and res["method"] == "fadvise_dontneed"
+    codes = {w["code"] for w in res["warnings"]}
+    assert {"no_o_direct", "memory_backed", "space_unknown"} <= codes
+    assert "direct=0" in res["tests"]["seq_read"]["jobfile"]
+    assert res["tests"]["seq_write"]["aggregate"]["bytes"] > 0
+    assert not leftover

@@ -1,0 +1,81 @@
+"""`aiio fio --emit`: the job file closest to a phase, run as written in the real fio."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from aiio import fio
+
+from .conftest import run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+KiB = 1024
+# tiny demo: 24 npz files of one 64 KiB sample, 2 clients, 2 epochs, batch 2, 2 loader threads
+TINY = ("--workload", "demo", "--set", "dataset.num_files=24", "--set",
+        "dataset.sample_size=64KiB", "--set", "dataset.sample_size_stdev=8KiB",
+        "--epochs", "2", "--batch-size", "2", "--clients", "2")
+
+
+def _emit(target, *args: str) -> str:
+    proc = run_cli("fio", "--emit", "--phase", "train", "--target", str(target), *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _options(job: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in job.splitlines()
+                if "=" in line and not line.startswith(";"))
+
+
+def test_train_job_runs_as_written_and_reads_the_dataset_size(target, tmp_path):
+    job = _emit(target, *TINY)
+    opts = _options(job)
+    assert opts["bs"] == "64k" and opts["rw"] == "read" and opts["direct"] == "1"
+    assert opts["numjobs"] == "2" and opts["nrfiles"] == "12" and opts["loops"] == "2"
+    assert opts["ioengine"] == "libaio" and opts["iodepth"] == "2"  # 2 loader threads
+    assert "group_reporting" not in _options(job)
+    folder = target / "aiio" / "fio" / "emit-train-demo"
+    assert opts["directory"] == str(folder) and folder.is_dir()
+    assert (target / "aiio" / ".aiio-owned").is_file()
+    jobfile = tmp_path / "train.fio"
+    jobfile.write_text(job)
+    clients = fio.clients_of(fio.run(jobfile))
+    assert len(clients) == 2
+    for c in clients:  # each job read its 12 files of 64 KiB, twice
+        assert c["bytes"] == 12 * 64 * KiB * 2
+        assert c["ios"] == 24
+
+
+def test_thinktime_lines_run_when_uncommented(target, tmp_path):
+    job = _emit(target, *TINY)
+    assert "; thinktime=10000" in job and "; thinktime_blocks=2" in job
+    jobfile = tmp_path / "think.fio"
+    jobfile.write_text(job.replace("; thinktime", "thinktime"))
+    clients = fio.clients_of(fio.run(jobfile))
+    assert all(c["bytes"] == 12 * 64 * KiB * 2 for c in clients)
+
+
+def test_shuffled_samples_in_big_files_become_random_reads(target, tmp_path):
+    job = _emit(target, *TINY, "--set", "dataset.samples_per_file=8", "--set",
+                "dataset.sample_size=20KiB", "--set", "dataset.sample_size_stdev=0",
+                "--read-threads", "1", "--duration", "300ms")
+    opts = _options(job)
+    assert opts["rw"] == "randread" and opts["bs"] == "20k"  # one read per sample
+    assert opts["filesize"] == "160k" and opts["ioengine"] == "psync"
+    assert opts["time_based"] == "1" and opts["runtime"] == "300ms"
+    jobfile = tmp_path / "rand.fio"
+    jobfile.write_text(job)
+    clients = fio.clients_of(fio.run(jobfile))
+    assert len(clients) == 2 and all(c["ios"] > 0 for c in clients)
+    assert all(c["bytes"] == c["ios"] * 20 * KiB for c in clients)
+
+
+@pytest.mark.parametrize("phase, words", [("bogus", "unknown phase 'bogus'"),
+                                          ("checkpoint", "no fio job for phase")])
+def test_phase_without_a_job_is_one_line(target, phase, words):
+    proc = run_cli("fio", "--emit", "--phase", phase, "--target", str(target))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr
+    assert not (target / "aiio").exists()  # nothing created for a job that was not written
