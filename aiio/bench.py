@@ -26,8 +26,10 @@ from pathlib import Path
 
 import psutil
 
+from aiio import crosscheck, fio
 from aiio.clients import ClientContext, run_clients
 from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer
+from aiio.errors import AiioError, ToolMissing
 from aiio.units import GiB, KiB, MiB
 
 REPEATS = 3
@@ -100,41 +102,20 @@ def make_files(folder: Path, count: int, size: int) -> list[Path]:
 # --- fio, run by subprocess -------------------------------------------------------------------
 
 def fio_version() -> str:
-    if not shutil.which("fio"):
-        raise SystemExit("fio is not installed: apt-get install fio")
-    return subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
-
-
-def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
-    """Run one fio job per entry (never group_reporting); return fio's per-job JSON."""
-    lines = ["[global]"] + [f"{k}={v}" for k, v in common.items()]
-    for i, job in enumerate(jobs):
-        lines.append(f"[job{i}]")
-        lines += [f"{k}={v}" for k, v in job.items()]
-    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as fh:
-        fh.write("\n".join(lines) + "\n")
     try:
-        proc = subprocess.run(["fio", "--output-format=json", fh.name], capture_output=True,
-                              text=True)
-    finally:
-        os.unlink(fh.name)
-    if proc.returncode:
-        raise SystemExit(f"fio failed: {proc.stderr.strip()}")
-    return json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"]
+        return fio.fio_version()
+    except ToolMissing as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def fio_seq_read(files: list[Path]) -> float:
-    """Aggregate MiB/s of one psync O_DIRECT 1 MiB sequential reader per file."""
-    jobs = fio_jobs([{"filename": str(f)} for f in files],
-                    {"ioengine": "psync", "direct": "1", "rw": "read", "bs": "1M"})
-    return sum(j["read"]["io_bytes"] / (j["read"]["runtime"] / 1000) for j in jobs) / MiB
+    """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
+    O_DIRECT 1 MiB sequential reader per file."""
+    return fio.seq_read_mib_s([str(f) for f in files])["mib_s"]
 
 
 def fio_rand_read_iops(path: Path, seconds: float) -> float:
-    jobs = fio_jobs([{"filename": str(path)}],
-                    {"ioengine": "psync", "direct": "1", "rw": "randread", "bs": "4k",
-                     "time_based": "1", "runtime": f"{seconds}s", "norandommap": "1"})
-    return jobs[0]["read"]["iops"]
+    return fio.rand_read_iops(str(path), seconds)
 
 
 # --- aiio's engine, in real client processes ----------------------------------------------------
@@ -293,6 +274,20 @@ def _random_tmpfs() -> list[Row]:
         return random_rows("tmpfs", folder, 512 * MiB)
 
 
+@figure("engine-vs-fio-disk")
+def bench_engine_vs_fio_disk() -> list[Row]:
+    """The test suite's cross-check on the local disk: aiio's engine and fio, same files, block
+    size and client count, O_DIRECT, alternating, best of 3 each (real-time priority as root)."""
+    with disk_dir() as folder:
+        out = crosscheck.run_on_target(folder, clients=2, size=512 * MiB, loops=2,
+                                       realtime=os.geteuid() == 0)
+    runs = (f"aiio {', '.join(f'{x:,.0f}' for x in out['aiio_runs_mib_s'])}; "
+            f"fio {', '.join(f'{x:,.0f}' for x in out['fio_runs_mib_s'])}")
+    return [Row("engine vs fio, seq read 1 MiB O_DIRECT, 2 clients, local disk",
+                out["aiio_mib_s"], out["fio_mib_s"], "MiB/s", out["ratio"], "within 5 %",
+                out["agree"], runs)]
+
+
 @figure("64-clients")
 def _many() -> list[Row]:
     return many_clients_rows(64)
@@ -399,7 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for name in opts.only or list(FIGURES):
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        rows += FIGURES[name]()
+        try:
+            rows += FIGURES[name]()
+        except AiioError as exc:  # fio failing, no space: one line, not a traceback
+            raise SystemExit(f"aiio bench: {name}: {exc}") from None
     if opts.json:
         print(json.dumps([asdict(r) for r in rows], indent=1))
     else:
