@@ -66,7 +66,9 @@ def train_job(w: Workload, folder: Path) -> str:
     timing = ({"time_based": 1, "runtime": f"{int(t.duration * 1000)}ms"} if t.duration > 0
               else {"loops": t.epochs})
     batch_blocks = max(1, t.batch_size * -(-align_up(d.sample_size) // bs))
-    glob = {"directory": fio._escape(str(folder)), **_engine(t.read_threads), "direct": 1,
+    # the native reader goes through the page cache (dropped per file), like fio's invalidate
+    direct = 0 if t.reader == "native" else 1
+    glob = {"directory": fio._escape(str(folder)), **_engine(t.read_threads), "direct": direct,
             "rw": pattern, "bs": fio.size_opt(bs), "nrfiles": nrfiles,
             "filesize": fio.size_opt(file_size), "file_service_type": service, **timing}
     comments = [

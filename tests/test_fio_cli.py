@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +131,10 @@ def test_compare_lists_phase_next_to_hero(suite):
     assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
     text = run_cli("compare", str(run_dir))
     assert text.returncode == 0 and "% of fio" in text.stdout and "rand_read" in text.stdout
+    chosen = run_cli("compare", str(run_dir), "--fio", str(suite["folder"]), "--json")
+    assert json.loads(chosen.stdout)[0]["rows"] == item["rows"]
+    wrong = run_cli("compare", str(run_dir), "--fio", str(run_dir))
+    assert wrong.returncode == 2 and "not a fio result" in wrong.stderr
 
 
 def test_compare_refuses_a_fio_result(suite):
@@ -230,3 +237,24 @@ def test_target_refusing_o_direct_runs_buffered_with_a_warning(tmp_path):
     assert "direct=0" in res["tests"]["seq_read"]["jobfile"]
     assert res["tests"]["seq_write"]["aggregate"]["bytes"] > 0
     assert not leftover
+
+
+def test_ctrl_c_saves_an_interrupted_result_and_removes_the_files(tmp_path):
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    cmd = [sys.executable, "-m", "aiio", "fio", "--target", str(target), "--results",
+           str(results), "--clients", "2", "--size", "8MiB", "--runtime", "30s", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    jobfile = target / "aiio" / "fio" / "hero" / "seq_read.fio"
+    deadline = time.monotonic() + 60
+    while not jobfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # fio is measuring
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: aiio and fio both get it
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "partial result saved" in err
+    _, res = _load(results, "fio")
+    assert res["status"] == "interrupted" and res["tests"] == {}
+    assert not (target / "aiio" / "fio" / "hero").exists()
