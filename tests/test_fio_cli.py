@@ -258,3 +258,10 @@ def test_ctrl_c_saves_an_interrupted_result_and_removes_the_files(tmp_path):
     _, res = _load(results, "fio")
     assert res["status"] == "interrupted" and res["tests"] == {}
     assert not (target / "aiio" / "fio" / "hero").exists()
+
+
+def test_above_the_hero_number_says_so(suite):
+    run = {"phase": "train", "target": suite["res"]["target"],
+           "aggregate": {"first_done": {"mib_s": 1e9}}}
+    h = hero.hero_entry(run, suite["results"])
+    assert h["percent"] > 100 and "above the hero number" in h["text"]
