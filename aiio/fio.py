@@ -139,22 +139,26 @@ def _one_line(text: str) -> str:
 # --- parsing -------------------------------------------------------------------------------
 
 def parse_reports(text: str) -> list[dict[str, Any]]:
-    """Every JSON report in fio's output: from the first '{', objects one after another."""
+    """Every JSON report in fio's output, in order: objects holding `jobs` (or, in
+    client/server mode, `client_stats`), wherever they start; text around them is skipped."""
     decoder = json.JSONDecoder()
-    reports = []
+    reports, error = [], None
     pos = text.find("{")
     while pos >= 0:
         try:
             obj, end = decoder.raw_decode(text, pos)
-        except ValueError as exc:
-            if reports:
-                break  # a truncated trailing report (fio killed): keep the complete ones
-            raise RunFailed(f"fio's output is not JSON: {exc}; it began {text[:120]!r}") from None
-        if isinstance(obj, dict):
-            reports.append(obj)
+        except ValueError as exc:  # a brace in fio's text, or a report cut short
+            error, end = exc, pos + 1
+        else:
+            if isinstance(obj, dict) and ("jobs" in obj or "client_stats" in obj):
+                reports.append(obj)
+            else:
+                end = pos + 1  # not a report: look inside it for one
         pos = text.find("{", end)
     if not reports:
-        raise RunFailed(f"fio printed no JSON report; its output began {text[:120]!r}")
+        why = f" (the JSON there is broken: {error})" if error else ""
+        raise RunFailed(f"fio printed no complete JSON report{why}; its output began "
+                        f"{text[:120]!r}")
     return reports
 
 

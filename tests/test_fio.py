@@ -121,10 +121,17 @@ def test_fio_failing_raises_with_its_stderr(tmp_path):
 
 
 def test_truncated_output_is_an_error_not_a_traceback():
-    with pytest.raises(RunFailed, match="no JSON"):
+    with pytest.raises(RunFailed, match="no complete JSON report"):
         fio.parse_reports("fio: something went wrong\n")
-    with pytest.raises(RunFailed, match="not JSON"):
-        fio.parse_reports('{"fio version" : "fio-3.33", "jobs" : [')
+    with pytest.raises(RunFailed, match="broken"):
+        fio.parse_reports('{"fio version" : "fio-3.33", "jobs" : [{"jobname": "x"')
+
+
+def test_braces_in_text_and_a_cut_final_report(tmp_path):
+    text = _raw(_job(tmp_path, jobs=2), tmp_path, "--output-format=json")
+    noisy = "fio: option {x} ignored\n" + text + text[: len(text) // 2]
+    [report] = fio.parse_reports(noisy)  # the cut copy yields no report of its own
+    assert report == json.loads(text)
 
 
 def test_helpers_for_bench(tmp_path):
