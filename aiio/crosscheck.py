@@ -10,6 +10,7 @@ decide the ratio. If they disagree by more than 5 %, aiio's accounting is suspec
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,7 @@ def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: in
     out.update({"clients": len(files), "block_size": block_size, "rounds": rounds,
                 "realtime": all(r["realtime"] for r in aiio_runs),
                 "bytes_per_run": aiio_runs[0]["bytes"], "fio_bytes_per_run": fio_runs[0]["bytes"],
+                "median_round_ratio": _median_ratio(aiio_runs, fio_runs),
                 "aiio_runs_mib_s": [r["mib_s"] for r in aiio_runs],
                 "fio_runs_mib_s": [r["mib_s"] for r in fio_runs]})
     return out
@@ -132,6 +134,13 @@ def _best(aiio_runs: list[dict[str, Any]], fio_runs: list[dict[str, Any]]) -> di
     ratio = best_aiio / best_fio if best_fio else 0.0
     return {"aiio_mib_s": best_aiio, "fio_mib_s": best_fio, "ratio": ratio,
             "agree": abs(ratio - 1.0) <= TOLERANCE}
+
+
+def _median_ratio(aiio_runs: list[dict[str, Any]], fio_runs: list[dict[str, Any]]) -> float:
+    """Median of each round's aiio / fio: context for noisy storage, next to the best-of."""
+    ratios = [a["mib_s"] / f["mib_s"] for a, f in zip(aiio_runs, fio_runs, strict=True)
+              if f["mib_s"]]
+    return statistics.median(ratios) if ratios else 0.0
 
 
 def run_on_target(target_path: str | os.PathLike, clients: int = 2, size: int = 128 * MiB,
