@@ -124,7 +124,7 @@ def test_compare_lists_phase_next_to_hero(suite):
     assert item["fio_result"] == suite["res"]["id"]
     run = json.loads((run_dir / "result.json").read_text())
     rows = {r["figure"]: r for r in item["rows"]}
-    first = rows["aggregate MiB/s, first done"]
+    first = rows["aggregate MiB/s (the % of hero figure)"]
     assert first["phase"] == run["aggregate"]["first_done"]["mib_s"]
     assert first["fio"] == suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
     assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
