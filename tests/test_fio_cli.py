@@ -19,7 +19,7 @@ from .conftest import REPO, TINY_ARGS, is_root, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 MiB = 2**20
-QUICK = ("--clients", "2", "--runtime", "1s", "--ramp-time", "0", "--size", "8MiB")
+QUICK = ("--clients", "2", "--runtime", "500ms", "--ramp-time", "0", "--size", "8MiB")
 
 
 def _load(results: Path, kind: str) -> tuple[Path, dict]:
