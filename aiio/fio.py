@@ -8,9 +8,11 @@ one entry, told apart by position, and each client's figures survive.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -95,8 +97,7 @@ def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = No
             if on_wait:
                 on_wait(time.monotonic() - t0)
         except KeyboardInterrupt:
-            # fio got the same Ctrl-C; let it stop and flush before the caller cleans up.
-            proc.wait()
+            _stop(proc)
             raise
     if proc.returncode != 0:
         raise RunFailed(f"fio exited with code {proc.returncode}: {_one_line(stderr)}")
@@ -107,6 +108,18 @@ def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = No
         raise RunFailed(f"fio job {failed[0].get('jobname')} failed: {os.strerror(err)} "
                         f"(errno {err}); {_one_line(stderr)}")
     return report
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop fio (a terminal's Ctrl-C reached it already; a signal to aiio alone did not) and
+    wait for it, so the caller removes files only after fio has let go of them."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def run_text(jobtext: str, on_wait: Callable[[float], None] | None = None,
