@@ -108,6 +108,12 @@ def fio_version() -> str:
         raise SystemExit(str(exc)) from None
 
 
+def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
+    """Run one fio job per entry (never group_reporting); return fio's per-job JSON."""
+    text = fio.render(common, [(f"job{i}", job) for i, job in enumerate(jobs)])
+    return fio.jobs_of(fio.run_text(text))
+
+
 def fio_seq_read(files: list[Path]) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
     O_DIRECT 1 MiB sequential reader per file."""

@@ -363,6 +363,9 @@ def all_tables(res: dict[str, Any]) -> list[Table]:
     for name in ("prep", "train", "load"):
         sub = dict(res, aggregate=res["aggregate"][name], clients=[c[name] for c in
                                                                    res["clients"]])
+        sub.pop("hero", None)
+        if name in res.get("hero", {}).get("stages", {}):
+            sub["hero"] = res["hero"]["stages"][name]
         tables.append(phase_tables(sub, name)[0])
         if name == "train" and "checkpoint" in sub["aggregate"]:
             tables.append(train_checkpoint_table(sub["aggregate"]))
@@ -379,8 +382,11 @@ def phase_tables(res: dict[str, Any], phase: str | None = None) -> list[Table]:
         if "checkpoint" in res["aggregate"]:
             tables.insert(1, train_checkpoint_table(res["aggregate"]))
         return tables
-    return {"prep": prep_tables, "checkpoint": checkpoint_tables, "load": load_tables,
-            "all": all_tables}[phase](res)
+    tables = {"prep": prep_tables, "checkpoint": checkpoint_tables, "load": load_tables,
+              "all": all_tables}[phase](res)
+    if "hero" in res and phase != "all":
+        tables[0].add_row("% of fio hero", res["hero"].get("text", ""))
+    return tables
 
 
 def fio_table(res: dict[str, Any]) -> Table:

@@ -31,6 +31,9 @@ def emitter_for(phase: str) -> Callable[[Workload, Path], str]:
     emitter = EMITTERS.get(phase)
     if emitter is None:
         known = ", ".join(sorted(EMITTERS))
+        if phase == "all":
+            raise ConfigError(f"phase 'all' runs several phases: emit one at a time, one of "
+                              f"{known}")
         if phase not in PHASES and phase not in LIFECYCLE:
             raise ConfigError(f"unknown phase {phase!r}; fio jobs can be emitted for: {known}")
         raise ConfigError(f"no fio job for phase {phase!r} yet; fio jobs can be emitted for: "
@@ -90,4 +93,117 @@ def train_job(w: Workload, folder: Path) -> str:
                    f"; thinktime_blocks={batch_blocks}\n")
 
 
-EMITTERS: dict[str, Callable[[Workload, Path], str]] = {"train": train_job}
+def _files_list(names: list[str]) -> str:
+    """fio's filename= list: every job opens every one of these files."""
+    return ":".join(fio._escape(n) for n in names)
+
+
+def checkpoint_job(w: Workload, folder: Path) -> str:
+    """Every client writes its shard (files_per_client files) and fsyncs; then the restore."""
+    from aiio.phases.ckptio import checkpoint_bytes, split_sizes
+
+    c, clients = w.checkpoint, w.run.clients
+    total, _, source = checkpoint_bytes(w)
+    slots = clients * c.files_per_client
+    file_size = max(split_sizes(total, slots))
+    bs = min(c.transfer_size, align_up(file_size))
+    glob = {"directory": fio._escape(str(folder)), **_engine(c.threads), "direct": 1,
+            "bs": fio.size_opt(bs), "nrfiles": c.files_per_client,
+            "filesize": fio.size_opt(align_up(file_size)), "file_service_type": "sequential",
+            "filename_format": "ckpt.$jobnum.$filenum"}
+    jobs = [(f"checkpoint-{w.name}", {"rw": "write", "fsync_on_close": 1, "loops": c.count,
+                                      "numjobs": clients})]
+    if c.restore:
+        jobs.append((f"restore-{w.name}", {"stonewall": 1, "rw": "read", "loops": c.count,
+                                           "numjobs": clients}))
+    comments = [
+        f"aiio {__version__}: the fio job closest to `aiio run --phase checkpoint "
+        f"--workload {w.name} --clients {clients}`",
+        f"checkpoint: {format_size(total)} ({source}, scale {c.scale:g}) in {slots} files of "
+        f"{format_size(file_size)}: each of the {clients} jobs writes {c.files_per_client}, "
+        "fsyncs each on close",
+        "then every job reads its shard back (restore, after all writes: stonewall)" if c.restore
+        else "no restore (checkpoint.restore = false)",
+        f"{c.threads} writer threads per client become queue depth {c.threads}; "
+        f"{c.count} checkpoint(s) become loops={c.count} over the same files",
+        "run: fio THIS_FILE   (every job is reported on its own: per-client figures)",
+    ]
+    return fio.render(glob, jobs, comments)
+
+
+def load_job(w: Workload, folder: Path) -> str:
+    """Every replica reads every weight file front to back, cold (O_DIRECT)."""
+    from aiio.phases.load import weight_bytes
+
+    spec, clients = w.load, w.run.clients
+    total, _, source = weight_bytes(w)
+    file_size = align_up(-(-total // spec.files))
+    bs = min(spec.transfer_size, file_size)
+    names = [f"weights.{i}" for i in range(spec.files)]
+    glob = {"directory": fio._escape(str(folder)), **_engine(spec.threads), "direct": 1,
+            "rw": "read", "bs": fio.size_opt(bs), "filename": _files_list(names),
+            "filesize": fio.size_opt(file_size), "file_service_type": "sequential"}
+    comments = [
+        f"aiio {__version__}: the fio job closest to `aiio run --phase load --workload "
+        f"{w.name} --clients {clients}`",
+        f"weights: {format_size(total)} ({source}, scale {spec.scale:g}) in {spec.files} "
+        f"files of {format_size(file_size)}; every one of the {clients} replicas reads all",
+        f"{spec.threads} reader threads per replica become queue depth {spec.threads}"
+        + (f"; the stagger of {spec.stagger:g} s between replicas is not expressed"
+           if spec.stagger else ""),
+        "run: fio THIS_FILE   (every job is reported on its own: per-replica figures)",
+    ]
+    return fio.render(glob, [(f"load-{w.name}", {"numjobs": clients})], comments)
+
+
+def prep_job(w: Workload, folder: Path) -> str:
+    """randrw mode: fio's randrw on one file per client; shards mode: sample reads and shard
+    writes running side by side."""
+    p, clients = w.prep, w.run.clients
+    if p.mode == "randrw":
+        glob = {"directory": fio._escape(str(folder)), **_engine(p.threads), "direct": 1,
+                "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
+                "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
+                "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
+                "randrepeat": 0}
+        comments = [
+            f"aiio {__version__}: the fio job closest to `aiio run --phase prep --workload "
+            f"{w.name} --clients {clients}` (randrw mode)",
+            f"each of the {clients} jobs: random {p.read_share:.0%} reads / rest writes of "
+            f"{format_size(p.block_size)} on its own {format_size(p.file_size)} file",
+            "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
+        return fio.render(glob, [(f"prep-{w.name}", {"numjobs": clients})], comments)
+    return _prep_shards_job(w, folder)
+
+
+def _prep_shards_job(w: Workload, folder: Path) -> str:
+    p, d, clients = w.prep, w.dataset, w.run.clients
+    sample = align_up(d.samples_per_file * d.sample_size)
+    nread = _per_client_files(d.num_files, clients)
+    written = int(nread * sample * p.output_ratio * p.passes)
+    shard = align_up(min(p.shard_size, max(written, 4096)))
+    nshards = max(1, -(-written // shard))
+    glob = {"directory": fio._escape(str(folder)), **_engine(p.threads), "direct": 1}
+    rbs = min(p.transfer_size, sample)
+    jobs = [(f"prep-read-{w.name}", {"rw": "read", "bs": fio.size_opt(rbs), "nrfiles": nread,
+                                     "filesize": fio.size_opt(sample),
+                                     "file_service_type": f"random:{-(-sample // rbs)}",
+                                     "loops": p.passes, "numjobs": clients}),
+            (f"prep-write-{w.name}", {"rw": "write",
+                                      "bs": fio.size_opt(min(p.transfer_size, shard)),
+                                      "nrfiles": nshards, "filesize": fio.size_opt(shard),
+                                      "file_service_type": "sequential", "fsync_on_close": 1,
+                                      "numjobs": clients})]
+    comments = [
+        f"aiio {__version__}: the fio job closest to `aiio run --phase prep --workload "
+        f"{w.name} --clients {clients}` (shards mode)",
+        f"each client reads its {nread} raw samples of {format_size(sample)} in random order "
+        f"while writing {nshards} shard(s) of {format_size(shard)} (output ratio "
+        f"{p.output_ratio:g}), both at once",
+        "not expressed: stat/list/unlink metadata operations and the transform time",
+        "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
+    return fio.render(glob, jobs, comments)
+
+
+EMITTERS: dict[str, Callable[[Workload, Path], str]] = {
+    "train": train_job, "prep": prep_job, "checkpoint": checkpoint_job, "load": load_job}

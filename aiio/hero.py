@@ -93,8 +93,10 @@ def percent(value: float, hero: float) -> float | None:
 def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
     """The `hero` field of a run result: its aggregate as % of the matching fio number."""
     target, phase = res["target"]["path"], res.get("phase", "")
+    if phase == "all":
+        return _stages_entry(res, results_dir)
     if phase not in HERO_TEST:
-        return {"text": f"no single fio hero number matches phase {phase!r}"}
+        return {"text": f"no fio hero number matches phase {phase!r}"}
     found = hero_for(target, phase, results_dir)
     if found is None:
         return {"text": f"no fio result for this target; run: aiio fio --target {target}",
@@ -105,6 +107,16 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
             "percent": pct, "fio_result_id": found["fio_result_id"],
             "fio_clients": found["fio_clients"],
             "text": _hero_text(found, phase, mine, pct, target)}
+
+
+def _stages_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
+    """The lifecycle run: each stage against its own hero number."""
+    stages = {name: hero_entry({"phase": name, "target": res["target"], "aggregate": agg},
+                               results_dir)
+              for name, agg in (res.get("aggregate") or {}).items()
+              if name in HERO_TEST and isinstance(agg, dict)}
+    text = "; ".join(f"{name}: {entry['text']}" for name, entry in stages.items())
+    return {"stages": stages, "text": text or "no stage of this run has a fio hero number"}
 
 
 def _hero_text(found: dict[str, Any], phase: str, mine: float | None, pct: float | None,

@@ -265,3 +265,41 @@ def test_above_the_hero_number_says_so(suite):
            "aggregate": {"first_done": {"mib_s": 1e9}}}
     h = hero.hero_entry(run, suite["results"])
     assert h["percent"] > 100 and "above the hero number" in h["text"]
+
+
+@pytest.mark.parametrize("phase, args, test, figure", [
+    ("checkpoint", ("--set", "checkpoint.size=4MiB"), "seq_write",
+     lambda agg: agg["write_mib_s"]),
+    ("load", ("--set", "load.size=4MiB", "--set", "load.files=2"), "seq_read",
+     lambda agg: agg["first_done"]["mib_s"]),
+    ("prep", ("--set", "prep.mode=randrw", "--set", "prep.file_size=2MiB", "--set",
+              "prep.duration=300ms"), "rand_mix",
+     lambda agg: agg["read_mib_s"] + agg["write_mib_s"]),
+])
+def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
+    proc = run_cli("run", "--phase", phase, "--target", str(suite["target"]), "--results",
+                   str(suite["results"]), "--clients", "2", *args, "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    fio_mib_s = suite["res"]["tests"][test]["aggregate"]["mib_s"]
+    h = res["hero"]
+    assert h["test"] == test and h["fio_mib_s"] == fio_mib_s
+    assert h["percent"] == pytest.approx(100 * figure(res["aggregate"]) / fio_mib_s)
+    shown = run_cli("compare", str(suite["results"] / res["id"]))
+    assert shown.returncode == 0 and f"fio {test}" in shown.stdout
+
+
+def test_lifecycle_run_sets_each_stage_against_its_hero(suite):
+    proc = run_cli("run", "--phase", "all", "--target", str(suite["target"]), "--results",
+                   str(suite["results"]), *TINY_ARGS, "--set", "checkpoint.size=2MiB",
+                   "--set", "load.size=2MiB", "--set", "prep.shard_size=256KiB")
+    assert proc.returncode == 0, proc.stderr
+    [folder] = [p for p in suite["results"].iterdir() if "-all-" in p.name]
+    res = json.loads((folder / "result.json").read_text())
+    stages = res["hero"]["stages"]
+    assert {k: v["test"] for k, v in stages.items()} == {
+        "prep": "rand_mix", "train": "seq_read", "load": "seq_read"}
+    train = res["aggregate"]["train"]["first_done"]["mib_s"]
+    assert stages["train"]["percent"] == pytest.approx(
+        100 * train / suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"])
+    assert proc.stdout.count("% of fio hero") == 3  # one row in each stage's table

@@ -73,9 +73,55 @@ def test_shuffled_samples_in_big_files_become_random_reads(target, tmp_path):
 
 
 @pytest.mark.parametrize("phase, words", [("bogus", "unknown phase 'bogus'"),
-                                          ("checkpoint", "no fio job for phase")])
+                                          ("all", "emit one at a time")])
 def test_phase_without_a_job_is_one_line(target, phase, words):
     proc = run_cli("fio", "--emit", "--phase", phase, "--target", str(target))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and words in proc.stderr
     assert not (target / "aiio").exists()  # nothing created for a job that was not written
+
+
+def _run_emitted(target, tmp_path, phase: str, *args: str) -> tuple[dict, list[dict]]:
+    job = _emit_phase(target, phase, *args)
+    jobfile = tmp_path / f"{phase}.fio"
+    jobfile.write_text(job)
+    return _options(job), fio.jobs_of(fio.run(jobfile))
+
+
+def _emit_phase(target, phase: str, *args: str) -> str:
+    proc = run_cli("fio", "--emit", "--phase", phase, "--target", str(target), *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_checkpoint_job_writes_every_shard_then_restores_it(target, tmp_path):
+    opts, jobs = _run_emitted(target, tmp_path, "checkpoint", "--clients", "2", "--set",
+                              "checkpoint.size=8MiB", "--set", "checkpoint.files_per_client=2")
+    assert opts["filesize"] == "2m" and opts["nrfiles"] == "2" and opts["direct"] == "1"
+    writes = [j for j in jobs if j["jobname"].startswith("checkpoint-")]
+    restores = [j for j in jobs if j["jobname"].startswith("restore-")]
+    assert len(writes) == len(restores) == 2  # one job per client, each side
+    assert sum(j["write"]["io_bytes"] for j in writes) == 8 * 1024 * KiB  # the whole size
+    assert all(j["read"]["io_bytes"] == 4 * 1024 * KiB for j in restores)
+
+
+def test_load_job_has_every_replica_read_every_weight_file(target, tmp_path):
+    opts, jobs = _run_emitted(target, tmp_path, "load", "--clients", "3", "--set",
+                              "load.size=6MiB", "--set", "load.files=2")
+    assert opts["filename"] == "weights.0:weights.1" and opts["numjobs"] == "3"
+    assert [j["read"]["io_bytes"] for j in jobs] == [6 * 1024 * KiB] * 3
+
+
+def test_prep_jobs_read_samples_and_write_shards(target, tmp_path):
+    _, jobs = _run_emitted(target, tmp_path, "prep", *TINY, "--set", "dataset.sample_size_stdev=0",
+                           "--set", "prep.shard_size=256KiB")
+    reads = [j for j in jobs if j["jobname"].startswith("prep-read-")]
+    writes = [j for j in jobs if j["jobname"].startswith("prep-write-")]
+    assert len(reads) == len(writes) == 2
+    assert all(j["read"]["io_bytes"] == 12 * 64 * KiB for j in reads)  # its share of samples
+    assert all(j["write"]["io_bytes"] == 768 * KiB for j in writes)  # 3 shards of 256 KiB
+    opts, jobs = _run_emitted(target, tmp_path, "prep", "--clients", "2", "--set",
+                              "prep.mode=randrw", "--set", "prep.file_size=2MiB", "--set",
+                              "prep.duration=300ms")
+    assert opts["rw"] == "randrw" and opts["rwmixread"] == "70" and opts["bs"] == "4k"
+    assert all(j["read"]["io_bytes"] > j["write"]["io_bytes"] > 0 for j in jobs)
