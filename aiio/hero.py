@@ -1,4 +1,4 @@
-""""% of hero": a phase's aggregate next to the matching fio hero number on the same target.
+"""The "% of hero" figure: a phase's aggregate next to the matching fio number, same target.
 
 Reads results only, never measures. The hero for a phase is the latest successful fio result on
 the same target that holds the matching test: sequential read for train and load, sequential
@@ -48,15 +48,15 @@ def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike) -> di
         return None
     for folder, res in reversed(fio_results(results_dir)):
         path = (res.get("target") or {}).get("path")
-        entry = (res.get("tests") or {}).get(test)
-        if not path or not entry or not same_target(path, target_path):
-            continue
-        agg = entry["aggregate"]
+        entry = (res.get("tests") or {}).get(test) or {}
+        agg = entry.get("aggregate") or {}
+        if not path or "mib_s" not in agg or not same_target(path, target_path):
+            continue  # a result without the figure is passed over, never fails a run
         return {"test": test, "description": entry.get("description", test),
-                "fio_mib_s": agg["mib_s"], "fio_iops": agg["iops"],
+                "fio_mib_s": agg["mib_s"], "fio_iops": agg.get("iops", 0.0),
                 "fio_per_client_mib_s": agg.get("per_client_mib_s", {}).get("mean", 0.0),
                 "fio_clients": len(entry.get("clients", [])), "fio_latency": agg.get("latency"),
-                "fio_result_id": res["id"], "fio_result": str(folder),
+                "fio_result_id": res.get("id", folder.name), "fio_result": str(folder),
                 "fio_version": res.get("fio_version"), "method": res.get("method"),
                 "finished": res.get("finished")}
     return None
@@ -71,9 +71,9 @@ def phase_mib_s(res: dict[str, Any]) -> float | None:
     if phase == "checkpoint":
         return _number(agg.get("write_mib_s"))
     if phase == "prep":
-        parts = [_number(agg.get(k)) for k in ("read_mib_s", "write_mib_s")]
-        return sum(p for p in parts if p is not None) if any(p is not None for p in parts) \
-            else None
+        parts = [p for p in (_number(agg.get(k)) for k in ("read_mib_s", "write_mib_s"))
+                 if p is not None]
+        return sum(parts) if parts else None
     first = agg.get("first_done")
     return float(first["mib_s"]) if isinstance(first, dict) else None
 

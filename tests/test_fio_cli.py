@@ -161,6 +161,7 @@ def test_hero_for_picks_the_latest_on_the_same_target(suite, tmp_path):
     save("20200103-000000-fio-c2", 3.0, "/elsewhere", res["tests"])
     only_read = {"seq_read": res["tests"]["seq_read"]}
     save("20200104-000000-fio-c2", 4.0, target, only_read)
+    save("20200106-000000-fio-c2", 6.0, target, {"seq_read": {"clients": []}})  # no figure
     (results / "20200105-000000-fio-c2").mkdir()
     (results / "20200105-000000-fio-c2" / "result.json").write_text("{not json")
 
