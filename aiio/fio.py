@@ -294,7 +294,7 @@ def seq_read_job(files: Sequence[str], block_size: int = MiB, direct: bool = Tru
     """One fio job per file, each reading its file sequentially `loops` times."""
     glob = {"ioengine": ioengine, "direct": direct, "rw": "read", "bs": size_opt(block_size),
             "loops": loops, "invalidate": 1}
-    jobs = [(f"c{i}", {"filename": _escape(f)}) for i, f in enumerate(files)]
+    jobs = [(f"c{i}", {"filename": escape(f)}) for i, f in enumerate(files)]
     return render(glob, jobs, ["aiio: sequential read, one job per file"])
 
 
@@ -311,10 +311,10 @@ def rand_read_iops(path: str, runtime_s: float = 2.0, block_size: int = 4096,
     glob = {"ioengine": "psync", "direct": direct, "rw": "randread",
             "bs": size_opt(block_size), "time_based": 1, "runtime": f"{int(runtime_s * 1000)}ms",
             "norandommap": 1, "randrepeat": 0}
-    report = run_text(render(glob, [("randread", {"filename": _escape(path)})]))
+    report = run_text(render(glob, [("randread", {"filename": escape(path)})]))
     return aggregate(clients_of(report))["iops"]
 
 
-def _escape(path: str) -> str:
+def escape(path: str) -> str:
     """fio splits filename= on ':'; a literal colon is written '\\:'."""
     return str(path).replace(":", "\\:")

@@ -71,7 +71,7 @@ def train_job(w: Workload, folder: Path) -> str:
     batch_blocks = max(1, t.batch_size * -(-align_up(d.sample_size) // bs))
     # the native reader goes through the page cache (dropped per file), like fio's invalidate
     direct = 0 if t.reader == "native" else 1
-    glob = {"directory": fio._escape(str(folder)), **_engine(t.read_threads), "direct": direct,
+    glob = {"directory": fio.escape(str(folder)), **_engine(t.read_threads), "direct": direct,
             "rw": pattern, "bs": fio.size_opt(bs), "nrfiles": nrfiles,
             "filesize": fio.size_opt(file_size), "file_service_type": service, **timing}
     comments = [
@@ -95,7 +95,7 @@ def train_job(w: Workload, folder: Path) -> str:
 
 def _files_list(names: list[str]) -> str:
     """fio's filename= list: every job opens every one of these files."""
-    return ":".join(fio._escape(n) for n in names)
+    return ":".join(fio.escape(n) for n in names)
 
 
 def checkpoint_job(w: Workload, folder: Path) -> str:
@@ -107,7 +107,7 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
     slots = clients * c.files_per_client
     file_size = max(split_sizes(total, slots))
     bs = min(c.transfer_size, align_up(file_size))
-    glob = {"directory": fio._escape(str(folder)), **_engine(c.threads), "direct": 1,
+    glob = {"directory": fio.escape(str(folder)), **_engine(c.threads), "direct": 1,
             "bs": fio.size_opt(bs), "nrfiles": c.files_per_client,
             "filesize": fio.size_opt(align_up(file_size)), "file_service_type": "sequential",
             "filename_format": "ckpt.$jobnum.$filenum"}
@@ -140,7 +140,7 @@ def load_job(w: Workload, folder: Path) -> str:
     file_size = align_up(-(-total // spec.files))
     bs = min(spec.transfer_size, file_size)
     names = [f"weights.{i}" for i in range(spec.files)]
-    glob = {"directory": fio._escape(str(folder)), **_engine(spec.threads), "direct": 1,
+    glob = {"directory": fio.escape(str(folder)), **_engine(spec.threads), "direct": 1,
             "rw": "read", "bs": fio.size_opt(bs), "filename": _files_list(names),
             "filesize": fio.size_opt(file_size), "file_service_type": "sequential"}
     comments = [
@@ -161,7 +161,7 @@ def prep_job(w: Workload, folder: Path) -> str:
     writes running side by side."""
     p, clients = w.prep, w.run.clients
     if p.mode == "randrw":
-        glob = {"directory": fio._escape(str(folder)), **_engine(p.threads), "direct": 1,
+        glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1,
                 "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
                 "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
                 "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
@@ -183,7 +183,7 @@ def _prep_shards_job(w: Workload, folder: Path) -> str:
     written = int(nread * sample * p.output_ratio * p.passes)
     shard = align_up(min(p.shard_size, max(written, 4096)))
     nshards = max(1, -(-written // shard))
-    glob = {"directory": fio._escape(str(folder)), **_engine(p.threads), "direct": 1}
+    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1}
     rbs = min(p.transfer_size, sample)
     jobs = [(f"prep-read-{w.name}", {"rw": "read", "bs": fio.size_opt(rbs), "nrfiles": nread,
                                      "filesize": fio.size_opt(sample),

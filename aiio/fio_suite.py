@@ -96,7 +96,7 @@ def _ms(seconds: float) -> str:
 
 def global_options(req: SuiteRequest, folder: Path, direct: bool) -> dict[str, Any]:
     """Options every hero test shares."""
-    return {"directory": fio._escape(str(folder)), "filename_format": FILE_FORMAT,
+    return {"directory": fio.escape(str(folder)), "filename_format": FILE_FORMAT,
             "size": fio.size_opt(req.size), "ioengine": req.engine, "iodepth": req.iodepth,
             "direct": direct, "invalidate": 1, "time_based": 1,
             "runtime": _ms(req.runtime_s), "ramp_time": _ms(req.ramp_s) if req.ramp_s else None,
