@@ -22,6 +22,8 @@ COMMANDS = {
     "workloads": "workloads",
     "clean": "clean",
     "size": "size",
+    "accept": "accept",
+    "history": "history",
     "scale": "scale",
     "fio": "fio",
     "compare": "compare",

@@ -1,0 +1,151 @@
+"""`aiio accept`: run an acceptance spec, print measured against required, write JUnit XML,
+record the history. Exit 0 when every check passes, 1 when any fails, 2 on bad input."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from aiio.cli.common import emit_json
+from aiio.errors import ConfigError
+
+
+def default_history(results: str, history: str | None) -> str:
+    """--history, or history.sqlite in the results folder (reports/history.sqlite)."""
+    return history or os.path.join(results, "history.sqlite")
+
+
+@click.command()
+@click.argument("spec_path", metavar="SPEC")
+@click.option("--target", "-t", default=None,
+              help="directory under test (default: the spec's target)")
+@click.option("--junit", "junit_path", default=None, metavar="FILE",
+              help="also write JUnit XML here (always written next to the result)")
+@click.option("--check", "names", multiple=True, metavar="NAME",
+              help="run only this check; repeatable")
+@click.option("--results", default="reports", show_default=True, help="folder for results")
+@click.option("--history", "history_path", default=None, metavar="PATH",
+              help="history database  [default: RESULTS/history.sqlite]")
+@click.option("--no-history", is_flag=True, help="do not record this run in the history")
+@click.option("--fail-on-regression", is_flag=True,
+              help="exit 1 when a check regressed, even if it passed its thresholds")
+@click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars")
+def accept(spec_path: str, target: str | None, junit_path: str | None, names: tuple[str, ...],
+           results: str, history_path: str | None, no_history: bool,
+           fail_on_regression: bool, as_json: bool, quiet: bool) -> None:
+    """Run the acceptance checks of SPEC against the target; pass or fail each one."""
+    from aiio import accept as acc
+    from aiio import runner
+    from aiio.console import RichUI
+    from aiio.history import History
+    from aiio.junit import write_junit
+    from aiio.target import Target
+
+    spec = acc.load_spec(spec_path)
+    checks = spec.select(names)
+    target = target or spec.info.target
+    if not target:
+        raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
+    target = os.path.abspath(target)
+    Target(target).check_usable()
+    for check in checks:  # refuse what cannot fit before anything runs
+        runner.check_memory(check.workload, max(check.clients))
+    history = None if no_history else History(default_history(results, history_path))
+    ui = RichUI(quiet=quiet or as_json)
+
+    def on_check(i: int, n: int, check: acc.Check) -> None:
+        ui.note(f"[bold]check {i + 1}/{n}[/] {check.name}: {check.phase} "
+                f"{check.workload.name}, clients {check.clients_value()}")
+
+    try:
+        out = acc.run_spec(spec, checks, target, results, ui, history, on_check)
+    finally:
+        if history is not None:
+            history.close()
+    folder = acc.save(out, results)
+    junit = [write_junit(out, folder / "junit.xml")]
+    if junit_path:
+        junit.append(write_junit(out, junit_path))
+    if as_json:
+        emit_json(out)
+    else:
+        print_accept(out, folder, junit[-1])
+    code = acc.exit_code(out)
+    if code == 0 and fail_on_regression and any(c["regressions"] for c in out["checks"]):
+        code = 1
+    sys.exit(code)
+
+
+STATUS_STYLE = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[red]ERROR[/]"}
+
+
+def _check_rows(check: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Rows of one check: one per threshold, then its error and its regressions."""
+    from aiio.figures import FIGURES
+
+    rows = []
+    for v in check["verdicts"]:
+        fig = FIGURES[v["figure"]]
+        measured = "-" if v["measured"] is None else fig.format(v["measured"])
+        verdict = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "[red]no figure[/]"}
+        rows.append((v["threshold"], measured, f"{v['op']} {fig.format(v['required'])}",
+                     verdict[v["pass"]]))
+    if check["status"] == "error" and not rows:
+        rows.append(("error", check["reason"], "", "[red]ERROR[/]"))
+    for r in check["regressions"]:
+        fig = FIGURES[r["figure"]]
+        rows.append((f"regression: {r['figure']}", fig.format(r["value"]),
+                     f"baseline {fig.format(r['baseline'])} ({r['change']:+.0%})",
+                     "[yellow]REGRESSION[/]"))
+    return rows
+
+
+def accept_table(out: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"accept: {out['spec']} on {out['target']}")
+    for col in ("check", "clients", "threshold", "measured", "required", "verdict", "status"):
+        table.add_column(col, justify="right" if col in ("clients", "measured") else "left")
+    for check in out["checks"]:
+        rows = _check_rows(check)
+        for i, (threshold, measured, required, verdict) in enumerate(rows):
+            first = i == 0
+            clients = check["clients"]
+            table.add_row(check["name"] if first else "",
+                          (",".join(map(str, clients)) if isinstance(clients, list)
+                           else str(clients)) if first else "",
+                          threshold, measured, required, verdict,
+                          STATUS_STYLE[check["status"]] if first else "",
+                          end_section=i == len(rows) - 1)
+    for name in out.get("not_run", []):
+        table.add_row(name, "", "", "", "", "", "[yellow]NOT RUN[/]")
+    return table
+
+
+def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
+    from rich.console import Console
+
+    from aiio.console import print_warnings
+
+    console = Console(file=sys.stdout)
+    console.print(accept_table(out))
+    for check in out["checks"]:
+        if check["status"] == "error" and check["verdicts"]:
+            console.print(f"[red]{check['name']}[/]: {check['reason']}", highlight=False)
+        print_warnings(console, [dict(w, message=f"{check['name']}: {w['message']}")
+                                 for w in check["warnings"]])
+    n = len(out["checks"])
+    verdict = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]",
+               "interrupted": "[yellow]INTERRUPTED[/]"}[out["status"]]
+    console.print(f"{verdict}: {n} checks, {out['passed']} passed, {out['failed']} failed, "
+                  f"{out['errors']} errors", highlight=False)
+    if out.get("error"):
+        console.print(f"[yellow]note[/]: {out['error']}", highlight=False)
+    console.print(f"result: {folder}/result.json  junit: {junit}"
+                  + (f"  history: {out['history']}" if out["history"] else ""),
+                  highlight=False)

@@ -1,0 +1,116 @@
+"""The named headline figures of a result: what acceptance checks judge and the history keeps.
+
+A figure is one float pulled out of a saved result (never measured here), with a unit and a
+direction (is more better or worse?), so thresholds, trends and regressions all read the same
+numbers under the same names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    label: str
+    unit: str       # "MiB/s", "s", "ms", "%" (a 0..1 fraction shown as a percentage), ""
+    better: str     # HIGHER or LOWER
+
+    def format(self, value: float) -> str:
+        """The value with its unit, as tables and failure messages show it."""
+        if self.unit == "%":
+            return f"{value:.1%}"
+        if self.unit == "MiB/s":
+            return f"{value:,.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
+        if self.unit in ("s", "ms"):
+            return f"{value:,.3f} {self.unit}"
+        return f"{value:.3f}"
+
+
+FIGURES = {f.name: f for f in (
+    Figure("aggregate_mib_s", "aggregate MiB/s (first done)", "MiB/s", HIGHER),
+    Figure("last_done_mib_s", "aggregate MiB/s (last done)", "MiB/s", HIGHER),
+    Figure("client_mib_s_min", "slowest client MiB/s", "MiB/s", HIGHER),
+    Figure("client_mib_s_mean", "mean client MiB/s", "MiB/s", HIGHER),
+    Figure("cv", "per-client coefficient of variation", "", LOWER),
+    Figure("jain", "Jain fairness index", "", HIGHER),
+    Figure("au_min", "AU of the least busy client", "%", HIGHER),
+    Figure("au_mean", "mean AU", "%", HIGHER),
+    Figure("samples_per_s", "samples/s", "", HIGHER),
+    Figure("p99_ms", "p99 latency", "ms", LOWER),
+    Figure("checkpoint_s", "checkpoint time (slowest client)", "s", LOWER),
+    Figure("load_s", "model load time (slowest replica)", "s", LOWER),
+    Figure("hero_fraction", "fraction of the fio hero number", "%", HIGHER),
+    Figure("scaling_efficiency", "scaling efficiency at the largest count", "%", HIGHER),
+    Figure("scaling_efficiency_min", "lowest scaling efficiency of the sweep", "%", HIGHER),
+)}
+
+# The main operation a phase's p99 latency is taken from, unless a check names another.
+MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read"}
+
+# Where the phases that time a burst put the time, first match wins: the slowest client's
+# seconds to finish (the stall every accelerator sees).
+_CHECKPOINT_KEYS = (("checkpoint", "seconds"), ("checkpoint_s",), ("persist", "last_done_s"),
+                    ("write", "last_done", "seconds"))
+_LOAD_KEYS = (("load", "seconds"), ("load_s",), ("time_to_load", "last_done_s"),
+              ("read", "last_done", "seconds"))
+
+
+def _dig(data: Any, path: tuple[str, ...]) -> float | None:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
+
+
+def _first(data: Any, paths: tuple[tuple[str, ...], ...]) -> float | None:
+    for path in paths:
+        value = _dig(data, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _latency_op(res: dict[str, Any], op: str | None) -> str | None:
+    latency = res.get("aggregate", {}).get("latency", {})
+    if op:
+        return op if op in latency else None
+    main = MAIN_OP.get(res.get("phase", ""), "read")
+    return main if main in latency else next(iter(latency), None)
+
+
+def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
+    """Every figure a run result holds; a figure the result lacks is simply absent."""
+    agg = res.get("aggregate") or {}
+    out: dict[str, float | None] = {
+        "aggregate_mib_s": _dig(agg, ("first_done", "mib_s")),
+        "last_done_mib_s": _dig(agg, ("last_done", "mib_s")),
+        "client_mib_s_min": _dig(agg, ("per_client_mib_s", "min")),
+        "client_mib_s_mean": _dig(agg, ("per_client_mib_s", "mean")),
+        "cv": _dig(agg, ("per_client_mib_s", "cv")),
+        "jain": _dig(agg, ("jain",)),
+        "au_min": _dig(agg, ("au_min",)),
+        "au_mean": _dig(agg, ("au_mean",)),
+        "samples_per_s": _dig(agg, ("samples_per_s",)),
+        "checkpoint_s": _first(agg, _CHECKPOINT_KEYS) if res.get("phase") != "train" or
+        "checkpoint" in agg else None,
+        "load_s": _first(agg, _LOAD_KEYS) if res.get("phase") == "load" or "load" in agg
+        else None,
+        "hero_fraction": _hero_fraction(res),
+    }
+    op = _latency_op(res, latency_op)
+    if op is not None:
+        p99 = _dig(agg, ("latency", op, "p99_ns"))
+        out["p99_ms"] = p99 / 1e6 if p99 is not None else None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _hero_fraction(res: dict[str, Any]) -> float | None:
+    percent = _dig(res, ("hero", "percent"))
+    return percent / 100.0 if percent is not None else None
+

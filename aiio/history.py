@@ -1,0 +1,308 @@
+"""The results history: every run, sweep and acceptance check in one SQLite file, and the
+regression rule that reads it.
+
+Several scheduled runs may write one history at once, so the database runs in WAL mode with a
+busy timeout and every write is one short IMMEDIATE transaction. A file that is not an intact
+aiio history is reported and never written to: history is evidence, and a "repair" that starts
+it over would destroy it.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from aiio import __version__
+from aiio.errors import AiioError
+from aiio.figures import FIGURES, LOWER, run_figures
+
+SCHEMA_VERSION = 1
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_S = 60.0          # a nightly run may wait behind another one's short write
+DEFAULT_FRACTION = 0.10        # regression: more than 10 % worse than the baseline ...
+DEFAULT_BASELINE_RUNS = 5      # ... which is the median of the last 5 passing records
+HEADLINE = ("aggregate_mib_s", "au_min")  # watched for regressions besides thresholded ones
+
+_SCHEMA = """
+CREATE TABLE records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL, host TEXT NOT NULL, version TEXT NOT NULL,
+    kind TEXT NOT NULL, name TEXT NOT NULL, target TEXT NOT NULL,
+    phase TEXT, workload TEXT, clients TEXT,
+    status TEXT NOT NULL, passed INTEGER NOT NULL,
+    result_id TEXT, spec TEXT);
+CREATE INDEX records_series ON records (name, target, ts);
+CREATE TABLE figures (
+    record_id INTEGER NOT NULL REFERENCES records(id),
+    name TEXT NOT NULL, value REAL, required REAL,
+    PRIMARY KEY (record_id, name));
+"""
+
+
+class HistoryError(AiioError):
+    """The history database is missing its parts, damaged or not aiio's."""
+
+
+@dataclass
+class Record:
+    """One row of the history: a run, a sweep or a check, with its figures."""
+
+    kind: str                   # "run", "sweep" or "check"
+    name: str                   # the series: a check's name, or "run train demo c2"
+    target: str
+    status: str                 # run/sweep: ok, failed, ...; check: pass, fail, error
+    passed: bool                # counts towards the baseline
+    figures: dict[str, float] = field(default_factory=dict)
+    required: dict[str, float] = field(default_factory=dict)
+    phase: str = ""
+    workload: str = ""
+    clients: str = ""
+    result_id: str = ""
+    spec: str = ""
+    host: str = field(default_factory=socket.gethostname)
+    version: str = __version__
+    ts: float = field(default_factory=time.time)
+    id: int | None = None
+
+    @property
+    def series(self) -> tuple[str, str]:
+        return self.name, self.target
+
+
+@dataclass(frozen=True)
+class Regression:
+    figure: str
+    value: float
+    baseline: float
+    change: float    # signed fraction of the baseline: -0.15 is 15 % lower
+    runs: int        # passing records the baseline is the median of
+
+    def describe(self) -> str:
+        f = FIGURES.get(self.figure)
+        fmt = f.format if f else (lambda v: f"{v:g}")
+        return (f"{self.figure} {fmt(self.value)} is {abs(self.change):.0%} "
+                f"{'above' if self.change > 0 else 'below'} its baseline {fmt(self.baseline)} "
+                f"(median of the last {self.runs} passing)")
+
+
+# --- opening without ever damaging ---------------------------------------------------------
+
+def _damaged(path: Path, why: str) -> HistoryError:
+    return HistoryError(f"history {path} {why}; it was left untouched: move it aside to start "
+                        "a new history, or pass another --history PATH")
+
+
+def _check_header(path: Path) -> None:
+    if not path.is_file():
+        raise HistoryError(f"history {path} is not a regular file; pass a file with --history")
+    with path.open("rb") as fh:
+        head = fh.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise _damaged(path, "is not an SQLite database (damaged or another file)")
+
+
+def _check_intact(conn: sqlite3.Connection, path: Path) -> int:
+    """Read-only checks of an existing file; returns its schema version (0: empty)."""
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
+    if problems != ["ok"]:
+        raise _damaged(path, f"is damaged ({problems[0]})")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if version == 0 and tables - {"sqlite_sequence"}:
+        raise _damaged(path, "is an SQLite database but not an aiio history")
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"history {path} has schema {version}, newer than this aiio "
+                           f"understands ({SCHEMA_VERSION}); upgrade aiio to use it")
+    if version and not {"records", "figures"} <= tables:
+        raise _damaged(path, "is missing its tables")
+    return version
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Create the tables once; two processes racing here meet in the IMMEDIATE lock."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    existed = path.exists()
+    if existed:
+        _check_header(path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    # mode=rw never creates: if the file vanished since the check, opening fails, not recreates
+    uri = f"file:{quote(str(path.resolve()))}?mode={'rw' if existed else 'rwc'}"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        version = _check_intact(conn, path)
+        conn.execute("PRAGMA journal_mode = WAL")  # persistent; readers never block writers
+        if version == 0:
+            _create_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class History:
+    """An open history file. Use as a context manager; every `add` is its own transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.conn = _connect(self.path)
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, f"cannot be read ({exc})") from None
+        except OSError as exc:
+            raise HistoryError(f"cannot open history {self.path}: {exc.strerror}") from None
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def add(self, rec: Record) -> int:
+        """Append one record and its figures atomically; returns its id."""
+        try:
+            return self._insert(rec)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot write to history {self.path}: {exc}") from None
+
+    def _insert(self, rec: Record) -> int:
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            cur = c.execute(
+                "INSERT INTO records (ts, host, version, kind, name, target, phase, workload, "
+                "clients, status, passed, result_id, spec) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (rec.ts, rec.host, rec.version, rec.kind, rec.name, rec.target, rec.phase,
+                 rec.workload, rec.clients, rec.status, int(rec.passed), rec.result_id,
+                 rec.spec))
+            rec.id = cur.lastrowid
+            # a required figure the run never produced (an errored check) is kept with no value
+            names = sorted(set(rec.figures) | set(rec.required))
+            c.executemany(
+                "INSERT INTO figures (record_id, name, value, required) VALUES (?,?,?,?)",
+                [(rec.id, n, rec.figures.get(n), rec.required.get(n)) for n in names])
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return rec.id
+
+    def records(self, name: str | None = None, target: str | None = None,
+                kind: str | None = None) -> list[Record]:
+        """Records in time order, optionally of one series name, target or kind."""
+        where, params = [], []
+        for column, value in (("name", name), ("target", target), ("kind", kind)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = ("SELECT id, ts, host, version, kind, name, target, phase, workload, clients, "
+               "status, passed, result_id, spec FROM records"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY ts, id")
+        try:
+            rows = self.conn.execute(sql, params).fetchall()
+            figs = self.conn.execute("SELECT record_id, name, value, required FROM figures")
+            by_record: dict[int, list[tuple]] = {}
+            for rid, fname, value, required in figs:
+                by_record.setdefault(rid, []).append((fname, value, required))
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, f"cannot be read ({exc})") from None
+        return [_record(row, by_record.get(row[0], [])) for row in rows]
+
+
+def _record(row: tuple, figs: list[tuple]) -> Record:
+    (rid, ts, host, version, kind, name, target, phase, workload, clients, status, passed,
+     result_id, spec) = row
+    return Record(kind=kind, name=name, target=target, status=status, passed=bool(passed),
+                  figures={n: v for n, v, _ in figs if v is not None},
+                  required={n: r for n, _, r in figs if r is not None},
+                  phase=phase or "", workload=workload or "", clients=clients or "",
+                  result_id=result_id or "", spec=spec or "", host=host, version=version,
+                  ts=ts, id=rid)
+
+
+# --- what a run, sweep or check becomes in the history ------------------------------------
+
+def run_series(phase: str, workload: str, clients: Any) -> str:
+    """The series name of plain runs and sweeps: 'run train demo c2'."""
+    if isinstance(clients, (list, tuple)):
+        return f"sweep {phase} {workload} c{','.join(str(c) for c in clients)}"
+    return f"run {phase} {workload} c{clients}"
+
+
+def run_record(res: dict[str, Any]) -> Record:
+    """A saved run result as a history record."""
+    workload = res.get("workload", {}).get("workload", {}).get("name", "")
+    clients = res.get("clients_requested", len(res.get("clients", [])))
+    return Record(kind="run", name=run_series(res.get("phase", ""), workload, clients),
+                  target=res.get("target", {}).get("path", ""), status=res.get("status", ""),
+                  passed=res.get("status") == "ok", figures=run_figures(res),
+                  phase=res.get("phase", ""), workload=workload, clients=str(clients),
+                  result_id=res.get("id", ""))
+
+
+# --- regressions ---------------------------------------------------------------------------
+
+def watched(rec: Record) -> list[str]:
+    """Figures judged for regressions: the thresholded ones, plus the headline figures."""
+    names = list(rec.required) + [h for h in HEADLINE if h not in rec.required]
+    return [n for n in names if n in rec.figures and n in FIGURES]
+
+
+def baseline(prior: list[Record], figure: str, runs: int) -> tuple[float, int] | None:
+    """Median of `figure` over the last `runs` passing records of `prior` (time order)."""
+    values = [r.figures[figure] for r in prior if r.passed and figure in r.figures][-runs:]
+    if not values:
+        return None
+    return statistics.median(values), len(values)
+
+
+def regressions(rec: Record, prior: list[Record], fraction: float = DEFAULT_FRACTION,
+                runs: int = DEFAULT_BASELINE_RUNS) -> list[Regression]:
+    """Watched figures of `rec` more than `fraction` worse than their baseline in `prior`
+    (records of the same series before it), whether or not `rec` passed its thresholds."""
+    found = []
+    for name in watched(rec):
+        base = baseline(prior, name, runs)
+        if base is None or base[0] == 0:
+            continue
+        value, (median, n) = rec.figures[name], base
+        change = (value - median) / abs(median)
+        worse = change > fraction if FIGURES[name].better == LOWER else change < -fraction
+        if worse:
+            found.append(Regression(name, value, median, change, n))
+    return found
+
+
+def with_regressions(records: list[Record], fraction: float = DEFAULT_FRACTION,
+                     runs: int = DEFAULT_BASELINE_RUNS) -> list[tuple[Record, list[Regression]]]:
+    """Each record (time order) with its regressions against its own series' earlier records."""
+    earlier: dict[tuple[str, str], list[Record]] = {}
+    out = []
+    for rec in records:
+        prior = earlier.setdefault(rec.series, [])
+        out.append((rec, regressions(rec, prior, fraction, runs)))
+        prior.append(rec)
+    return out
