@@ -9,6 +9,7 @@ it over would destroy it.
 
 from __future__ import annotations
 
+import random
 import socket
 import sqlite3
 import statistics
@@ -139,6 +140,25 @@ def _create_schema(conn: sqlite3.Connection) -> None:
         raise
 
 
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL (persistent: readers never block the writer). The switch fails at once,
+    without the busy handler, while another process holds the file, so it is retried."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
+
+
+def _locked(exc: sqlite3.Error) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     existed = path.exists()
     if existed:
@@ -150,8 +170,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        version = _check_intact(conn, path)
-        conn.execute("PRAGMA journal_mode = WAL")  # persistent; readers never block writers
+        conn.execute("BEGIN")  # one snapshot: another process may be creating the schema
+        try:
+            version = _check_intact(conn, path)
+        finally:
+            conn.execute("COMMIT")
+        _use_wal(conn)
         if version == 0:
             _create_schema(conn)
     except BaseException:
@@ -168,6 +192,8 @@ class History:
         try:
             self.conn = _connect(self.path)
         except sqlite3.DatabaseError as exc:
+            if _locked(exc):
+                raise self._busy() from None
             raise _damaged(self.path, f"cannot be read ({exc})") from None
         except OSError as exc:
             raise HistoryError(f"cannot open history {self.path}: {exc.strerror}") from None
@@ -186,7 +212,13 @@ class History:
         try:
             return self._insert(rec)
         except sqlite3.DatabaseError as exc:
+            if _locked(exc):
+                raise self._busy() from None
             raise HistoryError(f"cannot write to history {self.path}: {exc}") from None
+
+    def _busy(self) -> HistoryError:
+        return HistoryError(f"history {self.path} stayed locked by another process for "
+                            f"{BUSY_TIMEOUT_S:.0f} s; try again when it has finished")
 
     def _insert(self, rec: Record) -> int:
         c = self.conn

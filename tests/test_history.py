@@ -1,0 +1,204 @@
+"""The results history: a real SQLite file written through the history API, regressions read
+back from it, two processes writing at once, and damaged files refused and left untouched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from aiio.history import (
+    SCHEMA_VERSION,
+    History,
+    HistoryError,
+    Record,
+    regressions,
+    with_regressions,
+)
+
+from .conftest import REPO, run_cli
+
+
+def _check(value: float, passed: bool = True, target: str = "/mnt/a", ts: float | None = None,
+           p99: float | None = None) -> Record:
+    figures = {"aggregate_mib_s": value, "au_min": 0.95, "cv": 0.05}
+    required = {"aggregate_mib_s": 50.0}
+    if p99 is not None:
+        figures["p99_ms"], required["p99_ms"] = p99, 10.0
+    rec = Record(kind="check", name="train-8", target=target,
+                 status="pass" if passed else "fail", passed=passed, figures=figures,
+                 required=required, phase="train", workload="demo", clients="8", spec="nightly")
+    if ts is not None:
+        rec.ts = ts
+    return rec
+
+
+def _fill(path: Path, values: list[tuple[float, bool]], **kw) -> None:
+    with History(path) as h:
+        for i, (value, passed) in enumerate(values):
+            h.add(_check(value, passed, ts=1_000_000.0 + i, **kw))
+
+
+def test_records_round_trip_in_wal_mode(tmp_path):
+    path = tmp_path / "h.sqlite"
+    with History(path) as h:
+        rid = h.add(_check(123.5, p99=2.5))
+        (rec,) = h.records()
+    assert rec.id == rid and rec.kind == "check" and rec.name == "train-8"
+    assert rec.figures == {"aggregate_mib_s": 123.5, "au_min": 0.95, "cv": 0.05, "p99_ms": 2.5}
+    assert rec.required == {"aggregate_mib_s": 50.0, "p99_ms": 10.0}
+    assert rec.host and rec.version and rec.passed
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_regression_flagged_while_threshold_still_passes(tmp_path):
+    path = tmp_path / "h.sqlite"
+    # a failed night at 10 MiB/s must not drag the baseline down: only passing runs count
+    _fill(path, [(100, True), (104, True), (10, False), (96, True), (101, True), (99, True),
+                 (85, True), (95, True)])
+    with History(path) as h:
+        judged = with_regressions(h.records(), fraction=0.10, runs=5)
+    flags = [[r.figure for r in regs] for _, regs in judged]
+    # 85 is 15 % below the median (100) of the last five passing records, yet above 50;
+    # the failed night is flagged too, and stays out of later baselines
+    assert flags == [[], [], ["aggregate_mib_s"], [], [], [], ["aggregate_mib_s"], []]
+    reg = judged[6][1][0]
+    assert reg.baseline == 100 and reg.runs == 5
+    assert reg.change == pytest.approx(-0.15)
+    assert judged[6][0].status == "pass"
+    # 95 is 5 % below the baseline (now median of 104, 96, 101, 99, 85 = 99): not flagged
+    assert judged[7][1] == []
+
+
+def test_baseline_is_the_last_k_passing_of_its_own_series(tmp_path):
+    path = tmp_path / "h.sqlite"
+    _fill(path, [(200, True), (200, True), (100, True), (100, True), (100, True)])
+    _fill(path, [(50, True)] * 3, target="/mnt/other")   # another target: another series
+    with History(path) as h:
+        prior = h.records(name="train-8", target="/mnt/a")
+    new = _check(88.0)
+    assert [r.figure for r in regressions(new, prior, 0.10, runs=3)] == ["aggregate_mib_s"]
+    # with K = 5 the median is 100 again... and 88 is still 12 % below it
+    assert regressions(new, prior, 0.10, runs=5)[0].baseline == 100
+    assert regressions(_check(91.0), prior, 0.10, runs=3) == []
+    assert regressions(_check(88.0), prior, 0.15, runs=3) == []
+
+
+def test_lower_is_better_figures_regress_upwards(tmp_path):
+    path = tmp_path / "h.sqlite"
+    with History(path) as h:
+        for i in range(5):
+            h.add(_check(100, ts=1e6 + i, p99=2.0))
+        prior = h.records()
+    regs = regressions(_check(100, p99=2.5), prior)
+    assert [(r.figure, round(r.change, 2)) for r in regs] == [("p99_ms", 0.25)]
+    assert regressions(_check(100, p99=1.0), prior) == []   # faster is never a regression
+
+
+def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
+    path = tmp_path / "h.sqlite"
+    _fill(path, [(100, True), (101, True), (99, True), (80, True)])
+    proc = run_cli("history", "--history", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "train-8" in proc.stdout and "aggregate_mib_s -20%" in proc.stdout
+    proc = run_cli("history", "--history", str(path), "--check", "train-8")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("REGRESSION") == 1 and "80.0 MiB/s (-20%)" in proc.stdout
+    proc = run_cli("history", "--history", str(path), "--check", "train-8", "--json")
+    records = json.loads(proc.stdout)
+    assert [len(r["regressions"]) for r in records] == [0, 0, 0, 1]
+    assert records[-1]["regressions"][0]["baseline"] == 100
+    proc = run_cli("history", "--history", str(path), "--check", "nosuch")
+    assert proc.returncode == 2 and "known: train-8" in proc.stderr
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from aiio.history import History, Record
+    path, tag, n, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    time.sleep(max(0.0, start - time.time()))
+    with History(path) as h:   # all open the fresh file at once: the schema race is tested too
+        time.sleep(max(0.0, start + 0.5 - time.time()))   # then all write at once
+        for i in range(n):
+            h.add(Record("run", "run train demo c" + tag, "/t", "ok", True,
+                         {"aggregate_mib_s": float(i), "au_min": 0.5, "cv": 0.1}))
+""")
+
+
+def test_processes_writing_at_once_lose_nothing(tmp_path):
+    path = tmp_path / "h.sqlite"
+    start = time.time() + 1.0   # all open the same fresh file at the same instant
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, "300", str(start)],
+                              cwd=REPO, stderr=subprocess.PIPE, text=True) for tag in "ABC"]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with History(path) as h:
+        records = h.records()
+    assert len(records) == 900 and len({r.id for r in records}) == 900
+    for tag in "ABC":
+        mine = [r for r in records if r.name.endswith(tag)]
+        assert sorted(r.figures["aggregate_mib_s"] for r in mine) == [float(i) for i in range(300)]
+        assert all(len(r.figures) == 3 for r in mine)
+    # they really wrote at the same time: each one's first record precedes the other's last
+    spans = {tag: [r.ts for r in records if r.name.endswith(tag)] for tag in "AB"}
+    assert min(spans["A"]) < max(spans["B"]) and min(spans["B"]) < max(spans["A"])
+
+
+def _damaged_copy(tmp_path: Path, how: str) -> Path:
+    good = tmp_path / "good.sqlite"
+    _fill(good, [(100.0 + i, True) for i in range(200)])
+    path = tmp_path / f"{how}.sqlite"
+    shutil.copy(good, path)
+    with path.open("r+b") as fh:
+        if how == "garbage":
+            fh.write(b"this is not a database at all\n" * 50)
+        elif how == "pages":
+            fh.seek(4096)   # keep the header and the schema page, scramble what follows
+            fh.write(bytes(range(256)) * 64)
+        elif how == "truncated":
+            fh.truncate(path.stat().st_size // 2)
+    return path
+
+
+@pytest.mark.parametrize("how, words", [("garbage", "is not an SQLite database"),
+                                        ("pages", "malformed"), ("truncated", "malformed")])
+def test_damaged_history_is_reported_and_left_untouched(tmp_path, how, words):
+    path = _damaged_copy(tmp_path, how)
+    before = path.read_bytes()
+    with pytest.raises(HistoryError, match=words):
+        History(path)
+    proc = run_cli("history", "--history", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "left untouched" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert path.read_bytes() == before
+
+
+def test_foreign_and_newer_databases_are_refused(tmp_path):
+    other = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE songs (title TEXT)")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    with pytest.raises(HistoryError, match="not an aiio history"):
+        History(other)
+    assert other.read_bytes() == before
+    newer = tmp_path / "newer.sqlite"
+    History(newer).close()
+    conn = sqlite3.connect(newer)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(HistoryError, match="newer than this aiio"):
+        History(newer)
