@@ -25,7 +25,9 @@ class Figure:
         if self.unit == "%":
             return f"{value:.1%}"
         if self.unit == "MiB/s":
-            return f"{value:,.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
+            if abs(value) >= 1000:
+                return f"{value:,.0f} MiB/s"
+            return f"{value:.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
         if self.unit in ("s", "ms"):
             return f"{value:,.3f} {self.unit}"
         return f"{value:.3f}"

@@ -96,34 +96,43 @@ def _check_rows(check: dict[str, Any]) -> list[tuple[str, ...]]:
         rows.append((v["threshold"], measured, f"{v['op']} {fig.format(v['required'])}",
                      verdict[v["pass"]]))
     if check["status"] == "error" and not rows:
-        rows.append(("error", check["reason"], "", "[red]ERROR[/]"))
+        rows.append(("(no result)", "-", "", "[red]ERROR[/]"))
     for r in check["regressions"]:
         fig = FIGURES[r["figure"]]
-        rows.append((f"regression: {r['figure']}", fig.format(r["value"]),
+        rows.append((f"regression {r['figure']}", fig.format(r["value"]),
                      f"baseline {fig.format(r['baseline'])} ({r['change']:+.0%})",
                      "[yellow]REGRESSION[/]"))
     return rows
 
 
+def _clients_text(clients: Any) -> str:
+    if isinstance(clients, list):
+        return f"clients {','.join(map(str, clients))}"
+    return f"{clients} client{'s' if clients != 1 else ''}"
+
+
 def accept_table(out: dict[str, Any]) -> Any:
+    """Measured against required, one row per threshold, grouped by check."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"accept: {out['spec']} on {out['target']}")
-    for col in ("check", "clients", "threshold", "measured", "required", "verdict", "status"):
-        table.add_column(col, justify="right" if col in ("clients", "measured") else "left")
+    table = Table(title=f"accept: {out['spec']} on {out['target']}", box=box.SIMPLE_HEAD)
+    table.add_column("check", no_wrap=True)
+    table.add_column("threshold", no_wrap=True)
+    table.add_column("measured", justify="right", overflow="fold")
+    table.add_column("required", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
     for check in out["checks"]:
         rows = _check_rows(check)
-        for i, (threshold, measured, required, verdict) in enumerate(rows):
-            first = i == 0
-            clients = check["clients"]
-            table.add_row(check["name"] if first else "",
-                          (",".join(map(str, clients)) if isinstance(clients, list)
-                           else str(clients)) if first else "",
-                          threshold, measured, required, verdict,
-                          STATUS_STYLE[check["status"]] if first else "",
+        label = [f"[bold]{check['name']}[/]", _clients_text(check["clients"]),
+                 STATUS_STYLE[check["status"]]]
+        while len(rows) < len(label):
+            rows.append(("", "", "", ""))
+        for i, row in enumerate(rows):
+            table.add_row(label[i] if i < len(label) else "", *row,
                           end_section=i == len(rows) - 1)
     for name in out.get("not_run", []):
-        table.add_row(name, "", "", "", "", "", "[yellow]NOT RUN[/]")
+        table.add_row(f"[bold]{name}[/]", "", "", "", "[yellow]NOT RUN[/]")
     return table
 
 
@@ -135,8 +144,11 @@ def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
     console = Console(file=sys.stdout)
     console.print(accept_table(out))
     for check in out["checks"]:
-        if check["status"] == "error" and check["verdicts"]:
+        if check["status"] == "error":
             console.print(f"[red]{check['name']}[/]: {check['reason']}", highlight=False)
+        for r in check["regressions"]:
+            console.print(f"[yellow]regression[/] {check['name']}: {r['message']}",
+                          highlight=False)
         print_warnings(console, [dict(w, message=f"{check['name']}: {w['message']}")
                                  for w in check["warnings"]])
     n = len(out["checks"])
@@ -146,6 +158,7 @@ def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
                   f"{out['errors']} errors", highlight=False)
     if out.get("error"):
         console.print(f"[yellow]note[/]: {out['error']}", highlight=False)
-    console.print(f"result: {folder}/result.json  junit: {junit}"
-                  + (f"  history: {out['history']}" if out["history"] else ""),
-                  highlight=False)
+    console.print(f"result:  {folder}/result.json", highlight=False, soft_wrap=True)
+    console.print(f"junit:   {junit}", highlight=False, soft_wrap=True)
+    if out["history"]:
+        console.print(f"history: {out['history']}", highlight=False, soft_wrap=True)

@@ -1,0 +1,288 @@
+"""`aiio accept` end to end on real storage: a spec that must pass and one that must fail on the
+same target, exit codes, JUnit XML parsed back, the result and the history; bad specs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import psutil
+import pytest
+
+from aiio.accept import judge, load_spec
+from aiio.errors import ConfigError
+from aiio.history import History
+
+from .conftest import REPO, run_cli
+
+TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
+
+# The tiny check, to which a test adds its own [check.require]; it runs in about a second.
+CHECK = """
+[[check]]
+name = "{name}"
+phase = "train"
+workload = "demo"
+clients = 2
+epochs = {epochs}
+set.dataset.num_files = 24
+set.dataset.sample_size = "64KiB"
+set.dataset.files_per_dir = 10
+set.train.batch_size = 2
+{extra}
+[check.require]
+{require}
+"""
+
+
+def _spec(tmp_path: Path, *checks: str, head: str = '[spec]\nname = "t"\n') -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(head + "".join(checks))
+    return path
+
+
+def _check(name: str, require: str, epochs: int = 1, extra: str = "") -> str:
+    return CHECK.format(name=name, require=require, epochs=epochs, extra=extra)
+
+
+def _accept(spec: Path, target: Path, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    return run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+                   "--quiet", *extra)
+
+
+def _accept_result(results: Path) -> dict:
+    folders = sorted(p for p in results.iterdir() if "-accept-" in p.name)
+    return json.loads((folders[-1] / "result.json").read_text())
+
+
+def _junit(path: Path) -> ET.Element:
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    cases = suite.findall("testcase")
+    # the counts a CI reads must agree with the cases it lists
+    for node in (root, suite):
+        assert int(node.get("tests")) == len(cases)
+        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+            assert int(node.get(attr)) == sum(len(c.findall(tag)) for c in cases)
+    for case in cases:
+        assert case.get("classname") and case.get("name") and float(case.get("time")) >= 0
+        assert len(case.findall("failure") + case.findall("error") + case.findall("skipped")) <= 1
+    return suite
+
+
+def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp_path):
+    junit = tmp_path / "ci" / "results.xml"
+    proc = _accept(TINY, target, results, "--junit", str(junit))
+    assert proc.returncode == 0, proc.stderr
+    assert "train-tiny" in proc.stdout and "PASS: 1 checks, 1 passed" in proc.stdout
+    suite = _junit(junit)
+    (case,) = suite.findall("testcase")
+    assert case.get("name") == "train-tiny" and case.get("classname") == "aiio.accept.tiny"
+    assert "min_au:" in case.find("system-out").text
+    out = _accept_result(results)
+    assert (out["schema"], out["kind"], out["status"]) == ("aiio.result/1", "accept", "pass")
+    assert (out["passed"], out["failed"], out["errors"]) == (1, 0, 0)
+    (check,) = out["checks"]
+    assert check["status"] == "pass" and check["failures"] == []
+    assert check["required"] == {"min_au": 0.05, "min_aggregate_mib_s": 0.01}
+    # the verdict rests on the run's own saved result, and the figures are the result's
+    run = json.loads((results / check["result_id"] / "result.json").read_text())
+    assert check["measured"]["au_min"] == run["aggregate"]["au_min"]
+    assert check["measured"]["aggregate_mib_s"] == run["aggregate"]["first_done"]["mib_s"]
+    assert (results / out["id"] / "junit.xml").is_file()
+    with History(results / "history.sqlite") as h:
+        records = h.records()
+    assert [r.kind for r in records] == ["run", "check"]
+    assert records[1].name == "train-tiny" and records[1].target == str(target)
+    assert records[1].figures["au_min"] == run["aggregate"]["au_min"]
+    assert records[1].required == {"au_min": 0.05, "aggregate_mib_s": 0.01}
+
+
+def test_failing_spec_on_the_same_storage_exits_1_and_says_why(target, results, tmp_path):
+    spec = _spec(
+        tmp_path,
+        # no filesystem under a temp folder moves a PiB per second
+        _check("too-fast", "min_aggregate_mib_s = 1073741824"),
+        # a dataset far larger than any disk here: the check crashes before writing
+        _check("crashes", "min_au = 0.05",
+               extra="set.dataset.sample_size_stdev = 0\n").replace('"64KiB"', '"1TiB"'),
+        _check("still-runs", "min_au = 0.05"))
+    junit = tmp_path / "results.xml"
+    proc = _accept(spec, target, results, "--junit", str(junit))
+    assert proc.returncode == 1, proc.stderr
+    assert "FAIL: 3 checks, 1 passed, 1 failed, 1 errors" in proc.stdout
+    cases = {c.get("name"): c for c in _junit(junit).findall("testcase")}
+    assert list(cases) == ["too-fast", "crashes", "still-runs"]
+    failure = cases["too-fast"].find("failure")
+    assert failure.get("type") == "threshold"
+    assert "min_aggregate_mib_s: aggregate MiB/s (first done) measured" in failure.get("message")
+    assert "required >= 1,073,741,824 MiB/s" in failure.get("message")
+    error = cases["crashes"].find("error")
+    assert "space" in error.get("message") and "1" in error.get("message")
+    assert not cases["still-runs"].findall("failure") + cases["still-runs"].findall("error")
+    out = _accept_result(results)
+    assert out["status"] == "fail" and [c["status"] for c in out["checks"]] == [
+        "fail", "error", "pass"]
+    fast = out["checks"][0]
+    assert fast["measured"]["aggregate_mib_s"] < 1073741824
+    assert fast["verdicts"][0]["pass"] is False
+    # the crashed check wrote nothing on the target: only the 1.5 MiB tiny dataset is there
+    assert sum(p.stat().st_size for p in (target / "aiio").rglob("*") if p.is_file()) < 4 << 20
+    with History(results / "history.sqlite") as h:
+        checks = {r.name: r.status for r in h.records(kind="check")}
+    assert checks == {"too-fast": "fail", "crashes": "error", "still-runs": "pass"}
+
+
+def test_second_run_shows_in_history_with_its_trend(target, results):
+    for _ in range(2):
+        assert _accept(TINY, target, results).returncode == 0
+    proc = run_cli("history", "--results", str(results))
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "train-tiny" in line)
+    assert "│       2 │" in row and "aggregate_mib_s" in row
+    proc = run_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
+    records = json.loads(proc.stdout)
+    assert len(records) == 2 and all(r["status"] == "pass" for r in records)
+
+
+def test_a_figure_the_phase_does_not_measure_is_an_error_not_a_pass(target, results,
+                                                                      tmp_path):
+    spec = _spec(tmp_path, _check("no-ckpt", "max_checkpoint_s = 10"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1
+    (check,) = _accept_result(results)["checks"]
+    assert check["status"] == "error"
+    assert "this train result has no checkpoint time" in check["reason"]
+
+
+def test_run_is_recorded_in_history_unless_told_not_to(target, results):
+    from .conftest import TINY_ARGS
+
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "-q", *TINY_ARGS)
+    assert proc.returncode == 0, proc.stderr
+    with History(results / "history.sqlite") as h:
+        (rec,) = h.records()
+    assert (rec.kind, rec.name, rec.status) == ("run", "run train demo c2", "ok")
+    assert rec.figures["aggregate_mib_s"] > 0 and 0 < rec.figures["au_min"] <= 1
+    other = results.parent / "other"
+    proc = run_cli("run", "--target", str(target), "--results", str(other), "-q", "--no-history",
+                   *TINY_ARGS)
+    assert proc.returncode == 0 and not (other / "history.sqlite").exists()
+
+
+def test_damaged_history_stops_accept_before_any_check(target, results, tmp_path):
+    history = tmp_path / "h.sqlite"
+    history.write_bytes(b"\x00garbage" * 100)
+    proc = _accept(TINY, target, results, "--history", str(history))
+    assert proc.returncode == 2 and "left untouched" in proc.stderr
+    assert history.read_bytes() == b"\x00garbage" * 100
+    assert not results.exists()
+
+
+def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_path):
+    spec = _spec(tmp_path, _check("quick", "min_au = 0.05"),
+                 _check("long", "min_au = 0.05", extra='duration = "60s"\n'),
+                 _check("never", "min_au = 0.05"))
+    junit = tmp_path / "j.xml"
+    cmd = [sys.executable, "-m", "aiio", "accept", str(spec), "--target", str(target),
+           "--results", str(results), "--junit", str(junit), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:   # wait for the long check's clients
+        kids = [k for k in psutil.Process(proc.pid).children()
+                if k.name().startswith("aiio-client")]
+        if len(kids) == 2 and (results / "history.sqlite").exists():
+            with History(results / "history.sqlite") as h:
+                if h.records(kind="check"):
+                    break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    suite = _junit(junit)
+    assert [c.get("name") for c in suite.findall("testcase")] == ["quick", "long", "never"]
+    assert len(suite.findall("testcase/skipped")) == 2
+    out = _accept_result(results)
+    assert out["status"] == "interrupted" and out["not_run"] == ["long", "never"]
+    assert [c["name"] for c in out["checks"]] == ["quick"]
+
+
+# --- the spec ------------------------------------------------------------------------------
+
+BAD_SPECS = [
+    ('[spec]\nnmae = "x"\n' + _check("a", "min_au = 0.9"), "[spec]: unknown key 'nmae'"),
+    (_check("a", "min_au = 0.9", extra="clinets = 3\n"), "unknown key 'clinets'"),
+    (_check("a", "min_au = 1.5"), "require.min_au = 1.5 must be at most 1"),
+    (_check("a", "min_aggregate_mib_s = -5"), "min_aggregate_mib_s = -5.0 must be greater"),
+    (_check("a", "max_cv = 0"), "max_cv = 0.0 must be greater than 0"),
+    (_check("a", "min_au = 0.9\nmin_bandwidth = 5"), "unknown key 'min_bandwidth'"),
+    (_check("a", "min_scaling_efficiency = 0.9"), "needs a client list"),
+    (_check("a", 'max_load_s = "fast"'), "max_load_s: cannot read 'fast' as duration"),
+    (_check("a", "min_au = 0.9") + _check("a", "min_au = 0.9"), "two checks are named 'a'"),
+    (_check("a", ""), "no thresholds"),
+    (_check("a", "min_au = 0.9").replace("batch_size = 2", "batch_size = 0"),
+     "[train].batch_size = 0 must be at least 1"),
+    (_check("a", "min_au = 0.9").replace('"train"', '"warp"'), "unknown phase 'warp'"),
+    (_check("a", "min_au = 0.9").replace('"demo"', '"nosuch"'), "unknown workload 'nosuch'"),
+    (_check("a", "min_au = 0.9").replace("clients = 2", "clients = [4, 2]"),
+     "a list must rise"),
+    ('[specs]\nname = "x"\n', "unknown section [specs]"),
+    ('[spec]\nname = "x"\n', "no checks"),
+    ('[spec\nname = "x"\n', "malformed TOML"),
+]
+
+
+@pytest.mark.parametrize("text, words", BAD_SPECS)
+def test_bad_specs_are_one_line_errors_naming_file_and_key(tmp_path, text, words):
+    path = tmp_path / "bad.toml"
+    path.write_text(text if text.startswith("[spec") else '[spec]\nname = "t"\n' + text)
+    with pytest.raises(ConfigError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert words in message and str(path) in message and "\n" not in message
+
+
+def test_bad_spec_through_the_cli_exits_2(tmp_path, target, results):
+    path = _spec(tmp_path, _check("a", "min_au = 7"))
+    proc = _accept(path, target, results)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "min_au = 7.0 must be at most 1" in proc.stderr
+    assert str(path) in proc.stderr and not results.exists()
+    proc = run_cli("accept", str(path))
+    assert proc.returncode == 2 and "min_au" in proc.stderr
+    good = _spec(tmp_path, _check("a", "min_au = 0.5"))
+    for args, words in (([], "no target"), (["--target", str(tmp_path / "nope")], "nope"),
+                        (["--target", str(target), "--check", "zz"], "no check named 'zz'")):
+        proc = run_cli("accept", str(good), "--results", str(results), *args)
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_shipped_specs_load():
+    folder = REPO / "workloads" / "acceptance"
+    names = sorted(p.name for p in folder.glob("*.toml"))
+    assert {"example.toml", "tiny.toml"} <= set(names)
+    for name in names:
+        spec = load_spec(folder / name)
+        assert spec.checks and all(c.require.items() for c in spec.checks)
+
+
+def test_judge_compares_in_the_right_direction():
+    from aiio.accept import Require
+
+    req = Require(min_au=0.9, max_cv=0.2, max_p99_ms=5.0)
+    verdicts, failures, missing = judge(req, {"au_min": 0.9, "cv": 0.25, "p99_ms": 4.0}, "train")
+    assert [v["pass"] for v in verdicts] == [True, False, True] and missing == []
+    assert failures == ["max_cv: per-client coefficient of variation measured 0.250, "
+                        "required <= 0.200"]
+    _, _, missing = judge(Require(min_hero_fraction=0.5), {}, "train")
+    assert missing == ["min_hero_fraction: this train result has no fraction of the fio hero "
+                       "number (hero_fraction)"]
