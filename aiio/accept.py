@@ -1,290 +1,25 @@
-"""Acceptance specs: what "good enough for our AI cluster" means, and the verdict of each check.
-
-A spec (TOML) names a target and a list of checks; each check is a phase, a workload, a client
-count (or a list of counts, run as a sweep) and thresholds. Every check runs through the same
-runner as `aiio run`, its verdict is computed from the saved result's figures (`aiio.figures`),
-and a check that crashes is an errored check with its reason while the others still run.
+"""Acceptance runs: each check of a spec (`aiio.accept_spec`) run through the same runner as
+`aiio run`, judged from the saved result's figures (`aiio.figures`), and recorded in the
+history. A check that crashes is an errored check with its reason; the others still run.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import re
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiio import result as results
+from aiio.accept_spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, ConfigError, RunInterrupted
 from aiio.figures import FIGURES, run_figures
-from aiio.history import (
-    DEFAULT_BASELINE_RUNS,
-    DEFAULT_FRACTION,
-    History,
-    Record,
-    regressions,
-    run_record,
-)
+from aiio.history import History, Record, regressions, run_record
 from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 
-# the same key table and checks as workloads, so specs and workloads fail the same way
-from aiio.workload import Workload, _check, _coerce, key, load_workload
-
-CACHE_METHODS = ("auto", "o_direct", "fadvise_dontneed", "none")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-# --- the spec ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SpecInfo:
-    name: str = key("str", "", "short name of the spec, used in results and JUnit")
-    description: str = key("str", "", "one line saying what the spec accepts")
-    target: str = key("str", "", "directory under test; --target overrides it")
-    regression_fraction: float = key("float", DEFAULT_FRACTION, "flag a figure this fraction "
-                                     "worse than its baseline", gt=0, max=1)
-    baseline_runs: int = key("int", DEFAULT_BASELINE_RUNS, "baseline: median of this many last "
-                             "passing runs", min=1, max=1000)
-
-
-@dataclass(frozen=True)
-class Require:
-    """Thresholds; each compares one figure of the result (THRESHOLDS) and is off when unset."""
-
-    min_au: float | None = key("float", None, "every client's AU at least this", gt=0, max=1)
-    min_aggregate_mib_s: float | None = key("float", None, "aggregate MiB/s (first done)", gt=0)
-    min_client_mib_s: float | None = key("float", None, "the slowest client's MiB/s", gt=0)
-    max_cv: float | None = key("float", None, "per-client MiB/s coefficient of variation", gt=0)
-    min_scaling_efficiency: float | None = key(
-        "float", None, "lowest E(N) = agg(N) / (N/n0 x agg(n0)) of a client list", gt=0, max=1)
-    max_checkpoint_s: float | None = key("duration", None, "checkpoint time, slowest client",
-                                         gt=0)
-    max_load_s: float | None = key("duration", None, "model load time, slowest replica", gt=0)
-    max_p99_ms: float | None = key("float", None, "p99 latency of the main operation, ms", gt=0)
-    min_hero_fraction: float | None = key("float", None, "aggregate as a fraction of the fio "
-                                          "hero number", gt=0, max=1)
-
-    def items(self) -> list[tuple[str, float]]:
-        """(threshold, value) for every threshold that is set, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None]
-
-
-# threshold -> (figure it judges, comparison)
-THRESHOLDS = {
-    "min_au": ("au_min", ">="),
-    "min_aggregate_mib_s": ("aggregate_mib_s", ">="),
-    "min_client_mib_s": ("client_mib_s_min", ">="),
-    "max_cv": ("cv", "<="),
-    "min_scaling_efficiency": ("scaling_efficiency_min", ">="),
-    "max_checkpoint_s": ("checkpoint_s", "<="),
-    "max_load_s": ("load_s", "<="),
-    "max_p99_ms": ("p99_ms", "<="),
-    "min_hero_fraction": ("hero_fraction", ">="),
-}
-
-
-@dataclass(frozen=True)
-class CheckKeys:
-    """The scalar keys of one [[check]] table (clients, set, options, require are tables)."""
-
-    name: str = key("str", "", "unique name; the history follows a check by it")
-    description: str = key("str", "", "one line")
-    phase: str = key("str", "train", "lifecycle phase")
-    workload: str = key("str", "demo", "shipped workload name, or a TOML path (relative to the "
-                        "spec file)")
-    accelerator: str = key("str", "", "accelerator type (train.accelerator)")
-    duration: float = key("duration", 0.0, "run each point this long (train.duration)", min=0)
-    epochs: int = key("int", 0, "passes over the dataset (train.epochs; 0: the workload's)",
-                      min=0)
-    cache: str = key("str", "auto", "how the page cache is defeated", choices=CACHE_METHODS)
-    latency_op: str = key("str", "", "operation max_p99_ms judges (default: the phase's main)")
-
-
-TABLE_KEYS = ("clients", "set", "options", "require")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One validated check: everything needed to run it and judge it."""
-
-    name: str
-    phase: str
-    workload: Workload            # resolved with the check's overrides; run.clients = largest
-    clients: tuple[int, ...]
-    require: Require
-    cache: str = "auto"
-    latency_op: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
-
-    @property
-    def sweep(self) -> bool:
-        return len(self.clients) > 1
-
-    def clients_value(self) -> int | list[int]:
-        return list(self.clients) if self.sweep else self.clients[0]
-
-
-@dataclass(frozen=True)
-class Spec:
-    info: SpecInfo
-    checks: tuple[Check, ...]
-    path: str
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    def select(self, names: tuple[str, ...]) -> tuple[Check, ...]:
-        """The named checks, in spec order; an unknown name is a config error."""
-        if not names:
-            return self.checks
-        known = [c.name for c in self.checks]
-        for n in names:
-            if n not in known:
-                raise ConfigError(f"{self.path}: no check named {n!r}; checks: "
-                                  f"{', '.join(known)}")
-        return tuple(c for c in self.checks if c.name in names)
-
-
-def _values(cls: type, table: dict[str, Any], where: str,
-            tables: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Coerce and check a table's keys against a dataclass of key() fields; unknown keys are
-    errors naming the file, the table and the key."""
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    out = {}
-    for name, raw in table.items():
-        if name in tables:
-            continue
-        if name not in known:
-            names = ", ".join([*known, *tables])
-            raise ConfigError(f"{where}: unknown key {name!r}; known keys: {names}")
-        meta = known[name].metadata
-        value = _coerce(meta["kind"], raw, f"{where}.{name}")
-        _check(meta, value, f"{where}.{name}")
-        out[name] = value
-    return out
-
-
-def _clients(raw: Any, where: str) -> tuple[int, ...]:
-    counts = raw if isinstance(raw, list) else [raw]
-    if not counts or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-        raise ConfigError(f"{where}.clients = {raw!r}: give a count (8) or a list ([1, 2, 4])")
-    if min(counts) < 1:
-        raise ConfigError(f"{where}.clients = {raw!r}: every count must be at least 1")
-    if list(counts) != sorted(set(counts)):
-        raise ConfigError(f"{where}.clients = {raw!r}: a list must rise, without repeats")
-    return tuple(counts)
-
-
-def _overrides(keys: dict[str, Any], sets: Any, clients: tuple[int, ...],
-               where: str) -> list[tuple[str, str, Any]]:
-    """The check's keys and its [check.set] table as workload overrides."""
-    out: list[tuple[str, str, Any]] = [("run", "clients", max(clients))]
-    if keys.get("accelerator"):
-        out.append(("train", "accelerator", keys["accelerator"]))
-    if keys.get("duration"):
-        out.append(("train", "duration", keys["duration"]))
-    if keys.get("epochs"):
-        out.append(("train", "epochs", keys["epochs"]))
-    if not isinstance(sets, dict):
-        raise ConfigError(f"{where}.set must be a table, e.g. set.dataset.num_files = 64")
-    for section, table in sets.items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"{where}.set.{section} must be a table of keys: "
-                              f"set.{section}.KEY = VALUE")
-        out += [(section, k, v) for k, v in table.items()]
-    return out
-
-
-def _workload_ref(ref: str, spec_dir: Path) -> str:
-    """A relative workload path is read from the spec's folder, so a spec travels with it."""
-    if (ref.endswith(".toml") or os.sep in ref) and not os.path.isabs(ref):
-        return str(spec_dir / ref)
-    return ref
-
-
-def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Require:
-    if not isinstance(table, dict) or not table:
-        raise ConfigError(f"{where}: no thresholds; add a [check.require] table, e.g. "
-                          "min_au = 0.9")
-    req = Require(**_values(Require, table, f"{where}.require"))
-    if req.min_scaling_efficiency is not None and len(clients) < 2:
-        raise ConfigError(f"{where}.require.min_scaling_efficiency needs a client list, "
-                          "e.g. clients = [1, 2, 4, 8]")
-    if req.min_au is not None and phase not in ("train", "all"):
-        raise ConfigError(f"{where}.require.min_au: phase {phase} has no accelerator "
-                          "utilization; use it with phase = \"train\"")
-    return req
-
-
-def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
-    """Validate one [[check]] table into a Check (the workload resolved and checked too)."""
-    from aiio.phases import get_phase
-
-    keys = _values(CheckKeys, table, where, TABLE_KEYS)
-    name = keys.get("name", "")
-    if not NAME_RE.match(name):
-        raise ConfigError(f"{where}.name = {name!r}: give each check a name of letters, digits, "
-                          "'.', '_' or '-'")
-    where = f"{where} {name!r}"
-    phase = keys.get("phase", "train")
-    clients = _clients(table.get("clients", 1), where)
-    options = table.get("options", {})
-    if not isinstance(options, dict):
-        raise ConfigError(f"{where}.options must be a table")
-    try:
-        get_phase(phase)
-        workload = load_workload(_workload_ref(keys.get("workload", "demo"), spec_dir),
-                                 _overrides(keys, table.get("set", {}), clients, where))
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    return Check(name=name, phase=phase, workload=workload, clients=clients,
-                 require=_require(table.get("require"), clients, phase, where),
-                 cache=keys.get("cache", "auto"), latency_op=keys.get("latency_op", ""),
-                 options=dict(options), description=keys.get("description", ""))
-
-
-def load_spec(path: str | os.PathLike) -> Spec:
-    """Read and validate an acceptance spec; any problem is one ConfigError naming file and key."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: malformed TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"acceptance spec {p}: cannot read: {exc.strerror}") from None
-    for name in data:
-        if name not in ("spec", "check"):
-            raise ConfigError(f"{p}: unknown section [{name}]; known: [spec], [[check]]")
-    info = SpecInfo(**_values(SpecInfo, _table(data.get("spec", {}), f"{p} [spec]"),
-                              f"{p} [spec]"))
-    raw_checks = data.get("check", [])
-    if not isinstance(raw_checks, list) or not raw_checks:
-        raise ConfigError(f"{p}: no checks; add at least one [[check]] table")
-    checks = tuple(build_check(_table(t, f"{p} [[check]] #{i + 1}"), f"{p} [[check]] #{i + 1}",
-                               p.parent) for i, t in enumerate(raw_checks))
-    seen: set[str] = set()
-    for c in checks:
-        if c.name in seen:
-            raise ConfigError(f"{p}: two checks are named {c.name!r}; names must be unique")
-        seen.add(c.name)
-    if not info.name:
-        info = dataclasses.replace(info, name=p.stem)
-    return Spec(info, checks, str(p))
-
-
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a table")
-    return value
+__all__ = ["Check", "Spec", "judge", "load_spec", "run_spec", "save", "exit_code"]
 
 
 # --- judging -------------------------------------------------------------------------------
@@ -293,16 +28,20 @@ def _passes(value: float, op: str, limit: float) -> bool:
     return value >= limit if op == ">=" else value <= limit
 
 
-def judge(require: Require, measured: dict[str, float],
-          phase: str) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """(verdicts, failure messages, missing-figure messages) for every threshold that is set."""
+def judge(require: Require, measured: dict[str, float], phase: str,
+          hints: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[str],
+                                                       list[str]]:
+    """(verdicts, failure messages, missing-figure messages) for every threshold that is set;
+    `hints` says, per figure, why a result may lack it and what to do."""
     verdicts, failures, missing = [], [], []
     for threshold, limit in require.items():
         figure, op = THRESHOLDS[threshold]
         fig = FIGURES[figure]
         value = measured.get(figure)
         if value is None:
-            missing.append(f"{threshold}: this {phase} result has no {fig.label} ({figure})")
+            hint = (hints or {}).get(figure)
+            missing.append(f"{threshold}: this {phase} result has no {fig.label} ({figure})"
+                           + (f": {hint}" if hint else ""))
             verdicts.append({"threshold": threshold, "figure": figure, "op": op,
                              "required": limit, "measured": None, "pass": None})
             continue
@@ -330,6 +69,20 @@ class Measured:
     result_id: str
     runs: list[dict[str, Any]]
     warnings: list[dict[str, str]]
+    hints: dict[str, str] = field(default_factory=dict)
+
+
+def figure_hints(res: dict[str, Any]) -> dict[str, str]:
+    """Why a result lacks a figure, in the words of the result itself where it has them."""
+    hints = {"checkpoint_s": f"phase {res.get('phase')} wrote no checkpoint",
+             "load_s": f"phase {res.get('phase')} loaded no model",
+             "au_min": f"phase {res.get('phase')} has no accelerators"}
+    hero = res.get("hero")
+    if isinstance(hero, dict) and hero.get("text"):
+        hints["hero_fraction"] = hero["text"]
+    else:
+        hints["hero_fraction"] = "no fio hero number was compared; run aiio fio on the target"
+    return hints
 
 
 def _measure_run(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
@@ -339,7 +92,7 @@ def _measure_run(check: Check, target: str, results_dir: str, ui: Any) -> Measur
                             dict(check.options))
     res, _ = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
-                    res.get("warnings", []))
+                    res.get("warnings", []), figure_hints(res))
 
 
 def measure(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
@@ -375,7 +128,7 @@ def run_check(check: Check, target: str, results_dir: str,
         return out, []
     finally:
         out["seconds"] = time.monotonic() - t0
-    verdicts, failures, missing = judge(check.require, m.figures, check.phase)
+    verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
     out.update(measured=m.figures, verdicts=verdicts, failures=failures,
                result_id=m.result_id, warnings=m.warnings)
     if missing:

@@ -276,7 +276,7 @@ def test_shipped_specs_load():
 
 
 def test_judge_compares_in_the_right_direction():
-    from aiio.accept import Require
+    from aiio.accept_spec import Require
 
     req = Require(min_au=0.9, max_cv=0.2, max_p99_ms=5.0)
     verdicts, failures, missing = judge(req, {"au_min": 0.9, "cv": 0.25, "p99_ms": 4.0}, "train")
