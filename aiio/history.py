@@ -174,7 +174,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         try:
             version = _check_intact(conn, path)
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         _use_wal(conn)
         if version == 0:
             _create_schema(conn)
@@ -194,6 +195,8 @@ class History:
         except sqlite3.DatabaseError as exc:
             if _locked(exc):
                 raise self._busy() from None
+            if "unable to open" in str(exc):  # permissions, a missing folder: not damage
+                raise HistoryError(f"cannot open history {self.path}: {exc}") from None
             raise _damaged(self.path, f"cannot be read ({exc})") from None
         except OSError as exc:
             raise HistoryError(f"cannot open history {self.path}: {exc.strerror}") from None
@@ -250,17 +253,26 @@ class History:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        sql = ("SELECT id, ts, host, version, kind, name, target, phase, workload, clients, "
-               "status, passed, result_id, spec FROM records"
-               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY ts, id")
+        cond = " WHERE " + " AND ".join(where) if where else ""
         try:
-            rows = self.conn.execute(sql, params).fetchall()
-            figs = self.conn.execute("SELECT record_id, name, value, required FROM figures")
-            by_record: dict[int, list[tuple]] = {}
-            for rid, fname, value, required in figs:
-                by_record.setdefault(rid, []).append((fname, value, required))
+            self.conn.execute("BEGIN")  # records and figures from one snapshot
+            rows = self.conn.execute(
+                "SELECT id, ts, host, version, kind, name, target, phase, workload, clients, "
+                f"status, passed, result_id, spec FROM records{cond} ORDER BY ts, id",
+                params).fetchall()
+            figs = self.conn.execute(
+                "SELECT record_id, name, value, required FROM figures WHERE record_id IN "
+                f"(SELECT id FROM records{cond})", params).fetchall()
+            self.conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if _locked(exc):
+                raise self._busy() from None
             raise _damaged(self.path, f"cannot be read ({exc})") from None
+        by_record: dict[int, list[tuple]] = {}
+        for rid, fname, value, required in figs:
+            by_record.setdefault(rid, []).append((fname, value, required))
         return [_record(row, by_record.get(row[0], [])) for row in rows]
 
 
