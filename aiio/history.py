@@ -9,6 +9,7 @@ it over would destroy it.
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import sqlite3
@@ -21,7 +22,7 @@ from urllib.parse import quote
 
 from aiio import __version__
 from aiio.errors import AiioError
-from aiio.figures import FIGURES, LOWER, run_figures
+from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures
 
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -296,15 +297,33 @@ def run_series(phase: str, workload: str, clients: Any) -> str:
     return f"run {phase} {workload} c{clients}"
 
 
+def _abs(path: str) -> str:
+    """Targets as absolute paths, so a series does not split on how the path was typed."""
+    return os.path.abspath(path) if path else ""
+
+
 def run_record(res: dict[str, Any]) -> Record:
     """A saved run result as a history record."""
     workload = res.get("workload", {}).get("workload", {}).get("name", "")
     clients = res.get("clients_requested", len(res.get("clients", [])))
     return Record(kind="run", name=run_series(res.get("phase", ""), workload, clients),
-                  target=res.get("target", {}).get("path", ""), status=res.get("status", ""),
+                  target=_abs(res.get("target", {}).get("path", "")),
+                  status=res.get("status", ""),
                   passed=res.get("status") == "ok", figures=run_figures(res),
                   phase=res.get("phase", ""), workload=workload, clients=str(clients),
                   result_id=res.get("id", ""))
+
+
+def sweep_record(sweep: dict[str, Any]) -> Record:
+    """A saved sweep result as a history record, with the figures of its largest count."""
+    workload = sweep.get("workload", {}).get("workload", {}).get("name", "")
+    clients = sweep.get("sweep", {}).get("clients", [])
+    return Record(kind="sweep", name=run_series(sweep.get("phase", ""), workload, clients),
+                  target=_abs(sweep.get("target", {}).get("path", "")),
+                  status=sweep.get("status", ""), passed=sweep.get("status") == "ok",
+                  figures=sweep_figures(sweep), phase=sweep.get("phase", ""),
+                  workload=workload, clients=",".join(map(str, clients)),
+                  result_id=sweep.get("id", ""))
 
 
 # --- regressions ---------------------------------------------------------------------------
