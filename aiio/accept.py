@@ -13,9 +13,9 @@ from typing import Any
 
 from aiio import result as results
 from aiio.accept_spec import THRESHOLDS, Check, Require, Spec, load_spec
-from aiio.errors import AiioError, ConfigError, RunInterrupted
-from aiio.figures import FIGURES, run_figures
-from aiio.history import History, Record, regressions, run_record
+from aiio.errors import AiioError, RunInterrupted
+from aiio.figures import FIGURES, run_figures, sweep_figures
+from aiio.history import History, Record, regressions, run_record, sweep_record
 from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 
@@ -70,6 +70,7 @@ class Measured:
     runs: list[dict[str, Any]]
     warnings: list[dict[str, str]]
     hints: dict[str, str] = field(default_factory=dict)
+    sweep: dict[str, Any] | None = None
 
 
 def figure_hints(res: dict[str, Any]) -> dict[str, str]:
@@ -95,10 +96,29 @@ def _measure_run(check: Check, target: str, results_dir: str, ui: Any) -> Measur
                     res.get("warnings", []), figure_hints(res))
 
 
+def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
+    from aiio import scale
+
+    req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
+                             threshold=check.require.min_scaling_efficiency or 0.9,
+                             results_dir=results_dir, method=check.cache,
+                             options=dict(check.options))
+    try:
+        out, _ = scale.sweep(req, ui)
+    except scale.SweepStopped as exc:
+        if exc.exit_code == RunInterrupted.exit_code:
+            raise RunInterrupted(str(exc)) from None
+        raise
+    top = max(out["points"], key=lambda p: p["clients"])["result"]
+    return Measured(sweep_figures(out, check.latency_op or None), out["id"],
+                    [p["result"] for p in out["points"]], top.get("warnings", []),
+                    figure_hints(top), sweep=out)
+
+
 def measure(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
     """Run the check's phase (one run, or a sweep over its client list) and read its figures."""
     if check.sweep:
-        raise ConfigError(f"check {check.name}: client lists need the sweep library (aiio.scale)")
+        return _measure_sweep(check, target, results_dir, ui)
     return _measure_run(check, target, results_dir, ui)
 
 
@@ -111,9 +131,9 @@ def _entry(check: Check) -> dict[str, Any]:
 
 
 def run_check(check: Check, target: str, results_dir: str,
-              ui: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The check's entry of the accept result, and the run results it produced. Any error
-    while measuring makes the check `error` with its reason; Ctrl-C is raised on."""
+              ui: Any) -> tuple[dict[str, Any], Measured | None]:
+    """The check's entry of the accept result, and what was measured. Any error while
+    measuring makes the check `error` with its reason; Ctrl-C is raised on."""
     out = _entry(check)
     t0 = time.monotonic()
     try:
@@ -122,10 +142,10 @@ def run_check(check: Check, target: str, results_dir: str,
         raise
     except AiioError as exc:
         out["reason"] = str(exc)
-        return out, []
+        return out, None
     except Exception as exc:  # a crash in one check must not stop the others
         out["reason"] = f"crashed: {type(exc).__name__}: {exc}"
-        return out, []
+        return out, None
     finally:
         out["seconds"] = time.monotonic() - t0
     verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
@@ -136,7 +156,7 @@ def run_check(check: Check, target: str, results_dir: str,
     else:
         out["status"] = "fail" if failures else "pass"
         out["reason"] = "; ".join(failures)
-    return out, m.runs
+    return out, m
 
 
 def check_record(check: Check, entry: dict[str, Any], target: str, spec: str) -> Record:
@@ -151,10 +171,14 @@ def check_record(check: Check, entry: dict[str, Any], target: str, spec: str) ->
 
 
 def record_check(history: History, spec: Spec, check: Check, entry: dict[str, Any],
-                 runs: list[dict[str, Any]], target: str) -> None:
-    """Store the check and its runs; its regressions against its own past go in the entry."""
-    for res in runs:
-        history.add(run_record(res))
+                 measured: Measured | None, target: str) -> None:
+    """Store the check, its runs and its sweep; its regressions against its own past go in
+    the entry."""
+    if measured is not None:
+        for res in measured.runs:
+            history.add(run_record(res))
+        if measured.sweep is not None:
+            history.add(sweep_record(measured.sweep))
     rec = check_record(check, entry, target, spec.name)
     prior = history.records(name=check.name, target=target)
     found = regressions(rec, prior, spec.info.regression_fraction, spec.info.baseline_runs)
@@ -184,7 +208,7 @@ def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: st
         if on_check:
             on_check(i, len(checks), check)
         try:
-            entry, runs = run_check(check, target, results_dir, ui)
+            entry, measured = run_check(check, target, results_dir, ui)
         except (RunInterrupted, KeyboardInterrupt) as exc:
             out["status"], out["error"] = "interrupted", str(exc) or "interrupted"
             out["not_run"] = [c.name for c in checks[i:]]
@@ -192,7 +216,7 @@ def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: st
         out["checks"].append(entry)
         if history is not None:
             try:
-                record_check(history, spec, check, entry, runs, target)
+                record_check(history, spec, check, entry, measured, target)
             except AiioError as exc:  # the verdict stands even if the history cannot keep it
                 out["error"] = f"history not updated: {exc}"
     _count(out)
