@@ -146,7 +146,7 @@ def test_second_run_shows_in_history_with_its_trend(target, results):
     proc = run_cli("history", "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if "train-tiny" in line)
-    assert "│       2 │" in row and "aggregate_mib_s" in row
+    assert "train-tiny (2)" in row and "aggregate_mib_s" in row
     proc = run_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
     records = json.loads(proc.stdout)
     assert len(records) == 2 and all(r["status"] == "pass" for r in records)
@@ -286,3 +286,24 @@ def test_judge_compares_in_the_right_direction():
     _, _, missing = judge(Require(min_hero_fraction=0.5), {}, "train")
     assert missing == ["min_hero_fraction: this train result has no fraction of the fio hero "
                        "number (hero_fraction)"]
+
+
+def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_path):
+    pytest.importorskip("aiio.scale", reason="client lists run through the sweep library")
+    spec = _spec(tmp_path, _check(
+        "sweep", "min_au = 0.05\nmin_scaling_efficiency = 0.05",
+        extra='duration = "1.5s"\nset.train.compute_time = { h100 = 0.02 }\n')
+        .replace("clients = 2", "clients = [1, 2]").replace("epochs = 1\n", ""))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (check,) = _accept_result(results)["checks"]
+    sweep = json.loads((results / check["result_id"] / "result.json").read_text())
+    assert sweep["kind"] == "sweep" and [p["clients"] for p in sweep["points"]] == [1, 2]
+    # the efficiency judged is the sweep's own, and the other figures are the 2-client run's
+    assert check["measured"]["scaling_efficiency_min"] == sweep["table"][1]["efficiency"]
+    top = sweep["points"][1]["result"]["aggregate"]
+    assert check["measured"]["au_min"] == top["au_min"]
+    with History(results / "history.sqlite") as h:
+        kinds = [(r.kind, r.name) for r in h.records()]
+    assert kinds == [("run", "run train demo c1"), ("run", "run train demo c2"),
+                     ("sweep", "sweep train demo c1,2"), ("check", "sweep")]

@@ -11,12 +11,8 @@ from typing import Any
 import click
 
 from aiio.cli.common import emit_json
+from aiio.cli.history import default_history, history_options
 from aiio.errors import ConfigError
-
-
-def default_history(results: str, history: str | None) -> str:
-    """--history, or history.sqlite in the results folder (reports/history.sqlite)."""
-    return history or os.path.join(results, "history.sqlite")
 
 
 @click.command()
@@ -28,9 +24,7 @@ def default_history(results: str, history: str | None) -> str:
 @click.option("--check", "names", multiple=True, metavar="NAME",
               help="run only this check; repeatable")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
-@click.option("--history", "history_path", default=None, metavar="PATH",
-              help="history database  [default: RESULTS/history.sqlite]")
-@click.option("--no-history", is_flag=True, help="do not record this run in the history")
+@history_options
 @click.option("--fail-on-regression", is_flag=True,
               help="exit 1 when a check regressed, even if it passed its thresholds")
 @click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")

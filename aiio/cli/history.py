@@ -12,6 +12,36 @@ from aiio.cli.common import emit_json
 from aiio.errors import ConfigError
 
 SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_MAX = 12  # values in the overview's sparkline; --check lists them all
+
+
+def default_history(results: str, history: str | None) -> str:
+    """--history, or history.sqlite in the results folder (reports/history.sqlite)."""
+    import os
+    return history or os.path.join(results, "history.sqlite")
+
+
+def history_options(func):
+    """--history PATH and --no-history, for the commands that record what they measured."""
+    func = click.option("--no-history", is_flag=True,
+                        help="do not record this in the history")(func)
+    return click.option("--history", "history_path", default=None, metavar="PATH",
+                        help="history database  [default: RESULTS/history.sqlite]")(func)
+
+
+def record_in_history(records: list, results: str, history_path: str | None) -> None:
+    """Add saved results' records to the history; a history problem is a warning on stderr,
+    never a lost result (the result is saved before this is called)."""
+    from aiio.errors import AiioError
+    from aiio.history import History
+
+    path = default_history(results, history_path)
+    try:
+        with History(path) as h:
+            for rec in records:
+                h.add(rec)
+    except (AiioError, OSError) as exc:
+        click.echo(f"aiio: warning: not recorded in the history: {exc}", err=True)
 
 
 @click.command()
@@ -38,7 +68,6 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     import os
 
     from aiio import history as hist
-    from aiio.cli.accept import default_history
     from aiio.figures import FIGURES
 
     path = default_history(results, history_path)
@@ -63,15 +92,15 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     from rich.console import Console
 
     console = Console(file=sys.stdout)
-    if name is None:
-        console.print(trend_table(judged, path, figure, last,
-                                  baseline_runs or hist.DEFAULT_BASELINE_RUNS))
-    else:
-        for table in check_tables(judged, name, figure, last):
-            console.print(table)
-    console.print("regression: a figure more than "
+    runs = baseline_runs or hist.DEFAULT_BASELINE_RUNS
+    tables = (trend_tables(judged, figure, last, runs) if name is None
+              else check_tables(judged, name, figure, last))
+    console.print(f"history: {path}", highlight=False, soft_wrap=True)
+    for table in tables:
+        console.print(table)
+    console.print("! regression: a figure more than "
                   f"{fraction or hist.DEFAULT_FRACTION:.0%} worse than the median of its last "
-                  f"{baseline_runs or hist.DEFAULT_BASELINE_RUNS} passing records",
+                  f"{runs} passing records of its series (figure names carry units)",
                   highlight=False)
 
 
@@ -84,7 +113,18 @@ def _as_dict(rec: Any, regs: list) -> dict[str, Any]:
 
 
 def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _value(figure: str, value: float | None) -> str:
+    """A figure's value without its unit (the figure's name says it): 812.3, 91.2%."""
+    from aiio.figures import FIGURES
+
+    if value is None:
+        return "-"
+    if FIGURES[figure].unit == "%":
+        return f"{value:.1%}"
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
 def headline(rec: Any, figure: str | None) -> str | None:
@@ -111,66 +151,74 @@ STATUS = {"pass": "[green]pass[/]", "ok": "[green]ok[/]", "fail": "[red]fail[/]"
           "error": "[red]error[/]"}
 
 
-def trend_table(judged: list, path: str, figure: str | None, last: int, runs: int) -> Any:
-    """One row per series (check, run or sweep on one target): latest figure and its trend."""
+def _by(items: list, key: Any) -> dict[Any, list]:
+    out: dict[Any, list] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
+
+
+def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list[Any]:
+    """Per target, one row per series (a check, or runs/sweeps of one shape) with its number
+    of records: its trended figure's last value, baseline and sparkline; `!` marks a
+    regression (after the sparkline: of another watched figure)."""
+    from rich import box
     from rich.table import Table
 
-    from aiio.figures import FIGURES
     from aiio.history import baseline
 
-    series: dict[tuple[str, str], list] = {}
-    for rec, regs in judged:
-        series.setdefault(rec.series, []).append((rec, regs))
-    table = Table(title=f"history: {path}")
-    for col in ("check", "kind", "target", "records", "last run", "status", "figure", "last",
-                "baseline", "trend", "regression"):
-        table.add_column(col, justify="right" if col in ("records", "last", "baseline")
-                         else "left")
-    for (name, target), items in series.items():
-        rec, regs = items[-1]
-        fig = headline(rec, figure)
-        shown = [r.figures[fig] for r, _ in items[-last:] if fig in r.figures] if fig else []
-        base = baseline([r for r, _ in items[:-1]], fig, runs) if fig else None
-        fmt = FIGURES[fig].format if fig else str
-        table.add_row(name, rec.kind, target, str(len(items)), _when(rec.ts),
-                      STATUS.get(rec.status, rec.status), fig or "-",
-                      fmt(rec.figures[fig]) if fig else "-", fmt(base[0]) if base else "-",
-                      spark(shown),
-                      "[yellow]" + ", ".join(f"{r.figure} {r.change:+.0%}" for r in regs) + "[/]"
-                      if regs else "")
-    return table
+    tables = []
+    for target, items in _by(judged, lambda j: j[0].target).items():
+        table = Table(title=f"history on {target}", box=box.SIMPLE_HEAD, pad_edge=False,
+                      padding=(0, 1, 0, 0))
+        for col in ("series", "last run", "status", "figure", "last", "baseline", "trend"):
+            table.add_column(col, justify="right" if col in ("last", "baseline") else "left",
+                             no_wrap=col != "series", min_width=10 if col == "series" else None)
+        for name, series in _by(items, lambda j: j[0].name).items():
+            rec, regs = series[-1]
+            fig = headline(rec, figure)
+            base = baseline([r for r, _ in series[:-1]], fig, runs) if fig else None
+            shown = [r.figures[fig] for r, _ in series[-last:] if fig in r.figures]
+            value = _value(fig, rec.figures.get(fig)) if fig else "-"
+            if any(r.figure == fig for r in regs):
+                value = f"[bold yellow]!{value}[/]"
+            others = [r.figure for r in regs if r.figure != fig]
+            table.add_row(f"{name} [dim]({len(series)})[/]",
+                          time.strftime("%m-%d %H:%M", time.localtime(rec.ts)),
+                          STATUS.get(rec.status, rec.status), fig or "-", value,
+                          _value(fig, base[0]) if base else "-",
+                          spark(shown[-SPARK_MAX:]) + (f" [bold yellow]! {', '.join(others)}[/]"
+                                                       if others else ""))
+        tables.append(table)
+    return tables
 
 
 def check_tables(judged: list, name: str, figure: str | None, last: int) -> list[Any]:
-    """One table per target: every record of the check, with its watched figures."""
+    """Per target, every record of one check with its watched figures; a regressed figure
+    shows its change from the baseline."""
+    from rich import box
     from rich.table import Table
 
-    from aiio.figures import FIGURES
     from aiio.history import watched
 
-    by_target: dict[str, list] = {}
-    for rec, regs in judged:
-        by_target.setdefault(rec.target, []).append((rec, regs))
     tables = []
-    for target, items in by_target.items():
+    for target, items in _by(judged, lambda j: j[0].target).items():
         items = items[-last:]
         figs: list[str] = [figure] if figure else []
         for rec, _ in items:
             figs += [f for f in watched(rec) if f not in figs]
-        table = Table(title=f"{name} on {target} ({len(items)} shown)")
+        table = Table(title=f"{name} on {target} (last {len(items)})", box=box.SIMPLE_HEAD,
+                      pad_edge=False)
         for col in ("#", "time", "status", "host", "aiio", *figs, "regression"):
-            table.add_column(col, justify="right" if col in figs or col == "#" else "left")
+            table.add_column(col, justify="right" if col in figs or col == "#" else "left",
+                             no_wrap=col in ("#", "time", "status"), overflow="fold")
         for rec, regs in items:
             marks = {r.figure: r for r in regs}
-            cells = []
-            for f in figs:
-                value = rec.figures.get(f)
-                text = "-" if value is None else FIGURES[f].format(value)
-                if f in marks:
-                    text = f"[yellow]{text} ({marks[f].change:+.0%})[/]"
-                cells.append(text)
+            cells = [f"[bold yellow]{_value(f, rec.figures.get(f))} "
+                     f"({marks[f].change:+.0%})[/]" if f in marks
+                     else _value(f, rec.figures.get(f)) for f in figs]
             table.add_row(str(rec.id), _when(rec.ts), STATUS.get(rec.status, rec.status),
                           rec.host, rec.version, *cells,
-                          "[yellow]REGRESSION[/]" if regs else "")
+                          "[bold yellow]REGRESSION[/]" if regs else "")
         tables.append(table)
     return tables

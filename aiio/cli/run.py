@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
+from aiio.cli.history import history_options, record_in_history
 from aiio.errors import ConfigError
 
 DEFAULT_TARGET = "./aiio-target"
@@ -37,9 +38,7 @@ DEFAULT_TARGET = "./aiio-target"
               help="for tests only: skip the free-space check so a full disk can be provoked")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON on stdout")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-@click.option("--history", "history_path", default=None, metavar="PATH",
-              help="history database the run is recorded in  [default: RESULTS/history.sqlite]")
-@click.option("--no-history", is_flag=True, help="do not record the run in the history")
+@history_options
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
@@ -67,7 +66,8 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     req = runner.RunRequest(phase, workload, target, results, method, options)
     res, folder = runner.run(req, ui)
     if not no_history:
-        record_in_history(res, results, history_path)
+        from aiio.history import run_record
+        record_in_history([run_record(res)], results, history_path)
     if as_json:
         emit_json(res)
     else:
@@ -118,20 +118,6 @@ def _every(text: str) -> list[str]:
     if m.group(2):
         out.append(f"checkpoint.every_unit={m.group(2).rstrip('s')}s")
     return out
-
-
-def record_in_history(res: dict, results: str, history_path: str | None) -> None:
-    """Add a saved result to the history; a history problem is a note, never a lost result."""
-    from aiio.cli.accept import default_history
-    from aiio.errors import AiioError
-    from aiio.history import History, run_record
-
-    path = default_history(results, history_path)
-    try:
-        with History(path) as h:
-            h.add(run_record(res))
-    except (AiioError, OSError) as exc:
-        click.echo(f"aiio: warning: run not recorded in the history: {exc}", err=True)
 
 
 def _make_default_target(path: str) -> None:
