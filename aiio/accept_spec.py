@@ -265,6 +265,9 @@ def load_spec(path: str | os.PathLike) -> Spec:
         seen.add(c.name)
     if not info.name:
         info = dataclasses.replace(info, name=p.stem)
+    elif not NAME_RE.match(info.name):
+        raise ConfigError(f"{p} [spec].name = {info.name!r}: use letters, digits, '.', '_' or "
+                          "'-' (it names the JUnit suite)")
     return Spec(info, checks, str(p))
 
 
