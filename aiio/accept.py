@@ -76,6 +76,7 @@ class Measured:
 def figure_hints(res: dict[str, Any]) -> dict[str, str]:
     """Why a result lacks a figure, in the words of the result itself where it has them."""
     hints = {"checkpoint_s": f"phase {res.get('phase')} wrote no checkpoint",
+             "restore_s": f"phase {res.get('phase')} restored no checkpoint",
              "load_s": f"phase {res.get('phase')} loaded no model",
              "au_min": f"phase {res.get('phase')} has no accelerators"}
     hero = res.get("hero")

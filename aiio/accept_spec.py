@@ -51,7 +51,9 @@ class Require:
         "float", None, "lowest E(N) = agg(N) / (N/n0 x agg(n0)) of a client list", gt=0, max=1)
     max_checkpoint_s: float | None = key("duration", None, "checkpoint time, slowest client",
                                          gt=0)
-    max_load_s: float | None = key("duration", None, "model load time, slowest replica", gt=0)
+    max_restore_s: float | None = key("duration", None, "checkpoint restore time, slowest "
+                                      "client", gt=0)
+    max_load_s: float | None = key("duration", None, "model load time, last replica", gt=0)
     max_p99_ms: float | None = key("float", None, "p99 latency of the main operation, ms", gt=0)
     min_hero_fraction: float | None = key("float", None, "aggregate as a fraction of the fio "
                                           "hero number", gt=0, max=1)
@@ -70,6 +72,7 @@ THRESHOLDS = {
     "max_cv": ("cv", "<="),
     "min_scaling_efficiency": ("scaling_efficiency_min", ">="),
     "max_checkpoint_s": ("checkpoint_s", "<="),
+    "max_restore_s": ("restore_s", "<="),
     "max_load_s": ("load_s", "<="),
     "max_p99_ms": ("p99_ms", "<="),
     "min_hero_fraction": ("hero_fraction", ">="),

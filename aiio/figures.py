@@ -44,22 +44,17 @@ FIGURES = {f.name: f for f in (
     Figure("au_mean", "mean AU", "%", HIGHER),
     Figure("samples_per_s", "samples/s", "", HIGHER),
     Figure("p99_ms", "p99 latency", "ms", LOWER),
-    Figure("checkpoint_s", "checkpoint time (slowest client)", "s", LOWER),
-    Figure("load_s", "model load time (slowest replica)", "s", LOWER),
+    Figure("checkpoint_s", "checkpoint time (slowest client, worst checkpoint)", "s", LOWER),
+    Figure("restore_s", "checkpoint restore time (slowest client, worst)", "s", LOWER),
+    Figure("load_s", "model load time (until the last replica is ready)", "s", LOWER),
     Figure("hero_fraction", "fraction of the fio hero number", "%", HIGHER),
     Figure("scaling_efficiency", "scaling efficiency at the largest count", "%", HIGHER),
     Figure("scaling_efficiency_min", "lowest scaling efficiency of the sweep", "%", HIGHER),
 )}
 
 # The main operation a phase's p99 latency is taken from, unless a check names another.
-MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read"}
-
-# Where the phases that time a burst put the time, first match wins: the slowest client's
-# seconds to finish (the stall every accelerator sees).
-_CHECKPOINT_KEYS = (("checkpoint", "seconds"), ("checkpoint_s",), ("persist", "last_done_s"),
-                    ("write", "last_done", "seconds"))
-_LOAD_KEYS = (("load", "seconds"), ("load_s",), ("time_to_load", "last_done_s"),
-              ("read", "last_done", "seconds"))
+MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read",
+           "all": "read"}
 
 
 def _dig(data: Any, path: tuple[str, ...]) -> float | None:
@@ -70,44 +65,58 @@ def _dig(data: Any, path: tuple[str, ...]) -> float | None:
     return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
 
 
-def _first(data: Any, paths: tuple[tuple[str, ...], ...]) -> float | None:
-    for path in paths:
-        value = _dig(data, path)
-        if value is not None:
-            return value
-    return None
+def _worst_burst(agg: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint write burst that took longest: the one the stall figure comes from."""
+    bursts = [c["write"] for c in agg.get("checkpoints") or [] if isinstance(c.get("write"), dict)]
+    return max(bursts, key=lambda b: b.get("last_done_s", 0.0), default={})
 
 
-def _latency_op(res: dict[str, Any], op: str | None) -> str | None:
-    latency = res.get("aggregate", {}).get("latency", {})
+def views(res: dict[str, Any]) -> tuple[dict, dict | None, dict | None]:
+    """Where a result keeps its figures: (the I/O aggregate bandwidth, fairness, AU and latency
+    are read from, the checkpoint aggregate, the model-load aggregate)."""
+    agg = res.get("aggregate") or {}
+    phase = res.get("phase")
+    if phase == "all":  # one aggregate per stage
+        train = agg.get("train") or {}
+        return train, train.get("checkpoint"), agg.get("load")
+    if phase == "checkpoint":
+        return _worst_burst(agg), agg, None
+    if phase == "load":
+        return agg, None, agg
+    return agg, agg.get("checkpoint"), None  # train, with checkpoints when it wrote them
+
+
+def _latency_op(view: dict[str, Any], phase: str, op: str | None) -> str | None:
+    latency = view.get("latency") or {}
     if op:
         return op if op in latency else None
-    main = MAIN_OP.get(res.get("phase", ""), "read")
+    main = MAIN_OP.get(phase, "read")
     return main if main in latency else next(iter(latency), None)
 
 
 def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
     """Every figure a run result holds; a figure the result lacks is simply absent."""
-    agg = res.get("aggregate") or {}
+    view, ckpt, load = views(res)
     out: dict[str, float | None] = {
-        "aggregate_mib_s": _dig(agg, ("first_done", "mib_s")),
-        "last_done_mib_s": _dig(agg, ("last_done", "mib_s")),
-        "client_mib_s_min": _dig(agg, ("per_client_mib_s", "min")),
-        "client_mib_s_mean": _dig(agg, ("per_client_mib_s", "mean")),
-        "cv": _dig(agg, ("per_client_mib_s", "cv")),
-        "jain": _dig(agg, ("jain",)),
-        "au_min": _dig(agg, ("au_min",)),
-        "au_mean": _dig(agg, ("au_mean",)),
-        "samples_per_s": _dig(agg, ("samples_per_s",)),
-        "checkpoint_s": _first(agg, _CHECKPOINT_KEYS) if res.get("phase") != "train" or
-        "checkpoint" in agg else None,
-        "load_s": _first(agg, _LOAD_KEYS) if res.get("phase") == "load" or "load" in agg
-        else None,
+        "aggregate_mib_s": _dig(view, ("first_done", "mib_s")),
+        "last_done_mib_s": _dig(view, ("last_done", "mib_s")),
+        "client_mib_s_min": _dig(view, ("per_client_mib_s", "min")),
+        "client_mib_s_mean": _dig(view, ("per_client_mib_s", "mean")),
+        "cv": _dig(view, ("per_client_mib_s", "cv")),
+        "jain": _dig(view, ("jain",)),
+        "au_min": _dig(view, ("au_min",)),
+        "au_mean": _dig(view, ("au_mean",)),
+        "samples_per_s": _dig(view, ("samples_per_s",)),
+        # the worst checkpoint: every accelerator waits until the last shard is durable
+        "checkpoint_s": _dig(ckpt, ("persist_last_done_s", "max")),
+        "restore_s": _dig(ckpt, ("restore_last_done_s", "max")),
+        # from the common start until the last replica has every byte: the fleet is serving
+        "load_s": _dig(load, ("last_ready_s",)),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(res, latency_op)
+    op = _latency_op(view, res.get("phase", ""), latency_op)
     if op is not None:
-        p99 = _dig(agg, ("latency", op, "p99_ns"))
+        p99 = _dig(view, ("latency", op, "p99_ns"))
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None
     return {k: v for k, v in out.items() if v is not None}
 
@@ -115,7 +124,6 @@ def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str,
 def _hero_fraction(res: dict[str, Any]) -> float | None:
     percent = _dig(res, ("hero", "percent"))
     return percent / 100.0 if percent is not None else None
-
 
 
 def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
