@@ -96,6 +96,9 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     tables = (trend_tables(judged, figure, last, runs) if name is None
               else check_tables(judged, name, figure, last))
     console.print(f"history: {path}", highlight=False, soft_wrap=True)
+    if not judged:
+        console.print("no records yet", highlight=False)
+        return
     for table in tables:
         console.print(table)
     console.print("! regression: a figure more than "
