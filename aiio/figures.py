@@ -29,8 +29,17 @@ class Figure:
                 return f"{value:,.0f} MiB/s"
             return f"{value:.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
         if self.unit in ("s", "ms"):
-            return f"{value:,.3f} {self.unit}"
+            return _seconds(value if self.unit == "s" else value / 1e3)
         return f"{value:.3f}"
+
+
+def _seconds(s: float) -> str:
+    """A time with a unit that keeps three significant digits: 12.3 s, 45.6 ms, 7.00 us."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(s) >= scale or unit == "us":
+            v = s / scale
+            return f"{v:,.0f} {unit}" if abs(v) >= 100 else f"{v:#.3g} {unit}"
+    raise AssertionError("unreachable")
 
 
 FIGURES = {f.name: f for f in (

@@ -309,3 +309,27 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
         kinds = [(r.kind, r.name) for r in h.records()]
     assert kinds == [("run", "run train demo c1"), ("run", "run train demo c2"),
                      ("sweep", "sweep train demo c1,2"), ("check", "sweep")]
+
+
+def test_checkpoint_and_load_times_are_judged_from_their_results(target, results, tmp_path):
+    spec = _spec(
+        tmp_path,
+        '[[check]]\nname = "ckpt"\nphase = "checkpoint"\nclients = 2\n'
+        'set.checkpoint.size = "8MiB"\n[check.require]\nmax_checkpoint_s = 600\n'
+        'max_restore_s = 600\n',
+        # nothing writes and fsyncs 8 MiB in a microsecond
+        '[[check]]\nname = "ckpt-1us"\nphase = "checkpoint"\nclients = 2\n'
+        'set.checkpoint.size = "8MiB"\n[check.require]\nmax_checkpoint_s = "1us"\n',
+        '[[check]]\nname = "load"\nphase = "load"\nclients = 2\nset.load.size = "8MiB"\n'
+        '[check.require]\nmax_load_s = 600\n')
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1, proc.stderr
+    ckpt, fast, load = _accept_result(results)["checks"]
+    assert [c["status"] for c in (ckpt, fast, load)] == ["pass", "fail", "pass"]
+    run = json.loads((results / ckpt["result_id"] / "result.json").read_text())["aggregate"]
+    assert ckpt["measured"]["checkpoint_s"] == run["persist_last_done_s"]["max"] > 0
+    assert ckpt["measured"]["restore_s"] == run["restore_last_done_s"]["max"] > 0
+    assert "max_checkpoint_s: checkpoint time" in fast["failures"][0]
+    assert "required <= 1.00 us" in fast["failures"][0]
+    run = json.loads((results / load["result_id"] / "result.json").read_text())["aggregate"]
+    assert load["measured"]["load_s"] == run["last_ready_s"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
+from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target
 from aiio.errors import ConfigError
 
@@ -48,9 +49,11 @@ def sweep_workload_options(func):
 @click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
 @click.option("--json", "as_json", is_flag=True, help="print the sweep result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
+@history_options
 def scale(phase: str, clients_text: str | None, max_clients: int | None, duration: str | None,
           repeat: int, threshold: float, target: str, results: str, method: str,
-          no_charts: bool, as_json: bool, quiet: bool, **kwargs) -> None:
+          no_charts: bool, as_json: bool, quiet: bool, history_path: str | None,
+          no_history: bool, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
     from aiio import scale as sc
@@ -74,9 +77,22 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, duratio
     try:
         out, folder = sc.sweep(req, RichUI(quiet=quiet or as_json))
     except sc.SweepStopped as stopped:
+        if not no_history:
+            _record(stopped.sweep, results, history_path)
         _show(stopped.sweep, stopped.folder, as_json, print_sweep)
         raise
+    if not no_history:
+        _record(out, results, history_path)
     _show(out, folder, as_json, print_sweep)
+
+
+def _record(out: dict, results: str, history_path: str | None) -> None:
+    """The sweep and each finished point, in the history (a failed sweep never sets a
+    baseline: its record is not passing)."""
+    from aiio.history import run_record, sweep_record
+
+    records = [run_record(p["result"]) for p in out["points"]]
+    record_in_history([*records, sweep_record(out)], results, history_path)
 
 
 def _show(out: dict, folder, as_json: bool, printer) -> None:
