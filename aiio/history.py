@@ -30,6 +30,11 @@ BUSY_TIMEOUT_S = 60.0          # a nightly run may wait behind another one's sho
 DEFAULT_FRACTION = 0.10        # regression: more than 10 % worse than the baseline ...
 DEFAULT_BASELINE_RUNS = 5      # ... which is the median of the last 5 passing records
 HEADLINE = ("aggregate_mib_s", "au_min")  # watched for regressions besides thresholded ones
+# A CV near zero doubles on noise alone: a relative change of it says nothing (its threshold
+# still judges it).
+UNWATCHED = ("cv",)
+# One or two earlier runs are not a baseline: noise between two runs would be an alarm.
+MIN_BASELINE_RUNS = 3
 
 _SCHEMA = """
 CREATE TABLE records (
@@ -331,13 +336,15 @@ def sweep_record(sweep: dict[str, Any]) -> Record:
 def watched(rec: Record) -> list[str]:
     """Figures judged for regressions: the thresholded ones, plus the headline figures."""
     names = list(rec.required) + [h for h in HEADLINE if h not in rec.required]
-    return [n for n in names if n in rec.figures and n in FIGURES]
+    return [n for n in names if n in rec.figures and n in FIGURES and n not in UNWATCHED]
 
 
-def baseline(prior: list[Record], figure: str, runs: int) -> tuple[float, int] | None:
-    """Median of `figure` over the last `runs` passing records of `prior` (time order)."""
+def baseline(prior: list[Record], figure: str, runs: int,
+             least: int = 1) -> tuple[float, int] | None:
+    """Median of `figure` over the last `runs` passing records of `prior` (time order); None
+    with fewer than `least` of them."""
     values = [r.figures[figure] for r in prior if r.passed and figure in r.figures][-runs:]
-    if not values:
+    if not values or len(values) < least:
         return None
     return statistics.median(values), len(values)
 
@@ -345,10 +352,11 @@ def baseline(prior: list[Record], figure: str, runs: int) -> tuple[float, int] |
 def regressions(rec: Record, prior: list[Record], fraction: float = DEFAULT_FRACTION,
                 runs: int = DEFAULT_BASELINE_RUNS) -> list[Regression]:
     """Watched figures of `rec` more than `fraction` worse than their baseline in `prior`
-    (records of the same series before it), whether or not `rec` passed its thresholds."""
+    (records of the same series before it), whether or not `rec` passed its thresholds. No
+    verdict until the series has MIN_BASELINE_RUNS passing records (or `runs`, if fewer)."""
     found = []
     for name in watched(rec):
-        base = baseline(prior, name, runs)
+        base = baseline(prior, name, runs, least=min(runs, MIN_BASELINE_RUNS))
         if base is None or base[0] == 0:
             continue
         value, (median, n) = rec.figures[name], base

@@ -68,9 +68,9 @@ def test_regression_flagged_while_threshold_still_passes(tmp_path):
     with History(path) as h:
         judged = with_regressions(h.records(), fraction=0.10, runs=5)
     flags = [[r.figure for r in regs] for _, regs in judged]
-    # 85 is 15 % below the median (100) of the last five passing records, yet above 50;
-    # the failed night is flagged too, and stays out of later baselines
-    assert flags == [[], [], ["aggregate_mib_s"], [], [], [], ["aggregate_mib_s"], []]
+    # 85 is 15 % below the median (100) of the last five passing records, yet above 50; the
+    # failed night has no verdict (two records are no baseline) and stays out of the baselines
+    assert flags == [[], [], [], [], [], [], ["aggregate_mib_s"], []]
     reg = judged[6][1][0]
     assert reg.baseline == 100 and reg.runs == 5
     assert reg.change == pytest.approx(-0.15)
@@ -91,6 +91,21 @@ def test_baseline_is_the_last_k_passing_of_its_own_series(tmp_path):
     assert regressions(new, prior, 0.10, runs=5)[0].baseline == 100
     assert regressions(_check(91.0), prior, 0.10, runs=3) == []
     assert regressions(_check(88.0), prior, 0.15, runs=3) == []
+
+
+def test_no_verdict_without_a_baseline_and_cv_is_not_watched(tmp_path):
+    path = tmp_path / "h.sqlite"
+    _fill(path, [(100, True), (100, True)])
+    with History(path) as h:
+        prior = h.records()
+    assert regressions(_check(50.0), prior) == []            # two records: no baseline yet
+    assert regressions(_check(50.0), prior, runs=2)[0].runs == 2   # unless K itself is 2
+    _fill(path, [(100, True)])
+    with History(path) as h:
+        prior = h.records()
+    worse = _check(50.0)
+    worse.figures["cv"], worse.required["cv"] = 0.5, 0.9     # cv was 0.05: ten times worse
+    assert [r.figure for r in regressions(worse, prior)] == ["aggregate_mib_s"]
 
 
 def test_lower_is_better_figures_regress_upwards(tmp_path):
@@ -114,7 +129,7 @@ def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
     assert "(4)" in row and "aggregate_mib_s" in row and "!80.0" in row and "100.0" in row
     proc = run_cli("history", "--history", str(path), "--check", "train-8")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("REGRESSION") == 1 and "80.0 (-20%)" in proc.stdout
+    assert "!80.0" in proc.stdout and proc.stdout.count("is 20% below its baseline") == 1
     proc = run_cli("history", "--history", str(path), "--check", "train-8", "--json")
     records = json.loads(proc.stdout)
     assert [len(r["regressions"]) for r in records] == [0, 0, 0, 1]

@@ -101,9 +101,12 @@ def history(history_path: str | None, results: str, name: str | None, target: st
         return
     for table in tables:
         console.print(table)
+    for line in regression_lines(judged, every=name is not None, last=last):
+        console.print(line, highlight=False)
     console.print("! regression: a figure more than "
                   f"{fraction or hist.DEFAULT_FRACTION:.0%} worse than the median of its last "
-                  f"{runs} passing records of its series (figure names carry units)",
+                  f"{runs} passing records of its series, once it has "
+                  f"{min(runs, hist.MIN_BASELINE_RUNS)} (figure names carry units)",
                   highlight=False)
 
 
@@ -185,20 +188,17 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
             value = _value(fig, rec.figures.get(fig)) if fig else "-"
             if any(r.figure == fig for r in regs):
                 value = f"[bold yellow]!{value}[/]"
-            others = [r.figure for r in regs if r.figure != fig]
             table.add_row(f"{name} [dim]({len(series)})[/]",
                           time.strftime("%m-%d %H:%M", time.localtime(rec.ts)),
                           STATUS.get(rec.status, rec.status), fig or "-", value,
-                          _value(fig, base[0]) if base else "-",
-                          spark(shown[-SPARK_MAX:]) + (f" [bold yellow]! {', '.join(others)}[/]"
-                                                       if others else ""))
+                          _value(fig, base[0]) if base else "-", spark(shown[-SPARK_MAX:]))
         tables.append(table)
     return tables
 
 
 def check_tables(judged: list, name: str, figure: str | None, last: int) -> list[Any]:
-    """Per target, every record of one check with its watched figures; a regressed figure
-    shows its change from the baseline."""
+    """Per target, every record of one check with its watched figures; `!` marks a regressed
+    figure (regression_lines says by how much)."""
     from rich import box
     from rich.table import Table
 
@@ -211,17 +211,27 @@ def check_tables(judged: list, name: str, figure: str | None, last: int) -> list
         for rec, _ in items:
             figs += [f for f in watched(rec) if f not in figs]
         table = Table(title=f"{name} on {target} (last {len(items)})", box=box.SIMPLE_HEAD,
-                      pad_edge=False)
-        for col in ("#", "time", "status", "host", "aiio", *figs, "regression"):
+                      pad_edge=False, padding=(0, 1, 0, 0))
+        for col in ("#", "time", "status", "host", "aiio", *figs):
             table.add_column(col, justify="right" if col in figs or col == "#" else "left",
-                             no_wrap=col in ("#", "time", "status"), overflow="fold")
+                             no_wrap=col not in ("host", "aiio"))
         for rec, regs in items:
-            marks = {r.figure: r for r in regs}
-            cells = [f"[bold yellow]{_value(f, rec.figures.get(f))} "
-                     f"({marks[f].change:+.0%})[/]" if f in marks
+            marked = {r.figure for r in regs}
+            cells = [f"[bold yellow]!{_value(f, rec.figures.get(f))}[/]" if f in marked
                      else _value(f, rec.figures.get(f)) for f in figs]
             table.add_row(str(rec.id), _when(rec.ts), STATUS.get(rec.status, rec.status),
-                          rec.host, rec.version, *cells,
-                          "[bold yellow]REGRESSION[/]" if regs else "")
+                          rec.host, rec.version, *cells)
         tables.append(table)
     return tables
+
+
+def regression_lines(judged: list, every: bool, last: int) -> list[str]:
+    """One line per regression: of each series' last record, or (`every`) of every record
+    shown."""
+    lines = []
+    for _, items in _by(judged, lambda j: j[0].series).items():
+        for rec, regs in (items[-last:] if every else items[-1:]):
+            for r in regs:
+                lines.append(f"[bold yellow]![/] #{rec.id} {rec.name} {_when(rec.ts)}: "
+                             f"{r.describe()}")
+    return lines
