@@ -37,3 +37,9 @@ class RunInterrupted(AiioError):
 
 class Terminated(RunFailed):
     """The process got SIGTERM (under MPI: the launcher ends the job). Exit code 1."""
+
+
+class ChecksFailed(AiioError):
+    """An acceptance check failed its thresholds or could not be measured. Exit code 1."""
+
+    exit_code = 1

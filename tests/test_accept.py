@@ -333,3 +333,22 @@ def test_checkpoint_and_load_times_are_judged_from_their_results(target, results
     assert "required <= 1.00 us" in fast["failures"][0]
     run = json.loads((results / load["result_id"] / "result.json").read_text())["aggregate"]
     assert load["measured"]["load_s"] == run["last_ready_s"] > 0
+
+
+def test_accept_flags_a_regression_against_its_recorded_history(target, results, tmp_path):
+    from aiio.history import Record
+
+    history = tmp_path / "h.sqlite"
+    with History(history) as h:   # three earlier nights at an aggregate no temp folder reaches
+        for night in range(3):
+            h.add(Record(kind="check", name="train-tiny", target=str(target), status="pass",
+                         passed=True, figures={"aggregate_mib_s": 1e9, "au_min": 0.9},
+                         required={"aggregate_mib_s": 0.01}, ts=1e9 + night))
+    proc = _accept(TINY, target, results, "--history", str(history))
+    assert proc.returncode == 0, proc.stderr     # it still passes its thresholds ...
+    assert "REGRESSION" in proc.stdout           # ... and is flagged all the same
+    (check,) = _accept_result(results)["checks"]
+    (reg,) = [r for r in check["regressions"] if r["figure"] == "aggregate_mib_s"]
+    assert reg["baseline"] == 1e9 and reg["runs"] == 3 and reg["change"] < -0.99
+    proc = _accept(TINY, target, results, "--history", str(history), "--fail-on-regression")
+    assert proc.returncode == 1 and "train-tiny regressed" in proc.stderr

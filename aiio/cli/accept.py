@@ -69,10 +69,26 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         emit_json(out)
     else:
         print_accept(out, folder, junit[-1])
-    code = acc.exit_code(out)
-    if code == 0 and fail_on_regression and any(c["regressions"] for c in out["checks"]):
-        code = 1
-    sys.exit(code)
+    _end(out, folder, fail_on_regression)
+
+
+def _end(out: dict[str, Any], folder: Path, fail_on_regression: bool) -> None:
+    """Leave through the CLI's error boundary, which tells every MPI rank the exit code:
+    0 all passed, 1 any failed or errored (or regressed, when asked), 130 interrupted."""
+    from aiio.accept import exit_code
+    from aiio.errors import ChecksFailed, RunInterrupted
+
+    code = exit_code(out)
+    if code == RunInterrupted.exit_code:
+        raise RunInterrupted(f"interrupted after {len(out['checks'])} checks; the checks done "
+                             f"are in {folder}")
+    if code:
+        raise ChecksFailed(f"acceptance failed: {out['failed']} failed and {out['errors']} "
+                           f"errored of {len(out['checks'])} checks; see {folder}")
+    regressed = [c["name"] for c in out["checks"] if c["regressions"]]
+    if fail_on_regression and regressed:
+        raise ChecksFailed(f"every check passed, but {', '.join(regressed)} regressed "
+                           "(--fail-on-regression)")
 
 
 STATUS_STYLE = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[red]ERROR[/]"}
