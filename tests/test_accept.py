@@ -352,3 +352,22 @@ def test_accept_flags_a_regression_against_its_recorded_history(target, results,
     assert reg["baseline"] == 1e9 and reg["runs"] == 3 and reg["change"] < -0.99
     proc = _accept(TINY, target, results, "--history", str(history), "--fail-on-regression")
     assert proc.returncode == 1 and "train-tiny regressed" in proc.stderr
+
+
+@pytest.mark.mpi
+def test_accept_across_mpi_ranks_records_once_and_exits_alike(target, results, tmp_path):
+    from .mpi import WHY_NOT, mpi_run
+
+    if WHY_NOT:
+        pytest.skip(WHY_NOT)
+    spec = _spec(tmp_path, _check("ok", "min_au = 0.05"),
+                 _check("too-fast", "min_aggregate_mib_s = 1073741824"))
+    proc = mpi_run(2, "accept", str(spec), "--target", str(target), "--results", str(results),
+                   "--quiet", timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr   # every rank left with the code
+    out = _accept_result(results)
+    assert [c["status"] for c in out["checks"]] == ["pass", "fail"]
+    run = json.loads((results / out["checks"][0]["result_id"] / "result.json").read_text())
+    assert sorted(c["rank"] for c in run["clients"]) == [0, 1]   # one client on each rank
+    with History(results / "history.sqlite") as h:                # recorded by rank 0 alone
+        assert [r.kind for r in h.records()] == ["run", "check", "run", "check"]
