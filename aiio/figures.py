@@ -131,7 +131,12 @@ def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str,
 
 
 def _hero_fraction(res: dict[str, Any]) -> float | None:
-    percent = _dig(res, ("hero", "percent"))
+    """The run's headline as a fraction of the fio hero number (a lifecycle run: its train
+    stage's)."""
+    hero = res.get("hero") or {}
+    if res.get("phase") == "all":
+        hero = (hero.get("stages") or {}).get("train") or {}
+    percent = _dig(hero, ("percent",))
     return percent / 100.0 if percent is not None else None
 
 

@@ -371,3 +371,30 @@ def test_accept_across_mpi_ranks_records_once_and_exits_alike(target, results, t
     assert sorted(c["rank"] for c in run["clients"]) == [0, 1]   # one client on each rank
     with History(results / "history.sqlite") as h:                # recorded by rank 0 alone
         assert [r.kind for r in h.records()] == ["run", "check", "run", "check"]
+
+
+def test_fraction_of_the_fio_hero_number(target, results, tmp_path):
+    import shutil
+
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (apt-get install fio)")
+    spec = _spec(tmp_path,
+                 _check("some-of-hero", "min_hero_fraction = 0.0001"),
+                 # two clients paced by 10 ms of compute per 128 KiB batch cannot match fio
+                 # streaming the same disk with nothing to wait for
+                 _check("all-of-hero", "min_hero_fraction = 1.0"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1
+    first = _accept_result(results)["checks"]
+    assert [c["status"] for c in first] == ["error", "error"]
+    assert "run: aiio fio --target" in first[0]["reason"]   # says how to get a hero number
+    fio = run_cli("fio", "--target", str(target), "--results", str(results), "--clients", "2",
+                  "--runtime", "1s", "--ramp-time", "0", "--size", "16MiB", "--quiet")
+    assert fio.returncode == 0, fio.stderr
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1, proc.stderr
+    some, every = _accept_result(results)["checks"]
+    assert (some["status"], every["status"]) == ("pass", "fail")
+    run = json.loads((results / some["result_id"] / "result.json").read_text())
+    assert some["measured"]["hero_fraction"] == pytest.approx(run["hero"]["percent"] / 100)
+    assert 0 < every["measured"]["hero_fraction"] < 1
