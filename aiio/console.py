@@ -56,7 +56,8 @@ class RichUI:
         self.bar.start()
         self.total = total
         self._last = (0, 0.0)  # a sweep reuses this UI for every point
-        self.task = self.bar.add_task(f"{label} ({clients} clients)", total=total, rate="")
+        noun = "client" if clients == 1 else "clients"
+        self.task = self.bar.add_task(f"{label} ({clients} {noun})", total=total, rate="")
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
         if self.bar is None:

@@ -17,7 +17,7 @@ from aiio import hero, honesty, hosts, result
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.engine import choose_method
-from aiio.errors import AiioError, RunFailed
+from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.phases import get_phase
 from aiio.phases.base import RunContext, now_iso
 from aiio.sysinfo import Monitor, collect_environment
@@ -130,6 +130,10 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
         _finish(phase, rc, args, out, folder)
         raise exc.cause(f"{exc}; partial result saved in {folder}") from None
+    except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
+        out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
+        _finish(phase, rc, args, out, folder)
+        raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
         out["status"] = "failed"
         out["error"] = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"

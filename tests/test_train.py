@@ -126,3 +126,12 @@ def test_bad_input_is_one_line_exit_2(target, args, fragment):
     assert fragment in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not (target / "aiio" / "datasets").exists()
+
+
+def test_compute_that_ran_long_is_flagged():
+    from aiio.phases.train import compute_warnings
+    clients = [{"client": 0, "measured_steps": 10, "compute_s": 0.10},   # 10 ms: as asked
+               {"client": 1, "measured_steps": 10, "compute_s": 0.15}]   # 15 ms: 1.5x
+    (warning,) = compute_warnings(clients, 0.010)
+    assert warning["code"] == "compute_ran_long" and "15.0 ms" in warning["message"]
+    assert compute_warnings(clients[:1], 0.010) == []

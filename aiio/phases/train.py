@@ -31,6 +31,7 @@ from aiio.phases.base import (
 from aiio.workload import Workload
 
 MAX_STEP_RECORDS = 200_000  # per client; enough for AU timelines without unbounded memory
+COMPUTE_OVERSHOOT = 1.10  # measured compute per step above this share of the asked time warns
 
 
 @dataclass
@@ -289,6 +290,23 @@ def _au_figures(steps: list[tuple], batch_size: int) -> dict[str, Any]:
     }
 
 
+def compute_warnings(clients: list[dict], asked_s: float) -> list[dict[str, str]]:
+    """Emulated compute that ran long: the client machine is overloaded, so AU reads high
+    (the accelerator seems busy) while the client asks less of the storage than it should."""
+    slow = []
+    for c in clients:
+        measured = c.get("measured_steps", 0)
+        if measured and c["compute_s"] / measured > COMPUTE_OVERSHOOT * asked_s:
+            slow.append((c["client"], c["compute_s"] / measured))
+    if not slow:
+        return []
+    worst = max(s for _, s in slow)
+    return [{"code": "compute_ran_long", "message": (
+        f"emulated compute took up to {worst * 1000:.1f} ms per batch against "
+        f"{asked_s * 1000:.1f} ms asked on {len(slow)} client(s): the client machine is "
+        "overloaded, AU reads high and the storage was asked for less than the workload needs")}]
+
+
 # --- the parent side -----------------------------------------------------------------------
 
 class TrainPhase:
@@ -349,7 +367,8 @@ class TrainPhase:
         train_ckpt.validate(w, options)
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
-        return train_ckpt.warnings(rc, args.checkpoint, out)
+        return (train_ckpt.warnings(rc, args.checkpoint, out)
+                + compute_warnings(out["clients"], args.compute_s))
 
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
         """The dataset is kept for reuse; checkpoints written during training are removed."""
