@@ -124,6 +124,7 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the MPI rank's handler: just end
     _die_with_parent()
+    _own_session()
     _set_process_name(f"aiio-client-{ctx.index}")
     try:
         result = fn(ctx)
@@ -146,6 +147,21 @@ def _die_with_parent() -> None:
     parent = mp.parent_process()
     if parent is not None and os.getppid() != parent.pid:
         os._exit(1)  # the parent died before the request took effect
+
+
+def _own_session() -> None:
+    """Run in a session of our own, as each of fio's job processes does.
+
+    With the kernel's autogroup scheduling every session gets its own share of the CPUs; a
+    client left in the caller's session would share one with everything started there, and
+    lose CPU to fio's jobs in a side-by-side comparison. The parent stops clients through
+    shared state and the kernel kills them with it (PDEATHSIG), so no signal from the
+    terminal's process group is needed.
+    """
+    try:
+        os.setsid()
+    except OSError:
+        pass  # already a session leader
 
 
 def _set_process_name(name: str) -> None:

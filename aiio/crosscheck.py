@@ -40,10 +40,7 @@ class SeqReadArgs:
 def _client(ctx: ClientContext) -> dict[str, Any]:
     """One aiio client: read its file `loops` times through the engine's Reader."""
     args: SeqReadArgs = ctx.args
-    # fio's job processes each call setsid(), so with the kernel's autogroup scheduling each
-    # one gets its own share of the CPUs; a client that stayed in the caller's session would
-    # share one with everything else started there. Same job, same scheduling.
-    os.setsid()
+    # clients run in their own session, as fio's jobs do (see aiio.clients._own_session)
     rt = fio.try_realtime() if args.realtime else False
     log = OpLog(start_ns=0)
     reader = Reader(args.method, args.block_size, log)
