@@ -7,6 +7,7 @@ files, and the error is raised again for the CLI to turn into a message and an e
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,8 @@ class RunRequest:
     results_dir: str = "reports"
     method: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
+    # Called with (result, folder) once result.json is saved, also for a partial result.
+    on_saved: Callable[[dict[str, Any], Path], None] | None = None
 
 
 def client_memory_estimate(w: Workload) -> int:
@@ -128,7 +131,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["clients"] = [exc.results[i] for i in sorted(exc.results)]
         here.update(status=out["status"], error=str(exc))
         out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
-        _finish(phase, rc, args, out, folder)
+        _finish(phase, rc, args, out, folder, req.on_saved)
         raise exc.cause(f"{exc}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
         out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
@@ -137,10 +140,10 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     except (AiioError, OSError) as exc:
         out["status"] = "failed"
         out["error"] = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"
-        _finish(phase, rc, args, out, folder)
+        _finish(phase, rc, args, out, folder, req.on_saved)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
-    _finish(phase, rc, args, out, folder)
+    _finish(phase, rc, args, out, folder, req.on_saved)
     return out, folder
 
 
@@ -197,10 +200,13 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
     return found
 
 
-def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path) -> None:
+def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path,
+            on_saved: Callable[[dict[str, Any], Path], None] | None = None) -> None:
     try:
         phase.cleanup(rc, args, out["status"])
     finally:
         out["finished"] = now_iso()
         out["saved_at"] = time.time()
         result.save(out, folder)
+        if on_saved is not None:
+            on_saved(out, folder)

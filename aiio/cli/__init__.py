@@ -27,6 +27,7 @@ COMMANDS = {
     "scale": "scale",
     "fio": "fio",
     "compare": "compare",
+    "report": "report",
 }
 
 

@@ -38,11 +38,12 @@ DEFAULT_TARGET = "./aiio-target"
               help="for tests only: skip the free-space check so a full disk can be provoked")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON on stdout")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+@click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @history_options
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
-        history_path: str | None, no_history: bool,
+        history_path: str | None, no_history: bool, no_report: bool,
         **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
@@ -63,7 +64,11 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     if no_space_check:
         options["space_check"] = False
     ui = RichUI(quiet=quiet or as_json)
-    req = runner.RunRequest(phase, workload, target, results, method, options)
+    written: list = []
+    on_saved = None if no_report else lambda res, folder: written.extend(
+        write_report(res, folder))
+    req = runner.RunRequest(phase, workload, target, results, method, options,
+                            on_saved=on_saved)
     res, folder = runner.run(req, ui)
     if not no_history:
         from aiio.history import run_record
@@ -72,11 +77,24 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         emit_json(res)
     else:
         print_result(res, folder, phase_tables(res))
+        for path in written:
+            click.echo(f"report: {path}")
     bad = res["aggregate"].get("verify", {}).get("mismatches", 0)
     if bad:
         first = res["aggregate"]["verify"]["corrupt"][0]
         raise RunFailed(f"--verify found {bad} corrupt block(s), the first in {first['file']} "
                         f"at offset {first['offset']} ({first['problem']}); result in {folder}")
+
+
+def write_report(res: dict, folder) -> list:
+    """Write report.html beside the saved result; a report problem only costs a warning."""
+    try:
+        from aiio import report
+        return [report.write(res, folder)]
+    except Exception as exc:  # noqa: BLE001 - the result is saved; never lose the run for a page
+        click.echo(f"aiio: warning: report.html not written ({type(exc).__name__}: {exc}); "
+                   f"the result is saved, retry with `aiio report {folder}`", err=True)
+        return []
 
 
 # Which phases each phase-specific option means something to.

@@ -1,0 +1,74 @@
+"""`aiio report`: (re)render the HTML report of a run, sweep or acceptance run, or the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from aiio.errors import AiioError, ConfigError
+
+DEFAULT_HISTORY_DB = "reports/history.sqlite"
+
+
+@click.command()
+@click.argument("path", required=False)
+@click.option("--history", "history", is_flag=True,
+              help="trend of every check from the history database instead of one result")
+@click.option("--history-db", default=None, metavar="PATH",
+              help=f"history database [default: {DEFAULT_HISTORY_DB}]")
+@click.option("--output", "-o", default=None, metavar="FILE",
+              help="where to write the page [default: report.html beside the result, "
+                   "history.html beside the database]")
+def report(path: str | None, history: bool, history_db: str | None,
+           output: str | None) -> None:
+    """Write the self-contained HTML report of the result in PATH (a reports/<id> folder or
+    its result.json), or with --history the trends of every check."""
+    if history or history_db:
+        if path:
+            raise ConfigError("give either a result folder or --history, not both")
+        written = _history(Path(history_db or DEFAULT_HISTORY_DB), output)
+    elif path:
+        written = _result(Path(path), output)
+    else:
+        raise ConfigError("nothing to report: give a result folder (aiio report reports/<id>) "
+                          "or --history")
+    click.echo(f"report: {written}")
+
+
+def _result(path: Path, output: str | None) -> Path:
+    from aiio import report, result
+
+    res = result.load(path)
+    folder = path if path.is_dir() else path.parent
+    target = Path(output) if output else folder / report.REPORT_NAME
+    return _write(lambda: report.write(res, target.parent, target.name))
+
+
+def _history(db: Path, output: str | None) -> Path:
+    from aiio import report
+
+    records = _history_records(db)
+    target = Path(output) if output else db.with_name("history.html")
+    return _write(lambda: report.write_history(records, target, source=str(db)))
+
+
+def _history_records(db: Path) -> list[dict]:
+    """Records {check, time, figure, value, passed, regression} from the history database."""
+    try:
+        from aiio import history
+    except ImportError:
+        raise ConfigError("this aiio has no results history yet (it comes with `aiio accept`)")\
+            from None
+    if not db.exists():
+        raise ConfigError(f"no history database at {db}; run `aiio accept` first or pass "
+                          "--history-db PATH")
+    return history.report_records(db)
+
+
+def _write(render) -> Path:
+    """Write the page; an unwritable place is a one-line error, not a traceback."""
+    try:
+        return render()
+    except OSError as exc:
+        raise AiioError(f"cannot write the report: {exc.strerror}: {exc.filename}") from None

@@ -1,0 +1,199 @@
+"""Charts as inline SVG, drawn with matplotlib's object API (no pyplot, no global backend).
+
+matplotlib is imported inside the functions that draw, so nothing else in aiio pays for it.
+Text stays text in the SVG (searchable, small); every axis names its unit.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from aiio.report.html import Html, esc, tag
+from aiio.units import format_latency_ns
+
+WIDTH_IN, HEIGHT_IN = 6.4, 3.3
+MANY_LINES = 8        # beyond this many clients, lines go grey and only the extremes get colour
+_ids = itertools.count(1)
+
+
+def _new(width: float = WIDTH_IN, height: float = HEIGHT_IN) -> tuple[Any, Any]:
+    """A figure with one axes, not attached to any GUI or global state."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100)
+    # Fixed margins sized for these labels: automatic layout triples the drawing time.
+    fig.subplots_adjust(left=0.75 / width, right=1 - 0.15 / width, bottom=0.55 / height,
+                        top=1 - 0.3 / height)
+    ax = fig.add_subplot()
+    ax.grid(True, color="#e3e6ea", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig, ax
+
+
+def to_svg(fig: Any, caption: str, alt: str | None = None) -> Html:
+    """The figure as an inline <svg> in a <figure> with a caption."""
+    from matplotlib import rc_context
+
+    buf = io.StringIO()
+    # A salt per chart keeps the ids of clip paths unique when many SVGs share one page.
+    salt = f"aiio-chart-{next(_ids)}"
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = text.replace("<svg ", f'<svg role="img" aria-label="{esc(alt or caption)}" ', 1)
+    return tag("figure", Html(text) + tag("figcaption", caption))
+
+
+def time_lines(lines: Sequence[tuple[str, Sequence[float], Sequence[float]]], *, title: str,
+               ylabel: str, caption: str, xlabel: str = "time since the common start (s)",
+               marks: Sequence[tuple[float, str]] = (), highlight: Sequence[str] = (),
+               steps: bool = False) -> Html:
+    """One line per (label, x, y); many lines are drawn grey with the highlighted ones coloured.
+    With steps, x holds interval edges (one more than y) and each rate is held over its
+    interval, as it was measured."""
+    fig, ax = _new()
+    many = len(lines) > MANY_LINES
+    for label, xs, ys in lines:
+        grey = many and label not in highlight
+        style = {"color": "#9aa4ae", "linewidth": 0.7, "alpha": 0.7} if grey else \
+            {"linewidth": 1.6, "label": label}
+        if steps:
+            ax.stairs(ys, xs, baseline=None, **style)
+        else:
+            ax.plot(xs, ys, marker=None if grey or len(xs) > 12 else "o", markersize=3,
+                    **style)
+    _marks(ax, marks)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="lower left", ncols=min(4, len(lines)))
+    return to_svg(fig, caption)
+
+
+def _marks(ax: Any, marks: Sequence[tuple[float, str]]) -> None:
+    """Dashed vertical lines at events; labels of events too close to read apart are joined."""
+    span = max((x for x, _ in marks), default=0) or 1.0
+    merged: list[tuple[float, str]] = []
+    for x, label in sorted(marks):
+        if merged and x - merged[-1][0] < 0.04 * span:
+            merged[-1] = (merged[-1][0], f"{merged[-1][1]} / {label}")
+        else:
+            merged.append((x, label))
+    for x, _ in marks:
+        ax.axvline(x, color="#cf222e", linestyle="--", linewidth=1)
+    for x, label in merged:
+        ax.annotate(label, (x, 1), xycoords=("data", "axes fraction"), fontsize=8,
+                    color="#cf222e", ha="right", va="top", rotation=90)
+
+
+def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
+                      percentiles: dict[str, float], caption: str) -> Html:
+    """Operations per latency bin on a log latency axis in ns, every tick labelled with its
+    unit (ns, us, ms, s), with percentiles marked."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    fig, ax = _new()
+    ax.bar([low for low, _, _ in bins], [n for _, _, n in bins],
+           width=[high - low for low, high, _ in bins], align="edge",
+           color="#0969da", edgecolor="white", linewidth=0.4)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    # Plain labels with units instead of 10^k: readable, and mathtext is slow to lay out.
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_latency_ns(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    styles = iter(("--", ":", "-."))
+    for name, value in percentiles.items():
+        if value and value > 0:
+            ax.axvline(value, color="#cf222e", linestyle=next(styles, "--"), linewidth=1,
+                       label=f"{name} {format_latency_ns(value)}")
+    ax.set(title=f"{op} latency", xlabel=f"latency per {op} call (log scale)",
+           ylabel="operations per bin")
+    ax.legend(fontsize=8)
+    return to_svg(fig, caption)
+
+
+def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
+         caption: str, xlabel: str, goal: float | None = None, goal_label: str = "",
+         percent: bool = False) -> Html:
+    """Vertical bars, bars under the goal in red; the goal as a dashed line."""
+    fig, ax = _new()
+    k = 100.0 if percent else 1.0
+    colours = ["#cf222e" if goal is not None and v < goal else "#1a7f37" for v in values]
+    ax.bar(range(len(values)), [v * k for v in values], color=colours)
+    if len(labels) <= 32:
+        long = max((len(x) for x in labels), default=0) > 4
+        ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=30 if long else 0,
+                      ha="right" if long else "center")
+        if long:  # room for the slanted labels
+            longest = max(len(x) for x in labels)
+            fig.set_figheight(HEIGHT_IN + min(longest, 40) * 0.045)
+            fig.subplots_adjust(bottom=(0.55 + min(longest, 40) * 0.045) / fig.get_figheight(),
+                                left=max(0.75, min(longest, 40) * 0.04) / WIDTH_IN)
+    if goal is not None:
+        ax.axhline(goal * k, color="#57606a", linestyle="--", linewidth=1)
+        ax.annotate(goal_label, (0, goal * k), xycoords=("axes fraction", "data"), fontsize=8,
+                    color="#1b1f24", va="bottom", xytext=(3, 2), textcoords="offset points",
+                    zorder=5, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                                    "pad": 1})
+    top = max([v * k for v in values] + [goal * k if goal is not None else 0])
+    ax.set_ylim(0, max(top * 1.08, 100.0 if percent else 0.0) or 1.0)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    return to_svg(fig, caption)
+
+
+def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], str]], *,
+            title: str, ylabel: str, caption: str,
+            band: tuple[Sequence[float], Sequence[float], str] | None = None) -> Html:
+    """Figures against client count; style '--' draws a reference line (ideal, goal)."""
+    fig, ax = _new()
+    if band is not None:
+        lo, hi, label = band
+        ax.fill_between(clients, lo, hi, color="#0969da", alpha=0.15, label=label)
+    for label, ys, style in lines:
+        if style == "--":
+            ax.plot(clients, ys, linestyle="--", color="#57606a", linewidth=1.2, label=label)
+        else:
+            ax.plot(clients, ys, marker="o", linewidth=1.8, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(clients), [str(c) for c in clients])
+    ax.minorticks_off()
+    ax.set(title=title, xlabel="clients (emulated accelerators, log scale)", ylabel=ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    return to_svg(fig, caption)
+
+
+def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool | None],
+          regression: Sequence[bool], *, title: str, ylabel: str, caption: str) -> Html:
+    """A figure over time: passing runs green, failing red, regressions circled."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    fig, ax = _new(height=2.8)
+    ax.plot(times, values, color="#57606a", linewidth=1)
+    for cond, colour, label, marker in (
+            (lambda p: p is True, "#1a7f37", "pass", "o"),
+            (lambda p: p is False, "#cf222e", "fail", "X"),
+            (lambda p: p is None, "#57606a", "no verdict", "s")):
+        pts = [(t, v) for t, v, p in zip(times, values, passed, strict=True) if cond(p)]
+        if pts:
+            ax.scatter(*zip(*pts, strict=True), color=colour, marker=marker, s=28, zorder=3,
+                       label=label)
+    reg = [(t, v) for t, v, r in zip(times, values, regression, strict=True) if r]
+    if reg:
+        ax.scatter(*zip(*reg, strict=True), s=170, facecolors="none", edgecolors="#cf222e",
+                   linewidths=1.8, zorder=4, label="regression")
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    ax.set(title=title, xlabel="time of the run (local time)", ylabel=ylabel)
+    ax.legend(fontsize=8)
+    return to_svg(fig, caption)

@@ -1,0 +1,166 @@
+"""Sections every kind of report shares: title, what went wrong, warnings, what was measured."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiio.report import html as h
+from aiio.report.html import Html
+
+log = logging.getLogger(__name__)
+
+METHODS = {
+    "o_direct": "O_DIRECT: reads bypassed the page cache",
+    "fadvise_dontneed": "cached pages dropped (posix_fadvise DONTNEED) before each file was read",
+    "none": "NOT defeated: reads could be served from the page cache",
+}
+
+
+def get(data: Any, *path: str | int, default: Any = None) -> Any:
+    """data[path[0]][path[1]]...; default when any step is missing or of the wrong type."""
+    for key in path:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return default
+    return default if data is None else data
+
+
+def guarded(name: str, draw: Callable[..., Html], *args: Any) -> Html:
+    """Draw one section; a damaged part of the result costs that section, never the page."""
+    try:
+        return draw(*args)
+    except Exception as exc:  # noqa: BLE001 - any damage in the input must still render
+        log.debug("report section %s failed", name, exc_info=True)
+        return h.notice("fail", f"The {name} section could not be drawn from this result "
+                        f"({type(exc).__name__}: {exc}).")
+
+
+def header(res: Mapping[str, Any], title: str) -> Html:
+    status = get(res, "status", default="unknown")
+    when = f"{get(res, 'started', default='start unknown')} to " \
+           f"{get(res, 'finished', default='end unknown')}"
+    version = get(res, "environment", "aiio")
+    meta = h.join([h.badge(status), " ", h.tag("code", get(res, "id", default="no id")),
+                   f" · {when}" + (f" · aiio {version}" if version else "")])
+    return h.join([h.tag("h1", title), h.tag("p", meta, class_="meta")])
+
+
+def status_notice(res: Mapping[str, Any], what: str) -> Html:
+    """Say plainly when the figures below are partial and why."""
+    status = res.get("status")
+    if status == "ok":
+        return Html("")
+    reason = res.get("error") or "no reason was recorded"
+    if status in ("interrupted", "failed"):
+        return h.notice("fail", f"This {what} did not finish: it was {status} ({reason}). "
+                        "Everything below comes from what was recorded before it stopped.")
+    return h.notice("fail", f"This {what} has status {status!r}, not ok ({reason}); "
+                    "its figures may be incomplete.")
+
+
+def missing_notice(res: Mapping[str, Any], expected: Mapping[str, str]) -> Html:
+    """List the parts of a result that are absent or empty, with what each would have shown."""
+    gone = [f"{key}: {meaning}" for key, meaning in expected.items() if not res.get(key)]
+    if not gone:
+        return Html("")
+    return h.notice("warn", "Missing from this result, so not shown:", gone)
+
+
+def warnings_section(warnings: list[Any], scope: str, finished: bool = True) -> Html:
+    """The honesty warnings, first thing after the title (DESIGN: measuring rule 2)."""
+    if not warnings and not finished:
+        return h.notice("warn", f"This {scope} stopped before its figures were checked for "
+                        "honesty (memory-backed target, page cache, busy client CPU, bytes the "
+                        "block device saw): no warning here does not mean none applies.",
+                        anchor="warnings")
+    if not warnings:
+        return h.notice("ok", f"No honesty warnings were raised for this {scope}: the target, "
+                        "the cache-defeat method and the client machine gave no reason to "
+                        "doubt that the figures are the storage's.", anchor="warnings")
+    items = []
+    for w in warnings:
+        if isinstance(w, Mapping):
+            items.append(h.join([h.tag("code", w.get("code", "warning")), " ",
+                                 w.get("message", "")]))
+        else:
+            items.append(str(w))
+    return h.notice("warn", f"Why these figures may not be the storage's ({len(items)}):", items,
+                    anchor="warnings")
+
+
+def section_pairs(section: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A workload section as (key, value) rows, each with the unit its key implies."""
+    rows = []
+    for key, value in section.items():
+        if isinstance(value, Mapping):
+            text = ", ".join(f"{k} {h.by_name(key, v)}" for k, v in value.items())
+        else:
+            text = h.by_name(key, value)
+        rows.append((key, text))
+    return rows
+
+
+def target_pairs(t: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        ("path", t.get("path", h.MISSING)),
+        ("filesystem", f"{t.get('fstype', '?')} mounted at {t.get('mountpoint', '?')}"),
+        ("device", t.get("device", h.MISSING)),
+        ("memory-backed (tmpfs, ramfs)", h.plain(t.get("memory_backed"))),
+        ("network filesystem", h.plain(t.get("network"))),
+        ("O_DIRECT accepted", h.plain(t.get("o_direct"))),
+        ("space free / total", f"{h.size(t.get('free_bytes'))} / {h.size(t.get('total_bytes'))}"),
+    ]
+
+
+def environment_pairs(env: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    argv = env.get("argv")
+    return [
+        ("host", env.get("host", h.MISSING)),
+        ("CPUs (logical / physical)", f"{env.get('cpus', '?')} / {env.get('cpus_physical', '?')}"),
+        ("RAM", h.size(env.get("ram_bytes"))),
+        ("kernel / OS", f"{env.get('kernel', '?')} / {env.get('os', '?')}"),
+        ("aiio / Python / numpy", f"{env.get('aiio', '?')} / {env.get('python', '?')} / "
+                                  f"{env.get('numpy', '?')}"),
+        ("command", " ".join(str(a) for a in argv) if isinstance(argv, list) else h.MISSING),
+    ]
+
+
+def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
+    """Target, filesystem, workload, clients, cache-defeat method and environment."""
+    w = get(res, "workload", default={})
+    phase = res.get("phase", h.MISSING)
+    method = res.get("method")
+    what = [
+        ("phase", phase),
+        ("workload", f"{get(w, 'workload', 'name', default='?')}: "
+                     f"{get(w, 'workload', 'description', default='')}"),
+        ("clients", clients_line),
+        ("page-cache defeat", f"{method}: {METHODS.get(method, 'unknown method')}"
+         if method else h.MISSING),
+    ]
+    # An acceptance run has no phase or workload of its own: its checks do.
+    parts = [h.kv_table(what, caption="run")] if phase != h.MISSING or w else []
+    t = res.get("target")
+    parts.append(h.kv_table(target_pairs(t), caption="target") if isinstance(t, Mapping)
+                 else h.notice("warn", "The target was not recorded."))
+    for name in ("dataset", phase):
+        if isinstance(w.get(name), Mapping):
+            parts.append(h.kv_table(section_pairs(w[name]), caption=f"workload [{name}]"))
+    env = res.get("environment")
+    if isinstance(env, Mapping):
+        parts.append(h.kv_table(environment_pairs(env), caption="environment"))
+    more = h.details("the whole resolved workload", h.nested_table(w)) if w else ""
+    return h.section("What was measured", h.grid(*parts), more, anchor="measured")
+
+
+def other_section(res: Mapping[str, Any], known: set[str]) -> Html:
+    """Whatever the result holds that this report has no chart for, as plain tables."""
+    rest = {k: v for k, v in res.items() if k not in known and v not in (None, {}, [])}
+    if not rest:
+        return Html("")
+    return h.section("Other recorded figures", h.nested_table(rest), anchor="other",
+                     note="Parts of the result this report has no specific view for, "
+                          "shown as recorded.")

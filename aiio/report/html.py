@@ -1,0 +1,337 @@
+"""HTML building blocks for the report: escaping, tables, notices and the self-contained page.
+
+Everything a page needs is inline (styles, one small sorting script, SVG charts). A Content
+Security Policy forbids fetching anything, so a report behaves the same offline, from a mail
+attachment or on a web server, and a browser says so loudly if something tries.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aiio.units import format_duration, format_latency_ns, format_size
+
+
+class Html(str):
+    """Markup that is already safe; every other string is escaped when placed in a page."""
+
+    __slots__ = ()
+
+    def __add__(self, other: object) -> Html:
+        return Html(str.__add__(self, esc(other)))
+
+
+def esc(value: Any) -> Html:
+    """Escape any value for HTML text or attributes; Html passes through."""
+    if isinstance(value, Html):
+        return value
+    return Html(html.escape(str(value), quote=True))
+
+
+def join(parts: Iterable[Any]) -> Html:
+    return Html("".join(esc(p) for p in parts))
+
+
+def tag(name: str, body: Any = "", **attrs: Any) -> Html:
+    """<name attrs>body</name>; attribute names use _ for - and a trailing _ for keywords."""
+    text = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"'
+                   for k, v in attrs.items() if v is not None)
+    return Html(f"<{name}{text}>{esc(body)}</{name}>")
+
+
+# --- numbers with their units -------------------------------------------------------------
+
+def finite(value: Any) -> float | None:
+    """value as a float, or None when it is missing or not a finite number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+MISSING = "n/a"
+
+
+def mib_s(value: Any) -> str:
+    x = finite(value)
+    return MISSING if x is None else f"{x:,.1f} MiB/s"
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction (0.9) as a percentage ('90.0 %')."""
+    x = finite(value)
+    return MISSING if x is None else f"{x * 100:.{digits}f} %"
+
+
+def seconds(value: Any) -> str:
+    x = finite(value)
+    if x is None:
+        return MISSING
+    if x < 10:
+        return f"{x:.3f} s"
+    return f"{x:,.1f} s" if x < 120 else f"{x:,.1f} s ({format_duration(x)})"
+
+
+def latency(value: Any) -> str:
+    x = finite(value)
+    return MISSING if x is None else format_latency_ns(x)
+
+
+def size(value: Any) -> str:
+    x = finite(value)
+    return MISSING if x is None else format_size(x)
+
+
+def number(value: Any, digits: int = 0, unit: str = "") -> str:
+    x = finite(value)
+    if x is None:
+        return MISSING
+    text = f"{x:,.{digits}f}"
+    return f"{text} {unit}" if unit else text
+
+
+def plain(value: Any) -> str:
+    """Any JSON value as short text: lists joined, floats rounded, None as n/a."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(v) for v in value) if value else "(none)"
+    return str(value)
+
+
+def by_name(key: str, value: Any) -> str:
+    """A number with the unit its key names (mib_s, _ns, _s, _bytes, au, percent ...)."""
+    x = finite(value)
+    if x is None:
+        return plain(value)
+    k = str(key).lower()
+    words = k.split("_")
+    if "mib_s" in k:
+        return mib_s(x)
+    if k.endswith("_per_s"):
+        return number(x, 1, f"{words[-3] if len(words) > 2 else 'units'}/s")
+    if k.endswith("_ns"):
+        return latency(x)
+    if "_s_per_" in k:
+        return f"{seconds(x)} per {words[-1]}"
+    if k.endswith(("_s", "seconds")) or "time" in words or "duration" in words:
+        return seconds(x)
+    if k.endswith(("_bytes", "size", "size_stdev")):
+        return f"{size(x)} ({x:,.0f} B)"
+    if "percent" in words or k.endswith("_pct"):
+        return number(x, 1, "%")
+    if {"au", "efficiency", "fraction"} & set(words):
+        return pct(x)
+    return plain(value)
+
+
+# --- tables -------------------------------------------------------------------------------
+
+class Cell:
+    """A table cell: its text, the value it sorts by, and a CSS class."""
+
+    __slots__ = ("text", "key", "cls")
+
+    def __init__(self, text: Any, key: Any = None, cls: str | None = None) -> None:
+        self.text, self.key, self.cls = text, key, cls
+
+
+def num(text: str, value: Any) -> Cell:
+    """A right-aligned number cell sorting by its raw value."""
+    x = finite(value)
+    return Cell(text, x if x is not None else "", "n")
+
+
+def _cell(c: Any) -> Html:
+    if not isinstance(c, Cell):
+        c = Cell(c)
+    attrs: dict[str, Any] = {"class_": c.cls}
+    if c.key is not None:
+        attrs["data_v"] = c.key
+    return tag("td", c.text, **attrs)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, sortable: bool = False,
+          caption: str | None = None, cls: str | None = None) -> Html:
+    """A table inside a horizontally scrollable box, so wide tables never widen the page."""
+    head = tag("tr", join(tag("th", h, scope="col") for h in headers))
+    body = join(tag("tr", join(_cell(c) for c in row)) for row in rows)
+    classes = " ".join(x for x in (cls, "sortable" if sortable else None) if x)
+    cap = tag("caption", caption) if caption else ""
+    inner = tag("table", join([cap, tag("thead", head), tag("tbody", body)]),
+                class_=classes or None)
+    return tag("div", inner, class_="scroll")
+
+
+def kv_table(pairs: Iterable[tuple[Any, Any]], caption: str | None = None) -> Html:
+    """Two columns: what and its value (with its unit)."""
+    rows = [(Cell(k, cls="k"), v if isinstance(v, Cell) else Cell(v, cls="v")) for k, v in pairs]
+    return table(("figure", "value"), rows, caption=caption, cls="kv")
+
+
+def nested_table(data: Mapping[str, Any]) -> Html:
+    """Any JSON object as key/value rows, nested objects indented (for sections aiio does not
+    know how to draw yet, so nothing in a result is hidden from the reader)."""
+    return kv_table(_flat(data, 0))
+
+
+def _flat(data: Mapping[str, Any], depth: int) -> list[tuple[Any, Any]]:
+    rows: list[tuple[Any, Any]] = []
+    for key, value in data.items():
+        label = Html("&#160;" * 4 * depth) + esc(key)
+        if isinstance(value, Mapping) and depth < 4:
+            rows.append((label, ""))
+            rows.extend(_flat(value, depth + 1))
+        else:
+            rows.append((label, _short(key, value)))
+    return rows
+
+
+def _short(key: str, value: Any, limit: int = 300) -> str:
+    """A value as text, long lists cut with a count of what was left out."""
+    if isinstance(value, list) and len(value) > 12:
+        shown = ", ".join(plain(v) if not isinstance(v, list | dict) else "…" for v in value[:12])
+        return f"{shown} … ({len(value)} values)"
+    text = str(value) if isinstance(value, dict) else by_name(key, value)
+    return text if len(text) <= limit else text[:limit] + f" … ({len(text)} characters)"
+
+
+# --- notices and sections -----------------------------------------------------------------
+
+def notice(kind: str, title: str, items: Iterable[Any] = (), anchor: str | None = None) -> Html:
+    """A coloured box: kind is warn, fail, ok or info."""
+    items = list(items)
+    body = tag("strong", title)
+    if items:
+        body = join([body, tag("ul", join(tag("li", i) for i in items))])
+    return tag("div", body, class_=f"notice {kind}", role="note", id=anchor)
+
+
+def badge(status: Any) -> Html:
+    """PASS/FAIL/ok/... as a coloured label that still reads right without colour."""
+    text = str(status).upper() if status is not None else "UNKNOWN"
+    good = text in ("OK", "PASS", "PASSED", "TRUE", "YES")
+    bad = text in ("FAIL", "FAILED", "ERROR", "INTERRUPTED", "REGRESSION", "FALSE", "NO")
+    cls = "good" if good else "bad" if bad else "other"
+    return tag("span", text, class_=f"badge {cls}")
+
+
+def section(title: str, *parts: Any, anchor: str | None = None, note: str | None = None) -> Html:
+    intro = tag("p", note, class_="note") if note else ""
+    return tag("section", join([tag("h2", title), intro, *parts]), id=anchor)
+
+
+def details(summary: str, *parts: Any) -> Html:
+    return tag("details", join([tag("summary", summary), *parts]))
+
+
+# --- the page -----------------------------------------------------------------------------
+
+STYLE = """
+:root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#fff;--alt:#f6f8fa;
+--warn:#fff8c5;--warnl:#d4a72c;--fail:#ffebe9;--faill:#cf222e;--ok:#dafbe1;--okl:#1a7f37;
+--info:#ddf4ff;--infol:#0969da}
+*{box-sizing:border-box}
+body{margin:0;color:var(--fg);background:var(--bg);font:15px/1.45 system-ui,-apple-system,
+"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+main{max-width:1180px;margin:0 auto;padding:16px 20px 40px}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.6em 0 .5em;
+border-bottom:1px solid var(--line);padding-bottom:.2em}h3{font-size:1.05em;margin:1.2em 0 .4em}
+p.note,.meta{color:var(--muted)}
+.scroll{overflow-x:auto;max-width:100%;margin:.4em 0 1em}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:var(--alt)}tbody tr:nth-child(even){background:#fbfcfd}
+td.n{text-align:right;white-space:nowrap}table.kv td.k{font-weight:500}
+td.v{overflow-wrap:anywhere}.grid{display:grid;gap:0 18px;
+grid-template-columns:repeat(auto-fit,minmax(340px,1fr))}.grid .scroll{margin:.2em 0}
+caption{text-align:left;color:var(--muted);padding:2px 0}
+table.sortable th{cursor:pointer}table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
+table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+.notice{border-left:5px solid;padding:8px 12px;margin:.6em 0;border-radius:3px}
+.notice ul{margin:.3em 0 0;padding-left:1.3em}
+.warn{background:var(--warn);border-color:var(--warnl)}.fail{background:var(--fail);
+border-color:var(--faill)}.ok{background:var(--ok);border-color:var(--okl)}
+.info{background:var(--info);border-color:var(--infol)}
+.badge{display:inline-block;padding:0 .5em;border-radius:3px;font-weight:600;font-size:.9em}
+.badge.good{background:var(--ok);color:var(--okl)}.badge.bad{background:var(--fail);
+color:var(--faill)}.badge.other{background:var(--alt);color:var(--muted)}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:12px}
+figure{margin:0;border:1px solid var(--line);border-radius:4px;padding:6px;min-width:0}
+figure svg{display:block;width:100%;height:auto}
+figcaption{color:var(--muted);font-size:.9em;padding:2px 4px}
+details{margin:.5em 0}summary{cursor:pointer;color:var(--infol)}
+nav a{margin-right:1em}code{background:var(--alt);padding:0 .25em;border-radius:3px}
+@media (max-width:720px){main{padding:10px}.charts{grid-template-columns:1fr}}
+@media print{.scroll{overflow:visible}details{display:block}}
+"""
+
+# Sorting is a convenience: every table is already in a sensible order without it.
+SORT_SCRIPT = """
+document.querySelectorAll("table.sortable").forEach(function(t){
+ t.querySelectorAll("thead th").forEach(function(th,i){
+  th.addEventListener("click",function(){
+   var up=th.getAttribute("aria-sort")!=="ascending",b=t.tBodies[0];
+   t.querySelectorAll("thead th").forEach(function(h){h.removeAttribute("aria-sort")});
+   th.setAttribute("aria-sort",up?"ascending":"descending");
+   var key=function(r){var c=r.cells[i],v=c.getAttribute("data-v");
+    v=v===null?c.textContent.trim():v;var x=parseFloat(v);return isNaN(x)||v===""?v:x};
+   Array.prototype.slice.call(b.rows).sort(function(p,q){var a=key(p),z=key(q);
+    var r=(typeof a===typeof z)?(a<z?-1:a>z?1:0):(typeof a==="number"?-1:1);
+    return up?r:-r}).forEach(function(r){b.appendChild(r)});
+  });
+ });
+});
+"""
+
+
+def _script_hash(script: str) -> str:
+    digest = hashlib.sha256(script.encode()).digest()
+    return "sha256-" + base64.b64encode(digest).decode()
+
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+       f"script-src '{_script_hash(SORT_SCRIPT)}'; base-uri 'none'; form-action 'none'")
+
+
+def page(title: str, body: Iterable[Any], footer: str = "") -> str:
+    """A complete, self-contained HTML document."""
+    head = join([
+        Html('<meta charset="utf-8">'),
+        Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+        Html(f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'),
+        Html('<link rel="icon" href="data:,">'),
+        tag("title", title),
+        Html(f"<style>{STYLE}</style>"),
+    ])
+    main = tag("main", join([*body, tag("footer", footer, class_="meta")]))
+    return ("<!DOCTYPE html>\n" + tag("html", join([tag("head", head), tag("body", join([
+        main, Html(f"<script>{SORT_SCRIPT}</script>")]))]), lang="en") + "\n")
+
+
+def grid(*parts: Any) -> Html:
+    """Small tables side by side where the page is wide enough."""
+    return tag("div", join(p for p in parts if p), class_="grid")
+
+
+def figures(*charts: Html | None) -> Html:
+    """Charts side by side where the page is wide enough, stacked where it is not."""
+    shown = [c for c in charts if c]
+    return tag("div", join(shown), class_="charts") if shown else Html("")
+
+
+def duration_or_none(value: Any) -> str:
+    x = finite(value)
+    return MISSING if x is None else format_duration(x)

@@ -1,0 +1,348 @@
+"""The report of one run: warnings, what was measured, headline, clients, time series, latency,
+accelerator utilization, and anything else the phase recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiio.report import charts
+from aiio.report import html as h
+from aiio.report import series as sr
+from aiio.report.common import (
+    get,
+    guarded,
+    header,
+    measured_section,
+    missing_notice,
+    other_section,
+    status_notice,
+    warnings_section,
+)
+from aiio.report.html import Html
+from aiio.stats import ByteSeries
+
+EXPECTED = {
+    "target": "the target and its filesystem",
+    "workload": "the workload's parameters",
+    "environment": "the client machine (host, CPUs, RAM, kernel, versions)",
+    "method": "how the page cache was defeated",
+    "clients": "per-client figures, time series and latency (no client reported)",
+    "aggregate": "aggregate figures (the run ended before they were computed)",
+    "monitor": "CPU, block-device and network use during the run",
+}
+KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finished", "workload",
+         "options", "clients_requested", "environment", "target", "method", "clients",
+         "aggregate", "warnings", "monitor", "saved_at", "hero"}
+TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreadable
+
+
+def title(res: Mapping[str, Any]) -> str:
+    name = get(res, "workload", "workload", "name", default="?")
+    n = len(res.get("clients") or [])
+    where = get(res, "target", "path")
+    on = f" on {where} ({get(res, 'target', 'fstype', default='?')})" if where else ""
+    return f"aiio {res.get('phase', '?')} run: {name}, {n} client{'s' * (n != 1)}{on}"
+
+
+def render_body(res: Mapping[str, Any]) -> list[Html]:
+    """Every section of a run report, honesty first; each survives damage to the others."""
+    return [
+        header(res, title(res)),
+        status_notice(res, "run"),
+        missing_notice(res, EXPECTED),
+        warnings_section(res.get("warnings") or [], "run", res.get("status") == "ok"),
+        guarded("measured", measured_section, res, clients_line(res)),
+        guarded("headline", headline_section, res),
+        guarded("clients", clients_section, res),
+        guarded("bandwidth", bandwidth_section, res),
+        guarded("latency", latency_section, res),
+        guarded("accelerator utilization", training_section, res),
+        guarded("monitor", monitor_section, res),
+        guarded("other", other_section, res, KNOWN),
+    ]
+
+
+def clients_line(res: Mapping[str, Any]) -> str:
+    got = len(res.get("clients") or [])
+    asked = res.get("clients_requested")
+    hosts = sorted({str(c.get("host")) for c in res.get("clients") or [] if c.get("host")})
+    text = f"{got} reported" + (f" of {asked} requested" if asked not in (None, got) else "")
+    return text + (f" on {len(hosts)} host(s): {', '.join(hosts[:8])}" if hosts else "")
+
+
+# --- headline -----------------------------------------------------------------------------
+
+def _window(d: Any) -> str:
+    if not isinstance(d, Mapping):
+        return h.MISSING
+    return f"{h.mib_s(d.get('mib_s'))} over {h.seconds(d.get('seconds'))} " \
+           f"({h.size(d.get('bytes'))})"
+
+
+def io_pairs(agg: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """First done, last done, spread and fairness of one kind of I/O."""
+    spread = agg.get(f"{prefix}per_client_mib_s") or {}
+    label = prefix.rstrip("_") + " " if prefix else ""
+    rows = [
+        (f"{label}aggregate, first done (all clients running)",
+         _window(agg.get(f"{prefix}first_done"))),
+        (f"{label}aggregate, last done (whole run)", _window(agg.get(f"{prefix}last_done"))),
+        (f"{label}bytes moved / operations",
+         f"{h.size(agg.get(f'{prefix}bytes'))} / {h.number(agg.get(f'{prefix}ops'))} ops"),
+        (f"{label}per client mean / min / max", " / ".join(
+            h.mib_s(spread.get(k)) for k in ("mean", "min", "max"))),
+        (f"{label}per client coefficient of variation", h.number(spread.get("cv"), 3)),
+    ]
+    if f"{prefix}jain" in agg:
+        rows.append((f"{label}Jain's fairness index (1 = all equal)",
+                     h.number(agg.get(f"{prefix}jain"), 3)))
+    return rows
+
+
+def training_pairs(agg: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if "au_mean" not in agg:
+        return []
+    below = agg.get("clients_below_goal") or []
+    verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
+                      "" if agg.get("au_pass") else
+                      f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
+    return [
+        ("samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
+        ("AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / {h.pct(agg.get('au_min'))} "
+                                 f"({h.pct(agg.get('au_goal'), 0)})"),
+        ("AU verdict", h.Cell(verdict)),
+        ("demand per client (batch x sample / compute time)",
+         h.mib_s(agg.get("demand_mib_s_per_client"))),
+    ]
+
+
+CONSUMED = {"first_done", "last_done", "per_client_mib_s", "jain", "latency", "histograms",
+            "series_mib_s", "bytes", "ops", "samples_per_s", "au_mean", "au_min", "au_goal",
+            "au_pass", "clients_below_goal", "demand_mib_s_per_client", "au_spread"}
+
+
+def headline_section(res: Mapping[str, Any]) -> Html:
+    agg = res.get("aggregate")
+    if not agg:
+        return h.section("Headline figures", h.notice(
+            "warn", "No aggregate figures in this result; see the per-client table below."),
+            anchor="headline")
+    prefixes = [""] + [k[: -len("first_done")] for k in agg
+                       if k.endswith("_first_done") and isinstance(agg[k], Mapping)]
+    rows: list[tuple[str, Any]] = []
+    for p in prefixes:
+        rows += io_pairs(agg, p) if f"{p}first_done" in agg else []
+    rows += training_pairs(agg)
+    for op, lat in (agg.get("latency") or {}).items():
+        rows.append((f"{op} latency p50 / p99 / max", " / ".join(
+            h.latency(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))))
+    parts = [h.kv_table(rows)]
+    parts.append(hero_part(res.get("hero")))
+    extra = {k: v for k, v in agg.items() if k not in CONSUMED and not any(
+        k.startswith(p) and k[len(p):] in CONSUMED for p in prefixes if p)}
+    extra = {k: v for k, v in extra.items() if not sr.is_series(v) and k != "series_mib_s"}
+    if extra:
+        parts.append(h.tag("h3", "Other aggregate figures of this phase"))
+        parts.append(h.nested_table(extra))
+    return h.section("Headline figures", *parts, anchor="headline")
+
+
+def hero_part(hero: Any) -> Html:
+    """% of the fio hero number, when the result carries the comparison."""
+    if not hero:
+        return h.tag("p", "No fio hero number for this target was attached to this result, so "
+                     "there is no % of hero; run `aiio fio` on the same target to get one.",
+                     class_="note")
+    if not isinstance(hero, Mapping):
+        return h.kv_table([("% of fio hero", h.plain(hero))])
+    return h.join([h.tag("h3", "Against the fio hero number"), h.nested_table(hero)])
+
+
+# --- clients ------------------------------------------------------------------------------
+
+CLIENT_COLUMNS: list[tuple[str, str, Any]] = [
+    ("MiB/s", "mib_s", h.mib_s),
+    ("bytes", "bytes", h.size),
+    ("ops", "ops", h.number),
+    ("elapsed", "elapsed_s", h.seconds),
+    ("AU", "au", h.pct),
+    ("waiting for data", "wait_s", h.seconds),
+    ("computing", "compute_s", h.seconds),
+    ("samples/s", "samples_per_s", lambda v: h.number(v, 1, "samples/s")),
+    ("CPU time", "cpu_s", h.seconds),
+]
+LAT_COLUMNS = [("p50", "p50_ns"), ("p99", "p99_ns"), ("max latency", "max_ns")]
+
+
+def clients_section(res: Mapping[str, Any]) -> Html:
+    clients = list(res.get("clients") or [])
+    if not clients:
+        return h.section("Per client", h.notice("warn", "No client reported any figures."),
+                         anchor="clients")
+    cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
+    lats = [c for c in LAT_COLUMNS if any(c[1] in (x.get("latency") or {}) for x in clients)]
+    extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
+                    and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
+    headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats), *extra]
+    ordered = sorted(clients, key=lambda x: h.finite(x.get("mib_s")) or 0.0)
+    rows = []
+    for x in ordered:
+        row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
+        row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
+        row += [h.num(h.latency(get(x, "latency", k)), get(x, "latency", k)) for _, k in lats]
+        row += [h.num(h.plain(x.get(k)), x.get(k)) for k in extra]
+        rows.append(row)
+    return h.section("Per client", h.table(headers, rows, sortable=True),
+                     note="Slowest client first; click a column heading to sort by it. "
+                          "Latency is per read/write call.", anchor="clients")
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# --- bandwidth over time ------------------------------------------------------------------
+
+def bandwidth_section(res: Mapping[str, Any]) -> Html:
+    clients = list(res.get("clients") or [])
+    prefixes = sr.series_prefixes(clients)
+    if not prefixes:
+        return h.section("Bandwidth over time", h.notice(
+            "warn", "No client recorded a time series of bytes."), anchor="bandwidth")
+    parts = []
+    for p in prefixes:
+        parts.append(_bandwidth_charts(res, clients, p))
+    return h.section("Bandwidth over time", *parts, anchor="bandwidth",
+                     note="Bytes each client's system calls returned, per interval, since the "
+                          "common start; the dashed lines mark when the first and the last "
+                          "client finished.")
+
+
+def _bandwidth_charts(res: Mapping[str, Any], clients: Sequence[Mapping[str, Any]],
+                      prefix: str) -> Html:
+    key = f"{prefix}series"
+    own = [(c, ByteSeries.from_dict(c[key])) for c in clients if sr.is_series(c.get(key))]
+    ends = [sr.client_end(c, prefix, s) for c, s in own]
+    end = max(ends)
+    step = sr.step_for(end, own[0][1].bucket_s)
+    unit = "per second" if step == 1.0 else f"per {step:g} s interval"
+    lines = []
+    for c, s in own:
+        xs, ys = sr.rates(s, sr.client_end(c, prefix, s), step)
+        lines.append((f"client {c.get('client', '?')}", xs, ys))
+    by_mean = sorted(zip(lines, [h.finite(c.get(f"{prefix}mib_s")) or 0 for c, _ in own],
+                         strict=True), key=lambda t: t[1])
+    highlight = [by_mean[0][0][0], by_mean[-1][0][0]]
+    total = ByteSeries(own[0][1].bucket_s)
+    for _, s in own:
+        total.merge(s)
+    xs, ys = sr.rates(total, end, step)
+    marks = [(min(ends), "first done"), (end, "last done")] if len(own) > 1 else []
+    label = prefix.rstrip("_") or get(res, "phase", default="")
+    what = f"{label} " if label else ""
+    agg = charts.time_lines([("all clients", xs, ys)], title=f"aggregate {what}bandwidth",
+                            ylabel=f"MiB/s ({unit})", marks=marks, steps=True,
+                            caption=f"Aggregate {what}bandwidth of all {len(own)} clients, "
+                                    f"MiB/s {unit}.")
+    note = "" if len(lines) <= charts.MANY_LINES else \
+        f" Grey: the other clients; coloured: the slowest and the fastest ({', '.join(highlight)})."
+    per = charts.time_lines(lines, title=f"{what}bandwidth per client",
+                            ylabel=f"MiB/s ({unit})", highlight=highlight, marks=marks,
+                            steps=True,
+                            caption=f"Each client's {what}bandwidth, MiB/s {unit}.{note}")
+    return h.figures(agg, per)
+
+
+# --- latency ------------------------------------------------------------------------------
+
+def latency_section(res: Mapping[str, Any]) -> Html:
+    sets = sr.histogram_sets(res)
+    sets = {p: ops for p, ops in sets.items() if any(x.count for x in ops.values())}
+    if not sets:
+        return h.section("Latency", h.notice("warn", "No latency histogram in this result."),
+                         anchor="latency")
+    headers = ["operation", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max"]
+    rows, figs = [], []
+    for prefix, ops in sets.items():
+        for op, hist in sorted(ops.items(), key=lambda t: -t[1].count):
+            name = f"{prefix}{op}"
+            s = hist.summary()
+            rows.append([name, h.num(h.number(s["count"]), s["count"])] + [
+                h.num(h.latency(s[k]), s[k]) for k in
+                ("min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")])
+            if hist.count:
+                figs.append(charts.latency_histogram(
+                    name, sr.octave_bins(hist.nonzero()),
+                    {"p50": s["p50_ns"], "p99": s["p99_ns"], "max": s["max_ns"]},
+                    caption=f"{name}: {s['count']:,} calls over all clients. Recorded in "
+                            "log-linear buckets (64 per power of two, under 1 % error), drawn "
+                            "in bins of 1/8 of a power of two."))
+    return h.section("Latency", h.table(headers, rows), h.figures(*figs), anchor="latency",
+                     note="Merged over every client; each operation is one system call "
+                          "(open, read of one transfer, write, fsync, ...).")
+
+
+# --- training -----------------------------------------------------------------------------
+
+def training_section(res: Mapping[str, Any]) -> Html:
+    clients = [c for c in res.get("clients") or [] if "au" in c]
+    if not clients:
+        return Html("")
+    goal = h.finite(get(res, "aggregate", "au_goal")) or \
+        h.finite(get(res, "workload", "train", "au_goal"))
+    clients.sort(key=lambda c: h.finite(c.get("client")) or 0)
+    au = charts.bars([str(c.get("client", "?")) for c in clients],
+                     [h.finite(c.get("au")) or 0.0 for c in clients], percent=True,
+                     title="accelerator utilization per client", xlabel="client",
+                     ylabel="AU (%)", goal=goal, goal_label=f"goal {h.pct(goal, 0)}",
+                     caption="Compute time / (compute + waiting for data) over measured steps; "
+                             "the first step of each epoch is warm-up and excluded. Red: "
+                             "below the goal.")
+    return h.section("Accelerator utilization", h.figures(au, _wait_chart(clients)),
+                     anchor="au")
+
+
+def _wait_chart(clients: Sequence[Mapping[str, Any]]) -> Html | None:
+    """How long each step waited for its batch, over time: the shape of a data stall."""
+    logs = [(c, c.get("step_log")) for c in clients if c.get("step_log")]
+    if not logs:
+        return None
+    logs.sort(key=lambda t: h.finite(t[0].get("au")) or 0)
+    shown = logs[:TOP_CLIENTS]
+    lines = []
+    for c, steps in shown:
+        steps = sorted(steps, key=lambda s: s[2])
+        lines.append((f"client {c.get('client', '?')}", [s[2] for s in steps],
+                      [s[3] * 1000 for s in steps]))
+    cut = "" if len(logs) == len(shown) else f" (the {len(shown)} lowest-AU clients of {len(logs)})"
+    return charts.time_lines(lines, title="time each step waited for data",
+                             xlabel="step start since the common start (s)",
+                             ylabel="wait per step (ms)",
+                             highlight=[lines[0][0]],
+                             caption=f"Per step: how long the emulated accelerator waited for "
+                                     f"its batch{cut}. Flat at zero means storage kept up.")
+
+
+# --- resources ----------------------------------------------------------------------------
+
+def monitor_section(res: Mapping[str, Any]) -> Html:
+    mon = res.get("monitor")
+    if not isinstance(mon, Mapping):
+        return Html("")
+    rows: list[tuple[str, Any]] = [
+        ("monitored for", h.seconds(mon.get("seconds"))),
+        ("client machine CPU busy, mean / max",
+         f"{h.number(mon.get('cpu_percent_mean'), 1, '%')} / "
+         f"{h.number(mon.get('cpu_percent_max'), 1, '%')}"),
+    ]
+    dev = mon.get("device")
+    if isinstance(dev, Mapping):
+        rows.append((f"block device {dev.get('name', '?')} read / written",
+                     f"{h.size(dev.get('read_bytes'))} / {h.size(dev.get('write_bytes'))}"))
+        rows.append(("bytes the clients moved", h.size(get(res, "aggregate", "bytes"))))
+    for name, nic in (mon.get("nics") or {}).items():
+        rows.append((f"network {name} received / sent (peak share of link)",
+                     f"{h.size(nic.get('rx_bytes'))} / {h.size(nic.get('tx_bytes'))} "
+                     f"({h.pct(nic.get('peak_use'))})"))
+    return h.section("Resources on the client machine", h.kv_table(rows), anchor="monitor")

@@ -1,0 +1,394 @@
+"""The HTML report: written by every run, re-rendered by `aiio report`, readable when the result
+is damaged, and loaded in a real headless Chromium without a single console message."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import REPO, TINY_ARGS, run_cli
+from devtools import Browser, find_chromium, png_size
+
+from aiio import report, result, stats
+from aiio.report import series as sr
+
+CHROMIUM = find_chromium()
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
+                                    "(.ci/run installs Debian's chromium package)")
+
+
+# --- real runs, shared by the module -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def area(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("report")
+    (base / "target").mkdir()
+    return base
+
+
+def _run(area: Path, *extra: str) -> Path:
+    """One real tiny training run through the CLI; returns its result folder."""
+    before = set((area / "reports").glob("*")) if (area / "reports").exists() else set()
+    out = run_cli("run", "--target", str(area / "target"), "--results", str(area / "reports"),
+                  *TINY_ARGS, "-q", *extra)
+    assert out.returncode == 0, out.stderr
+    (folder,) = set((area / "reports").glob("*")) - before
+    return folder
+
+
+@pytest.fixture(scope="module")
+def run2(area: Path) -> Path:
+    return _run(area)
+
+
+@pytest.fixture(scope="module")
+def run1(area: Path, run2: Path) -> Path:
+    return _run(area, "--clients", "1")
+
+
+@pytest.fixture(scope="module")
+def interrupted(area: Path, run2: Path) -> Path:
+    """A run stopped with Ctrl-C (SIGINT to its process group) while its clients read."""
+    results = area / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "aiio", "run", "--target",
+                             str(area / "target"), "--results", str(results), *TINY_ARGS,
+                             "--duration", "60s", "-q"], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    # The dataset exists already (run2), so child processes mean the clients are running.
+    while len(psutil.Process(proc.pid).children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.8)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    (folder,) = results.glob("*")
+    return folder
+
+
+def sweep_result(r1: dict, r2: dict) -> dict:
+    """A sweep in the documented shape (kind sweep: points, table, verdict) from real runs."""
+    a1 = r1["aggregate"]["first_done"]["mib_s"]
+    a2 = r2["aggregate"]["first_done"]["mib_s"]
+    eff = stats.scaling_efficiency(a2, 2, a1)
+    return {"schema": result.SCHEMA, "kind": "sweep", "id": "sweep-train-demo", "phase": "train",
+            "status": "ok", "error": None, "started": r2["started"], "finished": r1["finished"],
+            "points": [{"clients": 2, "result": r2}, {"clients": 1, "result": r1}],
+            "table": [{"clients": 1, "mib_s": a1, "efficiency": 1.0},
+                      {"clients": 2, "mib_s": a2, "efficiency": eff}],
+            "verdict": {"text": f"scaling efficiency at 2 clients is {eff:.0%}",
+                        "efficiency_threshold": 0.9, "linear_up_to": 2 if eff >= 0.9 else 1},
+            "warnings": []}
+
+
+def accept_result(r2: dict) -> dict:
+    """An acceptance run in the documented shape (checks with name, status, measured,
+    required, failures) whose figures come from a real run."""
+    agg = r2["aggregate"]
+    checks = []
+    for name, key, got, need in (
+            ("train-2-au", "min_au", agg["au_min"], 0.9),
+            ("train-2-bandwidth", "min_mib_s", agg["first_done"]["mib_s"], 0.5),
+            ("train-2-p99", "max_p99_ns", agg["latency"]["read"]["p99_ns"], 5e9)):
+        ok = got >= need if key.startswith("min") else got <= need
+        checks.append({"name": name, "status": "pass" if ok else "fail",
+                       "measured": {key: got}, "required": {key: need},
+                       "failures": [] if ok else [f"{key} {got:.3g} does not meet {need:g}"],
+                       "result": r2})
+    checks.append({"name": "crashed-check", "status": "fail", "measured": {}, "required": {},
+                   "failures": ["target /nowhere does not exist"]})
+    return {"schema": result.SCHEMA, "kind": "accept", "id": "accept-example", "status": "ok",
+            "started": r2["started"], "finished": r2["finished"], "checks": checks,
+            "warnings": [], "target": r2["target"], "environment": r2["environment"]}
+
+
+HISTORY = [
+    {"check": "train-2-au", "time": f"2026-11-{d:02d}T02:00:00", "figure": "au_min",
+     "value": v, "passed": v >= 0.9, "regression": d == 7}
+    for d, v in ((1, 0.97), (2, 0.96), (3, 0.97), (4, 0.95), (5, 0.96), (6, 0.97), (7, 0.91))
+] + [
+    {"check": "train-2-bandwidth", "time": 1796000000 + 86400 * i, "figure": "mib_s",
+     "value": 100.0 + i, "passed": True, "regression": False} for i in range(5)
+]
+
+
+# --- every run writes a report -----------------------------------------------------------
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def test_run_writes_report_beside_result(run2: Path) -> None:
+    page = _text(run2 / "report.html")
+    res = result.load(run2)
+    assert page.startswith("<!DOCTYPE html>")
+    assert res["id"] in page
+    # Honesty first: the warnings box comes before what was measured and the figures.
+    assert page.index('id="warnings"') < page.index("What was measured") \
+        < page.index("Headline figures")
+    assert page.count("<svg") >= 6  # 2 bandwidth, 2 latency (read, open), AU, wait per step
+    assert "could not be drawn" not in page
+    for c in res["clients"]:
+        assert f"{c['mib_s']:,.1f} MiB/s" in page
+    assert "first done" in page and "Jain" in page and "AU verdict" in page
+
+
+def test_report_is_self_contained(run2: Path) -> None:
+    page = _text(run2 / "report.html")
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", page)
+    assert "http://" not in page.replace("http://www.w3.org", "")
+    assert "https://" not in page
+    assert "default-src 'none'" in html.unescape(page)  # the browser refuses any fetch
+
+
+def test_no_report_flag(area: Path, run2: Path) -> None:
+    folder = _run(area, "--no-report")
+    assert (folder / "result.json").exists()
+    assert not (folder / "report.html").exists()
+
+
+def test_report_failure_keeps_the_result(run2: Path, tmp_path: Path, capsys) -> None:
+    from aiio.cli.run import write_report
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "report.html").mkdir()  # the page cannot replace a directory
+    assert write_report(result.load(run2), folder) == []
+    err = capsys.readouterr().err
+    assert "warning: report.html not written" in err and f"aiio report {folder}" in err
+
+
+def test_report_command_rerenders(run2: Path, tmp_path: Path) -> None:
+    (run2 / "report.html").unlink()
+    out = run_cli("report", str(run2))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"report: {run2 / 'report.html'}"
+    assert (run2 / "report.html").exists()
+    other = tmp_path / "elsewhere" / "page.html"
+    out = run_cli("report", str(run2 / "result.json"), "-o", str(other))
+    assert out.returncode == 0, out.stderr
+    assert _text(other) == _text(run2 / "report.html")
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "nothing to report"),
+    (("/no/such/result",), "no result at /no/such/result"),
+    (("reports/x", "--history"), "either a result folder or --history"),
+])
+def test_report_command_bad_input(args: tuple, message: str) -> None:
+    out = run_cli("report", *args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_report_command_history_without_database(tmp_path: Path) -> None:
+    out = run_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "history" in out.stderr
+
+
+# --- partial and damaged results ----------------------------------------------------------
+
+def test_interrupted_run_leaves_a_report(interrupted: Path) -> None:
+    res = result.load(interrupted)
+    assert res["status"] == "interrupted" and not res["aggregate"]
+    page = _text(interrupted / "report.html")
+    assert "did not finish: it was interrupted" in page
+    assert "stopped before its figures were checked for honesty" in page
+    assert "Missing from this result" in page and "aggregate figures" in page
+    assert "could not be drawn" not in page
+    # The clients' partial figures are still shown and drawn.
+    assert page.count("<svg") >= 4
+    for c in res["clients"]:
+        assert f"{c['mib_s']:,.1f} MiB/s" in page
+
+
+def _damaged(res: dict) -> list[tuple[str, dict, list[str]]]:
+    """(name, damaged copy, phrases the page must contain)."""
+    cases = []
+    r = copy.deepcopy(res)
+    r.update(status="failed", error="client 1 died (exit code -9)", clients=[], aggregate={})
+    del r["monitor"]
+    cases.append(("failed, no clients", r, ["it was failed", "client 1 died",
+                                            "no client reported", "No client reported"]))
+    r = {k: v for k, v in res.items() if k in ("schema", "kind", "id", "status")}
+    cases.append(("only the identity", r, ["the target and its filesystem",
+                                           "how the page cache was defeated"]))
+    r = copy.deepcopy(res)
+    r["aggregate"] = {"first_done": "garbage", "latency": 7}
+    r["clients"][0]["series"] = {"bucket_s": 0.1, "bytes": "not a list"}
+    r["clients"][1] = {"client": 1}
+    cases.append(("wrong types", r, ["could not be drawn"]))
+    return cases
+
+
+def test_damaged_results_still_render(run2: Path) -> None:
+    res = result.load(run2)
+    for name, damaged, phrases in _damaged(res):
+        page = report.render(damaged)
+        assert page.rstrip().endswith("</html>"), name
+        for phrase in phrases:
+            assert phrase in page, (name, phrase)
+
+
+def test_unknown_kind_lists_what_was_recorded() -> None:
+    page = report.render({"schema": result.SCHEMA, "kind": "fio-suite", "id": "x",
+                          "jobs": [{"name": "seqread", "mib_s": 1234.5}]})
+    assert "no view for results of kind" in page and "seqread" in page
+
+
+# --- sweep, acceptance, history ----------------------------------------------------------
+
+def test_sweep_report(run1: Path, run2: Path, tmp_path: Path) -> None:
+    sweep = sweep_result(result.load(run1), result.load(run2))
+    page = _text(report.write(sweep, tmp_path))
+    assert "scaling sweep" in page and "clients 1, 2" in page
+    assert "aggregate bandwidth against clients" in page
+    assert "per-client bandwidth against clients" in page
+    assert "accelerator utilization against clients" in page
+    assert sweep["verdict"]["text"] in page
+    assert "could not be drawn" not in page
+    # Points are ordered by client count whatever order the sweep stored them in.
+    assert page.index(">1 clients: every") < page.index(">2 clients: every")
+
+
+def test_accept_report(run2: Path, tmp_path: Path) -> None:
+    acc = accept_result(result.load(run2))
+    page = _text(report.write(acc, tmp_path))
+    failing = [c["name"] for c in acc["checks"] if c["status"] != "pass"]
+    assert f"{4 - len(failing)} of 4 checks passed" in page
+    assert "target /nowhere does not exist" in page
+    # Failed checks are listed first.
+    body = page[page.index('id="checks"'):]
+    first_pass = min(body.index(c["name"]) for c in acc["checks"] if c["status"] == "pass")
+    assert all(body.index(n) < first_pass for n in failing)
+    assert "margin against each threshold" in page
+    assert "could not be drawn" not in page
+
+
+def test_history_report(tmp_path: Path) -> None:
+    page = _text(report.write_history(HISTORY, tmp_path / "history.html", source="test"))
+    assert "Latest run regressed" in page and "train-2-au / au_min" in page
+    assert page.count("<svg") == 2
+    assert page.index("train-2-au") < page.index("train-2-bandwidth")  # regressions first
+
+
+def test_empty_history() -> None:
+    page = report.render_history([], "an empty database")
+    assert "holds no records yet" in page
+
+
+# --- the numbers behind the charts -------------------------------------------------------
+
+def test_chart_rates_keep_every_byte(run2: Path) -> None:
+    """The per-interval rates drawn add back up to the bytes the series holds."""
+    for c in result.load(run2)["clients"]:
+        s = stats.ByteSeries.from_dict(c["series"])
+        for step in (s.bucket_s, 1.0):
+            edges, rates = sr.rates(s, s.end_s, step)
+            moved = sum(r * (b - a) for r, a, b in zip(rates, edges, edges[1:], strict=False))
+            assert moved * 2**20 == pytest.approx(s.total, rel=1e-9)
+
+
+def test_octave_bins_keep_every_count(run2: Path) -> None:
+    h = stats.Histogram.from_dict(result.load(run2)["aggregate"]["histograms"]["read"])
+    bins = sr.octave_bins(h.nonzero())
+    assert sum(n for _, _, n in bins) == h.count
+    assert all(a < b for a, b, _ in bins)
+
+
+# --- in a real browser --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium package)")
+    b = Browser(CHROMIUM)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def pages(area: Path, run1: Path, run2: Path, interrupted: Path) -> dict[str, tuple[Path, int]]:
+    """name -> (page, the least number of charts it must show)."""
+    out = area / "pages"
+    r1, r2 = result.load(run1), result.load(run2)
+    damaged = _damaged(r2)[2][1]
+    return {
+        "run": (run2 / "report.html", 6),
+        "interrupted": (interrupted / "report.html", 4),
+        "sweep": (report.write(sweep_result(r1, r2), out / "sweep"), 3),
+        "accept": (report.write(accept_result(r2), out / "accept"), 1),
+        "history": (report.write_history(HISTORY, out / "history.html"), 2),
+        "damaged": (report.write(damaged, out / "damaged"), 0),
+    }
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", ["run", "interrupted", "sweep", "accept", "history", "damaged"])
+def test_report_in_chromium(name: str, pages: dict, browser: Browser, tmp_path: Path) -> None:
+    page, min_charts = pages[name]
+    problems = browser.load(page.as_uri(), width=1280, height=800)
+    assert problems == [], problems
+    charts = browser.eval("document.querySelectorAll('figure svg').length")
+    assert charts >= min_charts
+    drawn = browser.eval("Array.from(document.querySelectorAll('figure svg'))"
+                         ".filter(s => s.getBoundingClientRect().width > 250 && "
+                         "s.getBoundingClientRect().height > 120).length")
+    assert drawn == charts  # every chart has a real size on screen
+    # Readable at laptop width: the page itself never scrolls sideways (wide tables do).
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    shot = browser.screenshot(Path(os.environ.get("AIIO_SCREENSHOTS", tmp_path)) /
+                              f"report-{name}.png")
+    width, height = png_size(shot)
+    assert width == 1280 and height >= 800
+
+
+@needs_chromium
+def test_tables_sort_and_read_without_script(pages: dict, browser: Browser) -> None:
+    page = pages["run"][0].as_uri()
+    first_col = ("Array.from(document.querySelectorAll('#clients tbody tr'))"
+                 ".map(r => r.cells[0].textContent)")
+    assert browser.load(page) == []
+    unsorted = browser.eval(first_col)
+    browser.eval("document.querySelector('#clients th').click()")
+    up = browser.eval(first_col)
+    browser.eval("document.querySelector('#clients th').click()")
+    down = browser.eval(first_col)
+    assert up == sorted(unsorted, key=int) and down == up[::-1]
+    # Without scripts (a mail client's viewer) the same rows and charts are there.
+    assert browser.load(page, scripts=False) == []
+    assert browser.eval(first_col) == unsorted
+    assert browser.eval("document.querySelectorAll('figure svg').length") >= 6
+
+
+@needs_chromium
+def test_browser_check_catches_a_broken_page(browser: Browser, tmp_path: Path) -> None:
+    """The no-console-errors check above can fail: it sees errors and blocked fetches."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" '
+                   "content=\"default-src 'none'; script-src 'unsafe-inline'\"></head><body>"
+                   '<img src="https://example.com/x.png"><script>console.error("boom");'
+                   "undefined_function();</script></body></html>")
+    problems = browser.load(bad.as_uri())
+    assert any("console.error: boom" in p for p in problems)
+    assert any("undefined_function" in p for p in problems)
+    assert any("Content Security Policy" in p for p in problems)
+
+
+def test_results_json_is_untouched_by_rendering(run2: Path) -> None:
+    before = (run2 / "result.json").read_bytes()
+    report.render(json.loads(before))
+    assert (run2 / "result.json").read_bytes() == before
