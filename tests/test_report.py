@@ -16,11 +16,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, TINY_ARGS, run_cli
-from devtools import Browser, find_chromium, png_size
 
 from aiio import report, result, stats
 from aiio.report import series as sr
+
+from .conftest import REPO, TINY_ARGS, run_cli
+from .devtools import Browser, find_chromium, png_size
 
 CHROMIUM = find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
