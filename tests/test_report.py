@@ -77,40 +77,87 @@ def interrupted(area: Path, run2: Path) -> Path:
     return folder
 
 
+def _table_row(n: int, r: dict) -> dict:
+    """A sweep table row (docs/RESULTS.md, kind sweep) from one real run."""
+    agg = r["aggregate"]
+    fd = agg["first_done"]["mib_s"]
+    return {"clients": n, "repeats": 1, "aggregate_mib_s": fd,
+            "aggregate_spread": stats.spread([fd]),
+            "last_done_mib_s": agg["last_done"]["mib_s"],
+            "per_client_mib_s": {k: agg["per_client_mib_s"][k] for k in ("mean", "min", "max",
+                                                                         "cv")},
+            "jain": agg["jain"], "latency": agg["latency"],
+            "cpu_percent": r["monitor"]["cpu_percent_mean"],
+            "warnings": sorted(w["code"] for w in r["warnings"]),
+            "au_mean": agg["au_mean"], "au_min": agg["au_min"], "au_goal": agg["au_goal"],
+            "au_pass": agg["au_pass"]}
+
+
 def sweep_result(r1: dict, r2: dict) -> dict:
-    """A sweep in the documented shape (kind sweep: points, table, verdict) from real runs."""
-    a1 = r1["aggregate"]["first_done"]["mib_s"]
-    a2 = r2["aggregate"]["first_done"]["mib_s"]
-    eff = stats.scaling_efficiency(a2, 2, a1)
+    """A sweep in the shape docs/RESULTS.md gives kind "sweep", from two real runs."""
+    rows = [_table_row(1, r1), _table_row(2, r2)]
+    for row in rows:
+        row["efficiency"] = stats.scaling_efficiency(row["aggregate_mib_s"], row["clients"],
+                                                     rows[0]["aggregate_mib_s"])
+        row["consistency"] = row["per_client_mib_s"]["mean"] / rows[0]["per_client_mib_s"]["mean"]
+    eff = rows[1]["efficiency"]
     return {"schema": result.SCHEMA, "kind": "sweep", "id": "sweep-train-demo", "phase": "train",
             "status": "ok", "error": None, "started": r2["started"], "finished": r1["finished"],
-            "points": [{"clients": 2, "result": r2}, {"clients": 1, "result": r1}],
-            "table": [{"clients": 1, "mib_s": a1, "efficiency": 1.0},
-                      {"clients": 2, "mib_s": a2, "efficiency": eff}],
-            "verdict": {"text": f"scaling efficiency at 2 clients is {eff:.0%}",
-                        "efficiency_threshold": 0.9, "linear_up_to": 2 if eff >= 0.9 else 1},
-            "warnings": []}
+            "workload": r2["workload"], "target": r2["target"], "method": r2["method"],
+            "environment": r2["environment"],
+            "sweep": {"clients": [1, 2], "repeat": 1, "threshold": 0.9, "duration_s": None,
+                      "excluded": "bandwidth counts every byte from the common start"},
+            "points": [{"clients": 2, "repeat": 0, "result": r2, "folder": "points/b"},
+                       {"clients": 1, "repeat": 0, "result": r1, "folder": "points/a"}],
+            "table": rows,
+            "verdict": {"threshold": 0.9, "baseline_clients": 1,
+                        "baseline_mib_s": rows[0]["aggregate_mib_s"],
+                        "shape": "linear" if eff >= 0.9 else "sublinear",
+                        "linear_up_to": 2 if eff >= 0.9 else 1,
+                        "knee": None if eff >= 0.9 else 2,
+                        "peak": {"clients": 2, "mib_s": rows[1]["aggregate_mib_s"]},
+                        "statements": [f"scaling efficiency at 2 clients is {eff:.0%}"],
+                        "caveats": [], "basis": "first-done aggregate"},
+            "charts": [], "warnings": [dict(w, clients=[2]) for w in r2["warnings"]]}
 
 
 def accept_result(r2: dict) -> dict:
-    """An acceptance run in the documented shape (checks with name, status, measured,
-    required, failures) whose figures come from a real run."""
+    """An acceptance run in the shape docs/RESULTS.md gives kind "accept", its figures taken
+    from a real run."""
     agg = r2["aggregate"]
+    measured = {"aggregate_mib_s": agg["first_done"]["mib_s"], "au_min": agg["au_min"],
+                "p99_ms": agg["latency"]["read"]["p99_ns"] / 1e6}
     checks = []
-    for name, key, got, need in (
-            ("train-2-au", "min_au", agg["au_min"], 0.9),
-            ("train-2-bandwidth", "min_mib_s", agg["first_done"]["mib_s"], 0.5),
-            ("train-2-p99", "max_p99_ns", agg["latency"]["read"]["p99_ns"], 5e9)):
-        ok = got >= need if key.startswith("min") else got <= need
-        checks.append({"name": name, "status": "pass" if ok else "fail",
-                       "measured": {key: got}, "required": {key: need},
-                       "failures": [] if ok else [f"{key} {got:.3g} does not meet {need:g}"],
-                       "result": r2})
-    checks.append({"name": "crashed-check", "status": "fail", "measured": {}, "required": {},
-                   "failures": ["target /nowhere does not exist"]})
-    return {"schema": result.SCHEMA, "kind": "accept", "id": "accept-example", "status": "ok",
-            "started": r2["started"], "finished": r2["finished"], "checks": checks,
-            "warnings": [], "target": r2["target"], "environment": r2["environment"]}
+    for name, threshold, figure, op, need in (
+            ("train-2-au", "min_au", "au_min", ">=", 0.9),
+            ("train-2-bandwidth", "min_aggregate_mib_s", "aggregate_mib_s", ">=", 0.5),
+            ("train-2-p99", "max_p99_ms", "p99_ms", "<=", 5000.0)):
+        got = measured[figure]
+        ok = got >= need if op == ">=" else got <= need
+        checks.append({
+            "name": name, "description": f"{figure} {op} {need}", "phase": "train",
+            "workload": "demo", "clients": 2, "status": "pass" if ok else "fail",
+            "measured": measured, "required": {threshold: need},
+            "verdicts": [{"threshold": threshold, "figure": figure, "op": op, "required": need,
+                          "measured": got, "pass": ok}],
+            "failures": [] if ok else [f"{figure} {got:.3g} {op} {need:g} failed"],
+            "reason": "" if ok else "a threshold failed", "result_id": r2["id"],
+            "warnings": r2["warnings"], "seconds": 1.5,
+            "regressions": [{"figure": figure, "value": got, "baseline": got * 1.3,
+                             "change": -0.23, "runs": 5,
+                             "message": f"{figure} is 23 % below its baseline"}]
+            if name == "train-2-bandwidth" else []})
+    checks.append({"name": "crashed-check", "status": "error", "measured": {}, "required": {},
+                   "verdicts": [], "failures": [], "result_id": None,
+                   "reason": "target /nowhere does not exist"})
+    return {"schema": result.SCHEMA, "kind": "accept", "id": "accept-example",
+            "spec": "example", "spec_path": "workloads/acceptance/example.toml",
+            "description": "the report test's spec", "target": r2["target"]["path"],
+            "status": "fail", "error": None, "started": r2["started"],
+            "finished": r2["finished"], "environment": r2["environment"],
+            "passed": sum(c["status"] == "pass" for c in checks),
+            "failed": sum(c["status"] == "fail" for c in checks), "errors": 1,
+            "not_run": [], "history": None, "checks": checks}
 
 
 HISTORY = [
@@ -256,27 +303,55 @@ def test_sweep_report(run1: Path, run2: Path, tmp_path: Path) -> None:
     sweep = sweep_result(result.load(run1), result.load(run2))
     page = _text(report.write(sweep, tmp_path))
     assert "scaling sweep" in page and "clients 1, 2" in page
-    assert "aggregate bandwidth against clients" in page
-    assert "per-client bandwidth against clients" in page
-    assert "accelerator utilization against clients" in page
-    assert sweep["verdict"]["text"] in page
-    assert "could not be drawn" not in page
+    for chart in ("aggregate bandwidth against clients", "per-client bandwidth against clients",
+                  "accelerator utilization against clients"):
+        assert chart in page
+    assert sweep["verdict"]["statements"][0] in page and "scales linearly up to" in page
+    assert "could not be drawn" not in page and "Missing from this result" not in page
     # Points are ordered by client count whatever order the sweep stored them in.
-    assert page.index(">1 clients: every") < page.index(">2 clients: every")
+    assert page.index(">1 clients, repeat 1") < page.index(">2 clients, repeat 1")
+
+
+def test_partial_sweep_reads_its_points(run1: Path, run2: Path) -> None:
+    """A sweep stopped before it was judged: rows and charts come from the points' results."""
+    sweep = sweep_result(result.load(run1), result.load(run2))
+    sweep.update(status="interrupted", error="at 2 clients: interrupted", table=[], verdict={},
+                 warnings=[])
+    page = report.render(sweep)
+    assert "did not finish: it was interrupted" in page
+    assert "the per-count table (read from the points instead)" in page
+    assert page.count("<svg") >= 3 and "could not be drawn" not in page
+    for p in sweep["points"]:
+        agg = p["result"]["aggregate"]["first_done"]["mib_s"]
+        assert f"{agg:,.1f} MiB/s" in page
 
 
 def test_accept_report(run2: Path, tmp_path: Path) -> None:
     acc = accept_result(result.load(run2))
     page = _text(report.write(acc, tmp_path))
-    failing = [c["name"] for c in acc["checks"] if c["status"] != "pass"]
-    assert f"{4 - len(failing)} of 4 checks passed" in page
+    bad = [c["name"] for c in acc["checks"] if c["status"] != "pass"]
+    assert f"{4 - len(bad)} of 4 checks passed" in page
     assert "target /nowhere does not exist" in page
-    # Failed checks are listed first.
-    body = page[page.index('id="checks"'):]
+    assert "23 % below its baseline" in page and 'id="regressions"' in page
+    assert f'href="../{acc["checks"][0]["result_id"]}/report.html"' in page
+    body = page[page.index('id="checks"'):]  # failed and errored checks first
     first_pass = min(body.index(c["name"]) for c in acc["checks"] if c["status"] == "pass")
-    assert all(body.index(n) < first_pass for n in failing)
-    assert "margin against each threshold" in page
-    assert "could not be drawn" not in page
+    assert all(body.index(n) < first_pass for n in bad)
+    assert "headroom against each threshold" in page
+    assert "could not be drawn" not in page and "did not finish" not in page
+
+
+def test_hero_in_run_report(run2: Path) -> None:
+    """"% of hero" in the shape docs/RESULTS.md gives the hero field."""
+    res = result.load(run2)
+    mib = res["aggregate"]["first_done"]["mib_s"]
+    res["hero"] = {"test": "seq_read", "phase_mib_s": mib, "fio_mib_s": mib * 4,
+                   "percent": 25.0, "fio_result_id": "x-fio-2", "fio_clients": 2,
+                   "text": "25.0 % of fio seq_read"}
+    page = report.render(res)
+    assert "25.0 % of fio seq_read" in page and "this run against the fio hero number" in page
+    res["hero"] = {"test": "seq_read", "text": "no fio result for this target; run: aiio fio"}
+    assert "no fio result for this target" in report.render(res)
 
 
 def test_history_report(tmp_path: Path) -> None:
@@ -332,13 +407,16 @@ def pages(area: Path, run1: Path, run2: Path, interrupted: Path) -> dict[str, tu
         "interrupted": (interrupted / "report.html", 4),
         "sweep": (report.write(sweep_result(r1, r2), out / "sweep"), 3),
         "accept": (report.write(accept_result(r2), out / "accept"), 1),
+        "partial-sweep": (report.write(dict(sweep_result(r1, r2), table=[], verdict={},
+                                            status="interrupted"), out / "partial"), 3),
         "history": (report.write_history(HISTORY, out / "history.html"), 2),
         "damaged": (report.write(damaged, out / "damaged"), 0),
     }
 
 
 @needs_chromium
-@pytest.mark.parametrize("name", ["run", "interrupted", "sweep", "accept", "history", "damaged"])
+@pytest.mark.parametrize("name", ["run", "interrupted", "sweep", "partial-sweep", "accept",
+                                  "history", "damaged"])
 def test_report_in_chromium(name: str, pages: dict, browser: Browser, tmp_path: Path) -> None:
     page, min_charts = pages[name]
     problems = browser.load(page.as_uri(), width=1280, height=800)

@@ -123,8 +123,11 @@ def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
 
 def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
          caption: str, xlabel: str, goal: float | None = None, goal_label: str = "",
-         percent: bool = False) -> Html:
-    """Vertical bars, bars under the goal in red; the goal as a dashed line."""
+         percent: bool = False, log: bool = False) -> Html:
+    """Vertical bars, bars under the goal in red; the goal as a dashed line. With log, the
+    value axis is logarithmic (for ratios that span orders of magnitude)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     fig, ax = _new()
     k = 100.0 if percent else 1.0
     colours = ["#cf222e" if goal is not None and v < goal else "#1a7f37" for v in values]
@@ -145,7 +148,14 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
                     zorder=5, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
                                     "pad": 1})
     top = max([v * k for v in values] + [goal * k if goal is not None else 0])
-    ax.set_ylim(0, max(top * 1.08, 100.0 if percent else 0.0) or 1.0)
+    if log:
+        ax.set_yscale("log")
+        low = min([v * k for v in values if v > 0] + [goal * k if goal else top])
+        ax.set_ylim(low / 2, top * 2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(0, max(top * 1.08, 100.0 if percent else 0.0) or 1.0)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     return to_svg(fig, caption)
 

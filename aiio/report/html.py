@@ -124,6 +124,8 @@ def by_name(key: str, value: Any) -> str:
         return number(x, 1, f"{words[-3] if len(words) > 2 else 'units'}/s")
     if k.endswith("_ns"):
         return latency(x)
+    if k.endswith("_ms"):
+        return latency(x * 1e6)
     if "_s_per_" in k:
         return f"{seconds(x)} per {words[-1]}"
     if k.endswith(("_s", "seconds")) or "time" in words or "duration" in words:

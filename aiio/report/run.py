@@ -54,6 +54,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         warnings_section(res.get("warnings") or [], "run", res.get("status") == "ok"),
         guarded("measured", measured_section, res, clients_line(res)),
         guarded("headline", headline_section, res),
+        guarded("hero", hero_section, res),
         guarded("clients", clients_section, res),
         guarded("bandwidth", bandwidth_section, res),
         guarded("latency", latency_section, res),
@@ -138,7 +139,6 @@ def headline_section(res: Mapping[str, Any]) -> Html:
         rows.append((f"{op} latency p50 / p99 / max", " / ".join(
             h.latency(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))))
     parts = [h.kv_table(rows)]
-    parts.append(hero_part(res.get("hero")))
     extra = {k: v for k, v in agg.items() if k not in CONSUMED and not any(
         k.startswith(p) and k[len(p):] in CONSUMED for p in prefixes if p)}
     extra = {k: v for k, v in extra.items() if not sr.is_series(v) and k != "series_mib_s"}
@@ -148,15 +148,34 @@ def headline_section(res: Mapping[str, Any]) -> Html:
     return h.section("Headline figures", *parts, anchor="headline")
 
 
-def hero_part(hero: Any) -> Html:
-    """% of the fio hero number, when the result carries the comparison."""
+def hero_section(res: Mapping[str, Any]) -> Html:
+    """% of the fio hero number: this run's aggregate against fio's on the same target."""
+    hero = res.get("hero")
     if not hero:
-        return h.tag("p", "No fio hero number for this target was attached to this result, so "
-                     "there is no % of hero; run `aiio fio` on the same target to get one.",
-                     class_="note")
+        return h.tag("p", "No fio hero number was attached to this result, so there is no % of "
+                     "hero; run `aiio fio` on the same target to get one.", class_="note")
     if not isinstance(hero, Mapping):
-        return h.kv_table([("% of fio hero", h.plain(hero))])
-    return h.join([h.tag("h3", "Against the fio hero number"), h.nested_table(hero)])
+        return h.section("Against the fio hero number", h.tag("p", h.plain(hero)),
+                         anchor="hero")
+    pct = h.finite(hero.get("percent"))
+    if pct is None:
+        return h.section("Against the fio hero number", h.notice(
+            "info", str(hero.get("text") or "no fio hero number for this target")),
+            anchor="hero")
+    test, phase = hero.get("test", "hero"), res.get("phase", "phase")
+    rows = [("% of fio hero", f"{pct:.1f} % of fio {test}"),
+            (f"this {phase} run (aggregate, first done)", h.mib_s(hero.get("phase_mib_s"))),
+            (f"fio {test}, {h.plain(hero.get('fio_clients'))} jobs",
+             h.mib_s(hero.get("fio_mib_s"))),
+            ("fio result", h.plain(hero.get("fio_result_id")))]
+    chart = charts.bars([f"this {phase} run", f"fio {test}"],
+                        [h.finite(hero.get("phase_mib_s")) or 0.0,
+                         h.finite(hero.get("fio_mib_s")) or 0.0],
+                        title="this run against the fio hero number", xlabel="",
+                        ylabel="aggregate MiB/s", caption=str(hero.get("text") or
+                        f"{pct:.1f} % of what fio {test} reached on the same target."))
+    return h.section("Against the fio hero number", h.kv_table(rows), h.figures(chart),
+                     anchor="hero")
 
 
 # --- clients ------------------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""The report of a sweep: the scaling verdict, the two scaling charts and a row per point."""
+"""The report of a sweep: the scaling verdict, the two scaling charts and a row per client count.
+
+Reads the sweep result as docs/RESULTS.md defines it (`points[]`, `table[]`, `verdict`, `sweep`);
+when the table is missing (a sweep cut short before it was judged) the rows are read from the
+points' own aggregates instead.
+"""
 
 from __future__ import annotations
 
@@ -22,159 +27,279 @@ from aiio.report.run import clients_section
 
 EXPECTED = {
     "points": "the measured client counts (no point finished)",
+    "table": "the per-count table (read from the points instead)",
     "verdict": "the scaling verdict",
 }
 KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finished", "points",
          "table", "verdict", "warnings", "workload", "environment", "target", "method",
-         "saved_at", "options"}
+         "saved_at", "options", "sweep", "charts"}
 
 
-def points(res: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
-    """(clients, result) per point that has a result, in client order."""
-    out = []
-    for p in res.get("points") or []:
-        n, r = h.finite(get(p, "clients")), get(p, "result")
-        if n is not None and isinstance(r, Mapping):
-            out.append((int(n), r))
-    return sorted(out, key=lambda t: t[0])
+def points(res: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Points that hold a result, by client count then repeat."""
+    pts = [p for p in res.get("points") or [] if isinstance(p, Mapping)
+           and h.finite(p.get("clients")) is not None and isinstance(p.get("result"), Mapping)]
+    return sorted(pts, key=lambda p: (p["clients"], h.finite(p.get("repeat")) or 0))
 
 
 def title(res: Mapping[str, Any]) -> str:
-    first = points(res)[0][1] if points(res) else res
-    name = get(first, "workload", "workload", "name", default="?")
-    counts = ", ".join(str(n) for n, _ in points(res)) or "none"
-    return f"aiio {res.get('phase') or first.get('phase', '?')} scaling sweep: {name}, " \
-           f"clients {counts}"
+    base = _base(res)
+    name = get(base, "workload", "workload", "name", default="?")
+    counts = get(res, "sweep", "clients") or sorted({p["clients"] for p in points(res)})
+    return f"aiio {res.get('phase') or base.get('phase', '?')} scaling sweep: {name}, " \
+           f"clients {', '.join(str(n) for n in counts) or 'none'}"
+
+
+def _base(res: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Where the target, workload and environment are: the sweep, else its first point."""
+    if res.get("target") or not points(res):
+        return res
+    return points(res)[0]["result"]
 
 
 def render_body(res: Mapping[str, Any]) -> list[Html]:
-    pts = points(res)
-    base = pts[0][1] if pts else res
+    data = rows(res)
     return [
         header(res, title(res)),
         status_notice(res, "sweep"),
         missing_notice(res, EXPECTED),
-        warnings_section(sweep_warnings(res, pts), "sweep", res.get("status") == "ok"),
+        warnings_section(sweep_warnings(res), "sweep", res.get("status") == "ok"),
         guarded("verdict", verdict_section, res.get("verdict")),
-        guarded("scaling", scaling_section, pts),
-        guarded("measured", measured_section, base,
-                f"{len(pts)} points: {', '.join(str(n) for n, _ in pts)} clients"),
-        guarded("points", points_section, pts),
+        guarded("scaling", scaling_section, data),
+        guarded("measured", measured_section, _base(res), clients_text(res, data)),
+        guarded("sweep parameters", parameters_section, res.get("sweep")),
+        guarded("points", points_section, points(res)),
         guarded("other", other_section, res, KNOWN),
     ]
 
 
-def sweep_warnings(res: Mapping[str, Any], pts: Sequence[tuple[int, Mapping]]) -> list[dict]:
-    """The sweep's own warnings, then each point's, naming the client counts that raised it."""
-    seen: dict[tuple[str, str], list[int]] = {}
-    for n, r in pts:
-        for w in r.get("warnings") or []:
-            if isinstance(w, Mapping):
-                seen.setdefault((w.get("code", "warning"), w.get("message", "")), []).append(n)
-    out = list(res.get("warnings") or [])
-    for (code, message), counts in seen.items():
-        out.append({"code": code, "message": f"{message} (at {', '.join(map(str, counts))} "
-                                             "clients)"})
+def clients_text(res: Mapping[str, Any], data: Sequence[Mapping[str, Any]]) -> str:
+    asked = get(res, "sweep", "clients")
+    done = [r["clients"] for r in data]
+    text = f"{len(done)} client counts measured: {', '.join(map(str, done)) or 'none'}"
+    return text + (f" (asked for {', '.join(map(str, asked))})" if asked and asked != done
+                   else "")
+
+
+def sweep_warnings(res: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Each warning once, naming the client counts that raised it; read from the points when
+    the sweep did not merge them."""
+    merged = list(res.get("warnings") or [])
+    if not merged:
+        seen: dict[str, dict[str, Any]] = {}
+        for p in points(res):
+            for w in p["result"].get("warnings") or []:
+                if isinstance(w, Mapping):
+                    e = seen.setdefault(w.get("code", "warning"), dict(w, clients=[]))
+                    if p["clients"] not in e["clients"]:
+                        e["clients"].append(p["clients"])
+        merged = list(seen.values())
+    out = []
+    for w in merged:
+        if not isinstance(w, Mapping):
+            out.append({"code": "warning", "message": str(w)})
+            continue
+        at = w.get("clients")
+        where = f" (at {', '.join(map(str, at))} clients)" if at else ""
+        out.append({"code": w.get("code", "warning"), "message": f"{w.get('message', '')}{where}"})
     return out
 
 
-def verdict_section(verdict: Any) -> Html:
-    if not verdict:
+# --- verdict ------------------------------------------------------------------------------
+
+def verdict_section(v: Any) -> Html:
+    if not v:
         return Html("")
-    if isinstance(verdict, str):
-        return h.section("Verdict", h.notice("info", verdict), anchor="verdict")
-    statements = [v for v in verdict.values() if isinstance(v, str) and " " in v] \
-        if isinstance(verdict, Mapping) else []
-    parts = [h.notice("info", "The scaling verdict", statements)] if statements else []
-    rest = {k: v for k, v in verdict.items() if v not in statements} \
-        if isinstance(verdict, Mapping) else {}
-    if rest:
-        parts.append(h.nested_table(rest))
-    elif not isinstance(verdict, Mapping):
-        parts.append(h.tag("p", h.plain(verdict)))
-    return h.section("Verdict", *parts, anchor="verdict",
-                     note="Scaling efficiency E(N) = aggregate(N) / (N x aggregate(1)).")
+    if not isinstance(v, Mapping):
+        return h.section("Verdict", h.notice("info", h.plain(v)), anchor="verdict")
+    parts = []
+    statements = [s for s in v.get("statements") or [] if isinstance(s, str)]
+    kind = {"linear": "ok", "saturated": "warn", "degrading": "fail"}.get(v.get("shape"), "info")
+    if statements:
+        parts.append(h.notice(kind, f"Scaling: {v.get('shape', 'see below')}", statements))
+    if v.get("caveats"):
+        parts.append(h.notice("warn", "Caveats", v["caveats"]))
+    parts.append(h.kv_table(verdict_pairs(v)))
+    if v.get("basis"):
+        parts.append(h.tag("p", f"Basis: {v['basis']}", class_="note"))
+    parts.append(h.details("the whole verdict as recorded", h.nested_table(v)))
+    return h.section("Verdict", *parts, anchor="verdict")
 
 
-def point_row(n: int, r: Mapping[str, Any], base: tuple[int, float] | None) -> dict[str, Any]:
-    agg = r.get("aggregate") or {}
-    fd = h.finite(get(agg, "first_done", "mib_s"))
-    eff = None
-    if base and fd is not None and base[1] > 0:
-        eff = fd / (n / base[0] * base[1])
-    spread = agg.get("per_client_mib_s") or {}
-    lat = next(iter((agg.get("latency") or {}).values()), {})
-    return {"clients": n, "status": r.get("status"), "first": fd,
-            "last": get(agg, "last_done", "mib_s"), "eff": eff, "mean": spread.get("mean"),
-            "min": spread.get("min"), "max": spread.get("max"), "cv": spread.get("cv"),
-            "jain": agg.get("jain"), "au_mean": agg.get("au_mean"), "au_min": agg.get("au_min"),
-            "au_goal": agg.get("au_goal"), "p50": lat.get("p50_ns"), "p99": lat.get("p99_ns"),
-            "cpu": get(r, "monitor", "cpu_percent_mean")}
+def verdict_pairs(v: Mapping[str, Any]) -> list[tuple[str, str]]:
+    peak, plateau, au = v.get("peak") or {}, v.get("plateau") or {}, v.get("au") or {}
+    rows = [
+        ("shape", h.plain(v.get("shape"))),
+        ("efficiency threshold", h.pct(v.get("threshold"), 0)),
+        ("baseline", f"{h.plain(v.get('baseline_clients'))} clients at "
+                     f"{h.mib_s(v.get('baseline_mib_s'))}"),
+        ("scales linearly up to", f"{h.plain(v.get('linear_up_to'))} clients"),
+        ("knee (first count below the threshold)", h.plain(v.get("knee"))),
+        ("peak aggregate", f"{h.mib_s(peak.get('mib_s'))} at {h.plain(peak.get('clients'))} "
+                           "clients" if peak else h.MISSING),
+    ]
+    if plateau:
+        rows.append(("plateau", f"{h.mib_s(plateau.get('mib_s'))} from "
+                                f"{h.plain(plateau.get('from_clients'))} clients"))
+    if au:
+        rows.append(("most clients at the AU goal",
+                     f"{h.plain(au.get('max_clients_at_goal'))} (goal {h.pct(au.get('goal'), 0)})"))
+    return rows
 
 
-def rows(pts: Sequence[tuple[int, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    first = [(n, h.finite(get(r, "aggregate", "first_done", "mib_s"))) for n, r in pts]
-    base = next(((n, v) for n, v in first if v), None)
-    return [point_row(n, r, base) for n, r in pts]
+# --- the per-count rows -------------------------------------------------------------------
+
+def rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sweep's table, or rows of the same shape read from its points."""
+    table = [r for r in res.get("table") or [] if isinstance(r, Mapping)
+             and h.finite(r.get("clients")) is not None]
+    if table:
+        return sorted((dict(r) for r in table), key=lambda r: r["clients"])
+    by_count: dict[int, list[Mapping[str, Any]]] = {}
+    for p in points(res):
+        by_count.setdefault(int(p["clients"]), []).append(p["result"])
+    out = [_row(n, runs) for n, runs in sorted(by_count.items())]
+    base = next((r for r in out if r["aggregate_mib_s"]), None)
+    for r in out:
+        if base and r["aggregate_mib_s"] is not None:
+            r["efficiency"] = r["aggregate_mib_s"] / (r["clients"] / base["clients"]
+                                                      * base["aggregate_mib_s"])
+    return out
 
 
-def scaling_section(pts: Sequence[tuple[int, Mapping[str, Any]]]) -> Html:
-    data = [r for r in rows(pts) if r["first"] is not None]
+def _mean(values: Sequence[Any]) -> float | None:
+    xs = [x for x in (h.finite(v) for v in values) if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _row(n: int, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One count's figures from its runs (means over repeats)."""
+    aggs = [r.get("aggregate") or {} for r in runs]
+    pcs = [a.get("per_client_mib_s") or {} for a in aggs]
+    row = {"clients": n, "repeats": len(runs),
+           "aggregate_mib_s": _mean([get(a, "first_done", "mib_s") for a in aggs]),
+           "last_done_mib_s": _mean([get(a, "last_done", "mib_s") for a in aggs]),
+           "per_client_mib_s": {k: _mean([p.get(k) for p in pcs])
+                                for k in ("mean", "min", "max", "cv")},
+           "jain": _mean([a.get("jain") for a in aggs]),
+           "latency": aggs[0].get("latency") or {},
+           "cpu_percent": _mean([get(r, "monitor", "cpu_percent_mean") for r in runs])}
+    if all("au_min" in a for a in aggs):
+        row.update(au_mean=_mean([a["au_mean"] for a in aggs]),
+                   au_min=min(h.finite(a["au_min"]) or 0 for a in aggs),
+                   au_goal=aggs[0].get("au_goal"))
+    return row
+
+
+# --- charts and table ---------------------------------------------------------------------
+
+def scaling_section(data: Sequence[Mapping[str, Any]]) -> Html:
+    data = [r for r in data if h.finite(r.get("aggregate_mib_s")) is not None]
     if not data:
-        return h.section("Scaling", h.notice("warn", "No point has aggregate figures."),
+        return h.section("Scaling", h.notice("warn", "No client count has aggregate figures."),
                          anchor="scaling")
-    n = [r["clients"] for r in data]
-    n0, a0 = data[0]["clients"], data[0]["first"]
-    agg = charts.scaling(n, [("aggregate, first done", [r["first"] for r in data], "-"),
-                             ("aggregate, last done", [r["last"] or 0 for r in data], "-"),
-                             (f"linear from {n0} client(s)", [a0 * c / n0 for c in n], "--")],
-                         title="aggregate bandwidth against clients", ylabel="MiB/s",
-                         caption="Aggregate bandwidth at each client count, with the line "
-                                 "linear scaling would follow.")
-    mean = [h.finite(r["mean"]) or 0 for r in data]
-    per = charts.scaling(n, [("per client mean", mean, "-"),
+    return h.section("Scaling", h.figures(*scaling_charts(data)), table(data),
+                     anchor="scaling",
+                     note="Aggregate: all clients' bytes over the window in which every "
+                          "client was running (first done), mean over repeats.")
+
+
+def _pc(r: Mapping[str, Any], key: str) -> float:
+    return h.finite(get(r, "per_client_mib_s", key)) or 0.0
+
+
+def scaling_charts(data: Sequence[Mapping[str, Any]]) -> list[Html]:
+    n = [int(r["clients"]) for r in data]
+    n0, a0 = n[0], float(data[0]["aggregate_mib_s"])
+    spread = [r.get("aggregate_spread") or {} for r in data]
+    band = None
+    if any((h.finite(s.get("n")) or 1) > 1 for s in spread):
+        band = ([h.finite(s.get("min")) or 0 for s in spread],
+                [h.finite(s.get("max")) or 0 for s in spread], "repeats: min to max")
+    agg = charts.scaling(n, [
+        ("aggregate, first done", [float(r["aggregate_mib_s"]) for r in data], "-"),
+        ("aggregate, last done", [h.finite(r.get("last_done_mib_s")) or 0 for r in data], "-"),
+        (f"linear from {n0} client(s)", [a0 * c / n0 for c in n], "--")],
+        band=band, title="aggregate bandwidth against clients", ylabel="aggregate MiB/s",
+        caption="Does the aggregate grow in proportion to the clients? The dashed line is "
+                "linear scaling from the smallest count.")
+    mean = [_pc(r, "mean") for r in data]
+    per = charts.scaling(n, [("per-client mean", mean, "-"),
                              (f"constant at {n0} client(s)", [mean[0]] * len(n), "--")],
-                         band=([h.finite(r["min"]) or 0 for r in data],
-                               [h.finite(r["max"]) or 0 for r in data], "min to max"),
+                         band=([_pc(r, "min") for r in data], [_pc(r, "max") for r in data],
+                               "slowest to fastest client"),
                          title="per-client bandwidth against clients", ylabel="MiB/s per client",
-                         caption="Each client's bandwidth: the mean, and the band from the "
-                                 "slowest to the fastest client.")
-    figs = [agg, per]
-    if any(r["au_mean"] is not None for r in data):
-        goal = h.finite(data[0]["au_goal"])
-        lines = [("AU mean", [(h.finite(r["au_mean"]) or 0) * 100 for r in data], "-"),
-                 ("AU min", [(h.finite(r["au_min"]) or 0) * 100 for r in data], "-")]
+                         caption="Does each client keep its bandwidth as clients are added? "
+                                 "Mean, and the band from the slowest to the fastest client.")
+    out = [agg, per]
+    if any(r.get("au_min") is not None for r in data):
+        goal = h.finite(data[0].get("au_goal"))
+        lines = [("AU mean", [(h.finite(r.get("au_mean")) or 0) * 100 for r in data], "-"),
+                 ("AU of the lowest client", [(h.finite(r.get("au_min")) or 0) * 100
+                                              for r in data], "-")]
         if goal is not None:
             lines.append((f"goal {goal:.0%}", [goal * 100] * len(n), "--"))
-        figs.append(charts.scaling(n, lines, title="accelerator utilization against clients",
-                                   ylabel="AU (%)", caption="Mean and lowest client AU at "
-                                   "each client count, against the workload's goal."))
-    return h.section("Scaling", h.figures(*figs), _table(rows(pts)), anchor="scaling")
+        out.append(charts.scaling(n, lines, title="accelerator utilization against clients",
+                                  ylabel="AU (%)", caption="Mean and lowest client AU at each "
+                                  "count, against the workload's goal."))
+    return out
 
 
-def _table(data: list[dict[str, Any]]) -> Html:
-    headers = ["clients", "status", "aggregate first done", "aggregate last done",
-               "efficiency E(N)", "per client mean", "min", "max", "CV", "Jain", "AU mean",
-               "AU min", "p50", "p99", "client CPU busy"]
+def _lat(r: Mapping[str, Any], key: str) -> Any:
+    lat = r.get("latency") or {}
+    op = "read" if "read" in lat else next(iter(lat), None)
+    return get(lat, op, key) if op else None
+
+
+def table(data: Sequence[Mapping[str, Any]]) -> Html:
+    headers = ["clients", "repeats", "aggregate first done", "last done", "efficiency E(N)",
+               "consistency C(N)", "per client mean", "slowest client", "fastest client",
+               "CV", "Jain", "AU mean", "AU lowest", "p50", "p99", "client CPU busy",
+               "warnings"]
     body = []
     for r in data:
-        body.append([h.num(str(r["clients"]), r["clients"]), h.Cell(h.badge(r["status"])),
-                     h.num(h.mib_s(r["first"]), r["first"]), h.num(h.mib_s(r["last"]), r["last"]),
-                     h.num(h.pct(r["eff"]), r["eff"]), h.num(h.mib_s(r["mean"]), r["mean"]),
-                     h.num(h.mib_s(r["min"]), r["min"]), h.num(h.mib_s(r["max"]), r["max"]),
-                     h.num(h.number(r["cv"], 3), r["cv"]), h.num(h.number(r["jain"], 3), r["jain"]),
-                     h.num(h.pct(r["au_mean"]), r["au_mean"]),
-                     h.num(h.pct(r["au_min"]), r["au_min"]),
-                     h.num(h.latency(r["p50"]), r["p50"]), h.num(h.latency(r["p99"]), r["p99"]),
-                     h.num(h.number(r["cpu"], 0, "%"), r["cpu"])])
+        cells = [("clients", h.plain), ("repeats", h.plain), ("aggregate_mib_s", h.mib_s),
+                 ("last_done_mib_s", h.mib_s), ("efficiency", h.pct), ("consistency", h.pct)]
+        row = [h.num(fmt(r.get(k)), r.get(k)) for k, fmt in cells]
+        row += [h.num(h.mib_s(get(r, "per_client_mib_s", k)), get(r, "per_client_mib_s", k))
+                for k in ("mean", "min", "max")]
+        cv = get(r, "per_client_mib_s", "cv")
+        row += [h.num(h.number(cv, 3), cv), h.num(h.number(r.get("jain"), 3), r.get("jain")),
+                h.num(h.pct(r.get("au_mean")), r.get("au_mean")),
+                h.num(h.pct(r.get("au_min")), r.get("au_min")),
+                h.num(h.latency(_lat(r, "p50_ns")), _lat(r, "p50_ns")),
+                h.num(h.latency(_lat(r, "p99_ns")), _lat(r, "p99_ns")),
+                h.num(h.number(r.get("cpu_percent"), 0, "%"), r.get("cpu_percent")),
+                h.plain(r.get("warnings") or "")]
+        body.append(row)
     return h.table(headers, body, sortable=True,
-                   caption="One row per client count; efficiency relative to the smallest count.")
+                   caption="One row per client count; E(N) = aggregate(N) / (N/N0 x "
+                           "aggregate(N0)), C(N) = per-client mean(N) / per-client mean(N0).")
 
 
-def points_section(pts: Sequence[tuple[int, Mapping[str, Any]]]) -> Html:
+# --- parameters and points ----------------------------------------------------------------
+
+def parameters_section(params: Any) -> Html:
+    if not isinstance(params, Mapping):
+        return Html("")
+    rows = [("client counts asked for", h.plain(params.get("clients"))),
+            ("repeats per count", h.plain(params.get("repeat"))),
+            ("efficiency threshold", h.pct(params.get("threshold"), 0)),
+            ("each point runs for", h.seconds(params.get("duration_s"))
+             if params.get("duration_s") else "a fixed amount of work"),
+            ("left out of every point", h.plain(params.get("excluded")))]
+    return h.section("How the sweep was run", h.kv_table(rows), anchor="parameters")
+
+
+def points_section(pts: Sequence[Mapping[str, Any]]) -> Html:
     if not pts:
         return Html("")
-    parts = [h.details(f"{n} clients: every client's figures ({r.get('status', '?')})",
-                       clients_section(r)) for n, r in pts]
+    parts = []
+    for p in pts:
+        r = p["result"]
+        rep = f", repeat {int(p['repeat']) + 1}" if h.finite(p.get("repeat")) is not None else ""
+        where = f" in {p['folder']}" if p.get("folder") else ""
+        parts.append(h.details(f"{p['clients']} clients{rep}: every client's figures "
+                               f"({r.get('status', '?')}){where}", clients_section(r)))
     return h.section("Each point", *parts, anchor="points",
                      note="Every client's numbers at every client count, as recorded.")

@@ -50,6 +50,8 @@ def unit_of(figure: str) -> tuple[str, float]:
         return "MiB/s", 1.0
     if f.endswith("_ns"):
         return "ms", 1e-6
+    if f.endswith("_ms"):
+        return "ms", 1.0
     if f.endswith(("_s", "seconds")):
         return "s", 1.0
     if f.endswith("_bytes"):
