@@ -108,7 +108,7 @@ def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10))
     # Plain labels with units instead of 10^k: readable, and mathtext is slow to lay out.
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_latency_ns(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _latency_tick(v)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     styles = iter(("--", ":", "-."))
     for name, value in percentiles.items():
@@ -119,6 +119,14 @@ def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
            ylabel="operations per bin")
     ax.legend(fontsize=8)
     return to_svg(fig, caption)
+
+
+def _latency_tick(ns: float) -> str:
+    """'10 us', '1 ms': tick labels without the trailing zeros of format_latency_ns."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns:g} ns"
 
 
 def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,

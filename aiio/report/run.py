@@ -284,7 +284,9 @@ def latency_section(res: Mapping[str, Any]) -> Html:
     headers = ["operation", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max"]
     rows, figs = [], []
     for prefix, ops in sets.items():
-        for op, hist in sorted(ops.items(), key=lambda t: -t[1].count):
+        # Data operations first, then by how many calls there were.
+        for op, hist in sorted(ops.items(), key=lambda t: (t[0] not in ("read", "write"),
+                                                          -t[1].count, t[0])):
             name = f"{prefix}{op}"
             s = hist.summary()
             rows.append([name, h.num(h.number(s["count"]), s["count"])] + [
