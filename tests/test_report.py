@@ -291,8 +291,30 @@ def test_damaged_results_still_render(run2: Path) -> None:
             assert phrase in page, (name, phrase)
 
 
+def test_junk_in_place_of_lists_counts_as_missing(run1: Path, run2: Path) -> None:
+    r1, r2 = result.load(run1), result.load(run2)
+    for doc, key, junk in ((r2, "clients", "x"), (r2, "warnings", 7),
+                           (sweep_result(r1, r2), "points", True),
+                           (sweep_result(r1, r2), "table", {"a": 1}),
+                           (accept_result(r2), "checks", 7)):
+        page = report.render(dict(doc, **{key: junk}))
+        assert "too damaged" not in page and "could not be drawn" not in page, key
+        assert "Missing from this result" in page or key == "warnings", key
+
+
+def test_a_view_that_breaks_still_gives_a_page(run2: Path, monkeypatch) -> None:
+    from aiio.report import run as run_view
+
+    def broken(res):
+        raise KeyError("aggregate")
+
+    monkeypatch.setattr(run_view, "render_body", broken)
+    page = report.render(result.load(run2))
+    assert "too damaged to draw (KeyError" in page and "Other recorded figures" in page
+
+
 def test_unknown_kind_lists_what_was_recorded() -> None:
-    page = report.render({"schema": result.SCHEMA, "kind": "fio-suite", "id": "x",
+    page = report.render({"schema": result.SCHEMA, "kind": ["odd"], "id": "x",
                           "jobs": [{"name": "seqread", "mib_s": 1234.5}]})
     assert "no view for results of kind" in page and "seqread" in page
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiio import __version__
 from aiio.report import accept, html, run, sweep, trend
-from aiio.report.common import header, missing_notice, other_section, status_notice
+from aiio.report.common import other_section
 
 REPORT_NAME = "report.html"
 KINDS = {"run": run, "sweep": sweep, "accept": accept}
@@ -22,22 +22,25 @@ def render(result: Mapping[str, Any]) -> str:
     """The HTML page for a result of any kind; damage in the result is shown, not raised."""
     if not isinstance(result, Mapping):
         raise TypeError(f"a result is a JSON object, not {type(result).__name__}")
-    kind = result.get("kind", "run")
+    kind = str(result.get("kind", "run"))
     module = KINDS.get(kind)
     if module is None:
-        body = _unknown_kind(result, kind)
-        title = f"aiio result ({kind})"
-    else:
-        body = module.render_body(result)
-        title = module.title(result)
-    return html.page(title, body, footer=_footer(result.get("id")))
+        return _plain_page(result, f"This version of the report has no view for results of "
+                           f"kind {kind!r}; everything recorded is listed below.")
+    try:
+        return html.page(module.title(result), module.render_body(result),
+                         footer=_footer(result.get("id")))
+    except Exception as exc:  # noqa: BLE001 - a result too damaged for its view still shows
+        return _plain_page(result, f"This {kind} result is too damaged to draw "
+                           f"({type(exc).__name__}: {exc}); everything recorded is listed below.")
 
 
-def _unknown_kind(result: Mapping[str, Any], kind: Any) -> list[html.Html]:
-    return [header(result, f"aiio result of kind {kind!r}"), status_notice(result, "result"),
-            html.notice("warn", f"This version of the report has no view for results of kind "
-                        f"{kind!r}; everything recorded is listed below."),
-            missing_notice(result, {}), other_section(result, {"schema", "kind", "id"})]
+def _plain_page(result: Mapping[str, Any], why: str) -> str:
+    """Every key of the result as tables, under a notice saying why there is nothing more."""
+    body = [html.tag("h1", f"aiio result {result.get('id', '(no id)')}"),
+            html.notice("warn", why), other_section(result, {"schema"})]
+    return html.page(f"aiio result {result.get('id', '')}", body,
+                     footer=_footer(result.get("id")))
 
 
 def _footer(result_id: Any) -> str:

@@ -32,7 +32,7 @@ PASSING = ("pass", "passed", "ok")
 
 
 def checks(res: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [c for c in res.get("checks") or [] if isinstance(c, Mapping)]
+    return [c for c in h.items(res.get("checks")) if isinstance(c, Mapping)]
 
 
 def passed(check: Mapping[str, Any]) -> bool:
@@ -64,7 +64,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
 
 
 def overall_notice(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> Html:
-    not_run = [str(n) for n in res.get("not_run") or []]
+    not_run = [str(n) for n in h.items(res.get("not_run"))]
     tail = [f"not run (the run was interrupted): {', '.join(not_run)}"] if not_run else []
     if not cs:
         return h.notice("fail", "No check was run.", tail) if tail else Html("")
@@ -78,11 +78,11 @@ def overall_notice(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> H
 
 
 def _check_warnings(c: Mapping[str, Any]) -> list[Any]:
-    return list(c.get("warnings") or get(c, "result", "warnings", default=[]))
+    return h.items(c.get("warnings")) or h.items(get(c, "result", "warnings"))
 
 
 def accept_warnings(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> list[Any]:
-    out = list(res.get("warnings") or [])
+    out = list(h.items(res.get("warnings")))
     for c in cs:
         for w in _check_warnings(c):
             if isinstance(w, Mapping):
@@ -93,7 +93,7 @@ def accept_warnings(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> 
 
 def regressions_notice(cs: Sequence[Mapping[str, Any]]) -> Html:
     found = [f"{c.get('name', '?')}: {_regression(r)}" for c in cs
-             for r in c.get("regressions") or []]
+             for r in h.items(c.get("regressions"))]
     if not found:
         return Html("")
     return h.notice("fail", "Regressions against each check's own history (worse than the "
@@ -115,7 +115,7 @@ def _regression(r: Any) -> str:
 
 def verdicts(c: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The check's judged thresholds; built from measured/required by name when absent."""
-    given = [v for v in c.get("verdicts") or [] if isinstance(v, Mapping)]
+    given = [v for v in h.items(c.get("verdicts")) if isinstance(v, Mapping)]
     if given:
         return [dict(v) for v in given]
     meas, req = c.get("measured"), c.get("required")
@@ -154,6 +154,7 @@ def checks_section(cs: Sequence[Mapping[str, Any]]) -> Html:
         if c.get("clients") is not None:
             what += f", {h.plain(c['clients'])} clients"
         why = c.get("failures") or ([c["reason"]] if c.get("reason") else [])
+        n_reg = len(h.items(c.get("regressions")))
         run_id = c.get("result_id")
         link = h.tag("a", run_id, href=f"../{run_id}/report.html") if run_id else "not saved"
         rows.append([h.num(str(i + 1), i + 1),
@@ -161,8 +162,7 @@ def checks_section(cs: Sequence[Mapping[str, Any]]) -> Html:
                                     c.get("description") or ""]), str(c.get("name"))),
                      what, h.Cell(h.badge(c.get("status")), str(c.get("status"))),
                      h.Cell(h.join(_verdict_line(v) for v in verdicts(c)) or "none judged"),
-                     h.Cell(_lines(why)), h.num(str(len(c.get("regressions") or [])),
-                                                len(c.get("regressions") or [])),
+                     h.Cell(_lines(why)), h.num(str(n_reg), n_reg),
                      h.Cell(link), h.num(h.seconds(c.get("seconds")), c.get("seconds"))])
     return h.section("Checks", h.table(["#", "check", "what", "status", "thresholds",
                                         "why it did not pass", "regressions", "run", "took"],

@@ -18,6 +18,13 @@ METHODS = {
 }
 
 
+# What each well-known part of a result must be; anything else counts as missing.
+KINDS_OF: dict[str, type | tuple[type, ...]] = {
+    "clients": list, "points": list, "table": list, "checks": list, "warnings": list,
+    "aggregate": Mapping, "target": (Mapping, str), "workload": Mapping,
+    "environment": Mapping, "monitor": Mapping, "verdict": (Mapping, str), "method": str}
+
+
 def get(data: Any, *path: str | int, default: Any = None) -> Any:
     """data[path[0]][path[1]]...; default when any step is missing or of the wrong type."""
     for key in path:
@@ -62,8 +69,14 @@ def status_notice(res: Mapping[str, Any], what: str) -> Html:
 
 
 def missing_notice(res: Mapping[str, Any], expected: Mapping[str, str]) -> Html:
-    """List the parts of a result that are absent or empty, with what each would have shown."""
-    gone = [f"{key}: {meaning}" for key, meaning in expected.items() if not res.get(key)]
+    """List the parts of a result that are absent, empty or of the wrong kind (a list where a
+    list belongs, an object where an object does), with what each would have shown."""
+    def gone_(key: str) -> bool:
+        value = res.get(key)
+        kind = KINDS_OF.get(key)
+        return not value or (kind is not None and not isinstance(value, kind))
+
+    gone = [f"{key}: {meaning}" for key, meaning in expected.items() if gone_(key)]
     if not gone:
         return Html("")
     return h.notice("warn", "Missing from this result, so not shown:", gone)

@@ -139,6 +139,11 @@ def by_name(key: str, value: Any) -> str:
     return plain(value)
 
 
+def items(value: Any) -> list[Any]:
+    """value when it is a list; anything else (missing, damaged) as no items."""
+    return value if isinstance(value, list) else []
+
+
 # --- tables -------------------------------------------------------------------------------
 
 class Cell:

@@ -38,6 +38,7 @@ TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreada
 
 
 def title(res: Mapping[str, Any]) -> str:
+    res = clean(res)
     name = get(res, "workload", "workload", "name", default="?")
     n = len(res.get("clients") or [])
     where = get(res, "target", "path")
@@ -45,8 +46,19 @@ def title(res: Mapping[str, Any]) -> str:
     return f"aiio {res.get('phase', '?')} run: {name}, {n} client{'s' * (n != 1)}{on}"
 
 
+def clean(res: Mapping[str, Any]) -> dict[str, Any]:
+    """The result with clients and warnings as lists (anything else counts as missing)."""
+    out = dict(res)
+    got = res.get("clients")
+    out["clients"] = [c for c in got if isinstance(c, Mapping)] if isinstance(got, list) else []
+    got = res.get("warnings")
+    out["warnings"] = got if isinstance(got, list) else []
+    return out
+
+
 def render_body(res: Mapping[str, Any]) -> list[Html]:
     """Every section of a run report, honesty first; each survives damage to the others."""
+    res = clean(res)
     return [
         header(res, title(res)),
         status_notice(res, "run"),

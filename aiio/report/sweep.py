@@ -37,7 +37,7 @@ KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finishe
 
 def points(res: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Points that hold a result, by client count then repeat."""
-    pts = [p for p in res.get("points") or [] if isinstance(p, Mapping)
+    pts = [p for p in h.items(res.get("points")) if isinstance(p, Mapping)
            and h.finite(p.get("clients")) is not None and isinstance(p.get("result"), Mapping)]
     return sorted(pts, key=lambda p: (p["clients"], h.finite(p.get("repeat")) or 0))
 
@@ -84,11 +84,11 @@ def clients_text(res: Mapping[str, Any], data: Sequence[Mapping[str, Any]]) -> s
 def sweep_warnings(res: Mapping[str, Any]) -> list[dict[str, str]]:
     """Each warning once, naming the client counts that raised it; read from the points when
     the sweep did not merge them."""
-    merged = list(res.get("warnings") or [])
+    merged = list(h.items(res.get("warnings")))
     if not merged:
         seen: dict[str, dict[str, Any]] = {}
         for p in points(res):
-            for w in p["result"].get("warnings") or []:
+            for w in h.items(p["result"].get("warnings")):
                 if isinstance(w, Mapping):
                     e = seen.setdefault(w.get("code", "warning"), dict(w, clients=[]))
                     if p["clients"] not in e["clients"]:
@@ -113,7 +113,7 @@ def verdict_section(v: Any) -> Html:
     if not isinstance(v, Mapping):
         return h.section("Verdict", h.notice("info", h.plain(v)), anchor="verdict")
     parts = []
-    statements = [s for s in v.get("statements") or [] if isinstance(s, str)]
+    statements = [s for s in h.items(v.get("statements")) if isinstance(s, str)]
     kind = {"linear": "ok", "saturated": "warn", "degrading": "fail"}.get(v.get("shape"), "info")
     if statements:
         parts.append(h.notice(kind, f"Scaling: {v.get('shape', 'see below')}", statements))
@@ -151,7 +151,7 @@ def verdict_pairs(v: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The sweep's table, or rows of the same shape read from its points."""
-    table = [r for r in res.get("table") or [] if isinstance(r, Mapping)
+    table = [r for r in h.items(res.get("table")) if isinstance(r, Mapping)
              and h.finite(r.get("clients")) is not None]
     if table:
         return sorted((dict(r) for r in table), key=lambda r: r["clients"])
