@@ -54,16 +54,31 @@ def _history(db: Path, output: str | None) -> Path:
 
 
 def _history_records(db: Path) -> list[dict]:
-    """Records {check, time, figure, value, passed, regression} from the history database."""
+    """Records {check, time, figure, value, passed, regression} from the history database:
+    the figures each record is judged on, regressions as the history itself finds them."""
     try:
         from aiio import history
     except ImportError:
-        raise ConfigError("this aiio has no results history yet (it comes with `aiio accept`)")\
+        raise ConfigError("this aiio keeps no results history (it comes with `aiio accept`)")\
             from None
     if not db.exists():
-        raise ConfigError(f"no history database at {db}; run `aiio accept` first or pass "
-                          "--history-db PATH")
-    return history.report_records(db)
+        raise ConfigError(f"no history database at {db}; `aiio run` and `aiio accept` create "
+                          "it (or pass --history-db PATH)")
+    with history.History(db) as h:
+        records = h.records()
+    targets: dict[str, set[str]] = {}
+    for rec in records:
+        targets.setdefault(rec.name, set()).add(rec.target)
+    out = []
+    for rec, regs in history.with_regressions(records):
+        worse = {r.figure for r in regs}
+        # A series is a name on a target; name the target only where it tells series apart.
+        check = rec.name if len(targets[rec.name]) == 1 else f"{rec.name} on {rec.target}"
+        for figure in history.watched(rec) or sorted(rec.figures):
+            out.append({"check": check, "time": rec.ts, "figure": figure,
+                        "value": rec.figures[figure], "passed": rec.passed,
+                        "regression": figure in worse})
+    return out
 
 
 def _write(render) -> Path:

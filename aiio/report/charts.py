@@ -185,7 +185,9 @@ def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], 
     ax.set_xticks(list(clients), [str(c) for c in clients])
     ax.minorticks_off()
     ax.set(title=title, xlabel="clients (emulated accelerators, log scale)", ylabel=ylabel)
-    ax.set_ylim(bottom=0)
+    top = max([max(ys, default=0) for _, ys, _ in lines] + [max(band[1], default=0)
+                                                            if band else 0])
+    ax.set_ylim(0, top * 1.12 or 1.0)  # room above a flat line and for the legend
     ax.legend(fontsize=8)
     return to_svg(fig, caption)
 

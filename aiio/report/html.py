@@ -61,8 +61,11 @@ MISSING = "n/a"
 
 
 def mib_s(value: Any) -> str:
+    """'1,234.5 MiB/s'; small rates keep three significant digits ('0.0123 MiB/s')."""
     x = finite(value)
-    return MISSING if x is None else f"{x:,.1f} MiB/s"
+    if x is None:
+        return MISSING
+    return f"{x:.3g} MiB/s" if 0 < abs(x) < 1 else f"{x:,.1f} MiB/s"
 
 
 def pct(value: Any, digits: int = 1) -> str:
