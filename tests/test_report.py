@@ -418,6 +418,49 @@ def test_octave_bins_keep_every_count(run2: Path) -> None:
     assert all(a < b for a, b, _ in bins)
 
 
+# --- the other phases, drawn from their shapes ------------------------------------------
+
+PHASE_RUNS = {
+    # phase: (extra CLI arguments, what its page must show)
+    "checkpoint": (("--scale", "0.05"), ["checkpoint timeline per client",
+                                         "checkpoints write create latency"]),
+    "load": (("--scale", "0.05", "--stagger", "0.05s"), ["load timeline per client",
+                                                         "aggregate load bandwidth"]),
+    "prep": ((), ["aggregate read bandwidth", "aggregate write bandwidth", "read MiB/s"]),
+}
+
+
+def _phase_run(area: Path, phase: str, *extra: str, needs: str | None = None) -> Path:
+    from aiio.phases import PHASES
+
+    if (needs or phase) not in PHASES:
+        pytest.skip(f"the {needs or phase} phase is not in this aiio yet")
+    results = area / f"phase-{phase}"
+    args = TINY_ARGS if phase == "train" else ("--clients", "2")
+    out = run_cli("run", "--phase", phase, "--target", str(area / "target"), "--results",
+                  str(results), *args, "-q", *extra)
+    assert out.returncode == 0, out.stderr
+    (folder,) = results.glob("*/")
+    return folder
+
+
+@pytest.mark.parametrize("phase", sorted(PHASE_RUNS))
+def test_other_phase_reports(area: Path, phase: str) -> None:
+    extra, phrases = PHASE_RUNS[phase]
+    page = _text(_phase_run(area, phase, *extra) / "report.html")
+    assert "could not be drawn" not in page
+    for phrase in phrases:
+        assert phrase in page, phrase
+
+
+def test_checkpoints_during_training(area: Path) -> None:
+    folder = _phase_run(area, "train", "--checkpoint-every", "1", "--scale", "0.05",
+                        needs="checkpoint")
+    page = _text(folder / "report.html")
+    assert "train timeline per client" in page and "checkpoints write" in page
+    assert "accelerator utilization per client" in page and "could not be drawn" not in page
+
+
 # --- in a real browser --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

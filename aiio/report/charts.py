@@ -217,3 +217,34 @@ def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool |
     ax.set(title=title, xlabel="time of the run (local time)", ylabel=ylabel)
     ax.legend(fontsize=8)
     return to_svg(fig, caption)
+
+
+def timeline(rows: Sequence[tuple[str, Sequence[tuple[str, float, float]]]], *, title: str,
+             caption: str) -> Html:
+    """One row per client; each kind of event in its own colour and lane inside the row."""
+    kinds = list(dict.fromkeys(k for _, evs in rows for k, _, _ in evs))
+    height = min(HEIGHT_IN + 0.22 * max(len(rows) - 4, 0), 9.0)
+    fig, ax = _new(height=height)
+    colours = ("#0969da", "#d4a72c", "#cf222e", "#1a7f37", "#8250df", "#57606a")
+    lane = 0.8 / max(len(kinds), 1)
+    for i, (_, evs) in enumerate(rows):
+        for j, kind in enumerate(kinds):
+            spans = [(s, max(e - s, 1e-9)) for k, s, e in evs if k == kind]
+            if spans:
+                ax.broken_barh(spans, (i - 0.4 + j * lane, lane * 0.9),
+                               facecolors=colours[j % len(colours)],
+                               label=kind if i == _first_row(rows, kind) else None)
+    ax.set_yticks(range(len(rows)), [label for label, _ in rows],
+                  fontsize=8 if len(rows) <= 16 else 6)
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set(title=title, xlabel="time since the common start (s)")
+    ax.grid(True, axis="x", color="#e3e6ea", linewidth=0.6)
+    ax.grid(False, axis="y")
+    ax.legend(fontsize=8, loc="lower right")
+    return to_svg(fig, caption)
+
+
+def _first_row(rows: Sequence[tuple[str, Sequence[tuple[str, float, float]]]], kind: str) -> int:
+    """The first row holding an event of this kind: its bar carries the legend entry."""
+    return next(i for i, (_, evs) in enumerate(rows) if any(k == kind for k, _, _ in evs))

@@ -9,6 +9,7 @@ from typing import Any
 from aiio.report import charts
 from aiio.report import html as h
 from aiio.report import series as sr
+from aiio.report.bandwidth import bandwidth_section, timeline_section
 from aiio.report.common import (
     get,
     guarded,
@@ -20,7 +21,8 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.html import Html
-from aiio.stats import ByteSeries
+from aiio.report.latency import latency_section
+from aiio.report.parts import aggregate_sections, io_sections
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -69,6 +71,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         guarded("hero", hero_section, res),
         guarded("clients", clients_section, res),
         guarded("bandwidth", bandwidth_section, res),
+        guarded("timeline", timeline_section, res),
         guarded("latency", latency_section, res),
         guarded("accelerator utilization", training_section, res),
         guarded("monitor", monitor_section, res),
@@ -93,10 +96,10 @@ def _window(d: Any) -> str:
            f"({h.size(d.get('bytes'))})"
 
 
-def io_pairs(agg: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[tuple[str, str]]:
     """First done, last done, spread and fairness of one kind of I/O."""
     spread = agg.get(f"{prefix}per_client_mib_s") or {}
-    label = prefix.rstrip("_") + " " if prefix else ""
+    label = f"{label} " if label else ""
     rows = [
         (f"{label}aggregate, first done (all clients running)",
          _window(agg.get(f"{prefix}first_done"))),
@@ -110,6 +113,10 @@ def io_pairs(agg: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     if f"{prefix}jain" in agg:
         rows.append((f"{label}Jain's fairness index (1 = all equal)",
                      h.number(agg.get(f"{prefix}jain"), 3)))
+    for op, lat in (agg.get(f"{prefix}latency") or {}).items():
+        if isinstance(lat, Mapping):
+            rows.append((f"{label}{op} latency p50 / p99 / max", " / ".join(
+                h.latency(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))))
     return rows
 
 
@@ -137,23 +144,20 @@ CONSUMED = {"first_done", "last_done", "per_client_mib_s", "jain", "latency", "h
 
 def headline_section(res: Mapping[str, Any]) -> Html:
     agg = res.get("aggregate")
-    if not agg:
+    if not isinstance(agg, Mapping) or not agg:
         return h.section("Headline figures", h.notice(
             "warn", "No aggregate figures in this result; see the per-client table below."),
             anchor="headline")
-    prefixes = [""] + [k[: -len("first_done")] for k in agg
-                       if k.endswith("_first_done") and isinstance(agg[k], Mapping)]
+    sections = aggregate_sections(agg)
     rows: list[tuple[str, Any]] = []
-    for p in prefixes:
-        rows += io_pairs(agg, p) if f"{p}first_done" in agg else []
+    for label, figures, prefix in sections:
+        rows += io_pairs(figures, label, prefix)
     rows += training_pairs(agg)
-    for op, lat in (agg.get("latency") or {}).items():
-        rows.append((f"{op} latency p50 / p99 / max", " / ".join(
-            h.latency(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))))
     parts = [h.kv_table(rows)]
-    extra = {k: v for k, v in agg.items() if k not in CONSUMED and not any(
-        k.startswith(p) and k[len(p):] in CONSUMED for p in prefixes if p)}
-    extra = {k: v for k, v in extra.items() if not sr.is_series(v) and k != "series_mib_s"}
+    shown = {label for label, figures, _ in sections if figures is not agg}
+    prefixes = [p for _, figures, p in sections if p]
+    extra = {k: v for k, v in agg.items() if k not in CONSUMED and k not in shown
+             and not sr.is_series(v) and not any(k.startswith(p) for p in prefixes)}
     if extra:
         parts.append(h.tag("h3", "Other aggregate figures of this phase"))
         parts.append(h.nested_table(extra))
@@ -213,107 +217,32 @@ def clients_section(res: Mapping[str, Any]) -> Html:
                          anchor="clients")
     cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
     lats = [c for c in LAT_COLUMNS if any(c[1] in (x.get("latency") or {}) for x in clients)]
+    subs = [s for s in io_sections(clients) if s.path]  # 'read', 'write', ...
     extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
                     and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
-    headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats), *extra]
-    ordered = sorted(clients, key=lambda x: h.finite(x.get("mib_s")) or 0.0)
+    headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats),
+               *(f"{s.label} {w}" for s in subs for w in ("MiB/s", "bytes", "p99")), *extra]
+    speed = (lambda x: h.finite(x.get("mib_s"))) if "mib_s" in {c[1] for c in cols} else \
+        (lambda x: h.finite(subs[0].value(x, "mib_s")) if subs else None)
     rows = []
-    for x in ordered:
+    for x in sorted(clients, key=lambda x: speed(x) or 0.0):
         row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
         row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
         row += [h.num(h.latency(get(x, "latency", k)), get(x, "latency", k)) for _, k in lats]
-        row += [h.num(h.plain(x.get(k)), x.get(k)) for k in extra]
+        for sec in subs:
+            got, size, p99 = (sec.value(x, "mib_s"), sec.value(x, "bytes"),
+                              get(sec.value(x, "latency"), "p99_ns"))
+            row += [h.num(h.mib_s(got), got), h.num(h.size(size), size),
+                    h.num(h.latency(p99), p99)]
+        row += [h.num(h.by_name(k, x.get(k)), x.get(k)) for k in extra]
         rows.append(row)
     return h.section("Per client", h.table(headers, rows, sortable=True),
                      note="Slowest client first; click a column heading to sort by it. "
-                          "Latency is per read/write call.", anchor="clients")
+                          "Latency is per system call.", anchor="clients")
 
 
 def _scalar(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-# --- bandwidth over time ------------------------------------------------------------------
-
-def bandwidth_section(res: Mapping[str, Any]) -> Html:
-    clients = list(res.get("clients") or [])
-    prefixes = sr.series_prefixes(clients)
-    if not prefixes:
-        return h.section("Bandwidth over time", h.notice(
-            "warn", "No client recorded a time series of bytes."), anchor="bandwidth")
-    parts = []
-    for p in prefixes:
-        parts.append(_bandwidth_charts(res, clients, p))
-    return h.section("Bandwidth over time", *parts, anchor="bandwidth",
-                     note="Bytes each client's system calls returned, per interval, since the "
-                          "common start; the dashed lines mark when the first and the last "
-                          "client finished.")
-
-
-def _bandwidth_charts(res: Mapping[str, Any], clients: Sequence[Mapping[str, Any]],
-                      prefix: str) -> Html:
-    key = f"{prefix}series"
-    own = [(c, ByteSeries.from_dict(c[key])) for c in clients if sr.is_series(c.get(key))]
-    ends = [sr.client_end(c, prefix, s) for c, s in own]
-    end = max(ends)
-    step = sr.step_for(end, own[0][1].bucket_s)
-    unit = "per second" if step == 1.0 else f"per {step:g} s interval"
-    lines = []
-    for c, s in own:
-        xs, ys = sr.rates(s, sr.client_end(c, prefix, s), step)
-        lines.append((f"client {c.get('client', '?')}", xs, ys))
-    by_mean = sorted(zip(lines, [h.finite(c.get(f"{prefix}mib_s")) or 0 for c, _ in own],
-                         strict=True), key=lambda t: t[1])
-    highlight = [by_mean[0][0][0], by_mean[-1][0][0]]
-    total = ByteSeries(own[0][1].bucket_s)
-    for _, s in own:
-        total.merge(s)
-    xs, ys = sr.rates(total, end, step)
-    marks = [(min(ends), "first done"), (end, "last done")] if len(own) > 1 else []
-    label = prefix.rstrip("_") or get(res, "phase", default="")
-    what = f"{label} " if label else ""
-    agg = charts.time_lines([("all clients", xs, ys)], title=f"aggregate {what}bandwidth",
-                            ylabel=f"MiB/s ({unit})", marks=marks, steps=True,
-                            caption=f"Aggregate {what}bandwidth of all {len(own)} clients, "
-                                    f"MiB/s {unit}.")
-    note = "" if len(lines) <= charts.MANY_LINES else \
-        f" Grey: the other clients; coloured: the slowest and the fastest ({', '.join(highlight)})."
-    per = charts.time_lines(lines, title=f"{what}bandwidth per client",
-                            ylabel=f"MiB/s ({unit})", highlight=highlight, marks=marks,
-                            steps=True,
-                            caption=f"Each client's {what}bandwidth, MiB/s {unit}.{note}")
-    return h.figures(agg, per)
-
-
-# --- latency ------------------------------------------------------------------------------
-
-def latency_section(res: Mapping[str, Any]) -> Html:
-    sets = sr.histogram_sets(res)
-    sets = {p: ops for p, ops in sets.items() if any(x.count for x in ops.values())}
-    if not sets:
-        return h.section("Latency", h.notice("warn", "No latency histogram in this result."),
-                         anchor="latency")
-    headers = ["operation", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max"]
-    rows, figs = [], []
-    for prefix, ops in sets.items():
-        # Data operations first, then by how many calls there were.
-        for op, hist in sorted(ops.items(), key=lambda t: (t[0] not in ("read", "write"),
-                                                          -t[1].count, t[0])):
-            name = f"{prefix}{op}"
-            s = hist.summary()
-            rows.append([name, h.num(h.number(s["count"]), s["count"])] + [
-                h.num(h.latency(s[k]), s[k]) for k in
-                ("min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")])
-            if hist.count:
-                figs.append(charts.latency_histogram(
-                    name, sr.octave_bins(hist.nonzero()),
-                    {"p50": s["p50_ns"], "p99": s["p99_ns"], "max": s["max_ns"]},
-                    caption=f"{name}: {s['count']:,} calls over all clients. Recorded in "
-                            "log-linear buckets (64 per power of two, under 1 % error), drawn "
-                            "in bins of 1/8 of a power of two."))
-    return h.section("Latency", h.table(headers, rows), h.figures(*figs), anchor="latency",
-                     note="Merged over every client; each operation is one system call "
-                          "(open, read of one transfer, write, fsync, ...).")
 
 
 # --- training -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from aiio.stats import ByteSeries, Histogram
+from aiio.stats import ByteSeries
 from aiio.units import MiB
 
 FINE_UNTIL_S = 20.0  # shorter runs are drawn per series bucket (0.1 s), longer ones per second
@@ -15,16 +15,6 @@ FINE_UNTIL_S = 20.0  # shorter runs are drawn per series bucket (0.1 s), longer 
 
 def is_series(value: Any) -> bool:
     return isinstance(value, Mapping) and "bucket_s" in value and "bytes" in value
-
-
-def series_prefixes(clients: Sequence[Mapping[str, Any]]) -> list[str]:
-    """'' for `series`, 'write_' for `write_series`, ... in the order they first appear."""
-    found: list[str] = []
-    for c in clients:
-        for key, value in c.items():
-            if key.endswith("series") and is_series(value) and key[:-6] not in found:
-                found.append(key[:-6])
-    return found
 
 
 def step_for(end_s: float, bucket_s: float) -> float:
@@ -60,35 +50,13 @@ def _fold_stub(edges: list[float], values: list[float],
     return edges[:-2] + [edges[-1]], values[:-2] + [merged]
 
 
-def client_end(c: Mapping[str, Any], prefix: str, series: ByteSeries) -> float:
-    """The client's own end time for this series; its last bucket when it was not recorded."""
-    end = c.get(f"{prefix}elapsed_s")
+def end_of(figures: Mapping[str, Any], key: str, series: ByteSeries) -> float:
+    """A section's own end time (its elapsed_s); its last bucket when that was not recorded."""
     try:
-        end = float(end)
+        end = float(figures.get(key))
     except (TypeError, ValueError):
         return series.end_s
     return end if end > 0 else series.end_s
-
-
-def merged_histograms(clients: Sequence[Mapping[str, Any]], key: str) -> dict[str, Histogram]:
-    """Per-operation histograms merged over every client that recorded them."""
-    out: dict[str, Histogram] = {}
-    for c in clients:
-        for op, d in (c.get(key) or {}).items():
-            out.setdefault(op, Histogram()).merge(Histogram.from_dict(d))
-    return out
-
-
-def histogram_sets(res: Mapping[str, Any]) -> dict[str, dict[str, Histogram]]:
-    """{prefix: {op: Histogram}} from the aggregate, or merged from the clients when the run
-    ended before it was summarized."""
-    agg = res.get("aggregate") or {}
-    clients = res.get("clients") or []
-    keys = [k for k in agg if k.endswith("histograms") and isinstance(agg[k], Mapping)]
-    if keys:
-        return {k[:-10]: {op: Histogram.from_dict(d) for op, d in agg[k].items()} for k in keys}
-    keys = sorted({k for c in clients for k in c if k.endswith("histograms")})
-    return {k[:-10]: merged_histograms(clients, k) for k in keys}
 
 
 def octave_bins(buckets: Sequence[tuple[float, float, int]],

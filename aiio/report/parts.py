@@ -1,0 +1,137 @@
+"""Finding the measured parts of a run result by their shape, whatever the phase: I/O sections
+(a byte series with its client's bytes, time and MiB/s), latency histograms and timed events.
+
+A training client keeps its figures at the top; a prep client under `read` and `write`; a
+checkpoint client per burst under `checkpoints[k].write` / `.read`. Reading shapes rather than
+phase names lets the report show a phase it has never heard of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiio.report.html import finite
+from aiio.report.series import is_series
+from aiio.stats import Histogram
+
+MAX_DEPTH = 4
+
+
+class IOSection:
+    """Where one kind of I/O sits in a client's figures: a path of keys and a key prefix."""
+
+    __slots__ = ("label", "path", "prefix")
+
+    def __init__(self, label: str, path: tuple[str, ...] = (), prefix: str = "") -> None:
+        self.label, self.path, self.prefix = label, path, prefix
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IOSection) and (self.path, self.prefix) == (other.path,
+                                                                             other.prefix)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def of(self, figures: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """This section's part of a client's (or the aggregate's) figures."""
+        for key in self.path:
+            figures = figures.get(key) if isinstance(figures, Mapping) else None
+        return figures if isinstance(figures, Mapping) else None
+
+    def value(self, figures: Mapping[str, Any], key: str) -> Any:
+        part = self.of(figures)
+        return None if part is None else part.get(self.prefix + key)
+
+
+def io_sections(clients: Sequence[Mapping[str, Any]]) -> list[IOSection]:
+    """Every I/O section the clients recorded a byte series for, in order of appearance: the
+    client itself (label ''), a sub-section such as 'read', or a prefix such as 'write_'.
+    Series inside lists (checkpoint bursts) belong to the timeline, not here."""
+    found: list[IOSection] = []
+    for c in clients:
+        for key, value in c.items():
+            if key.endswith("series") and is_series(value):
+                s = IOSection(key[:-6].rstrip("_"), (), key[:-6])
+            elif isinstance(value, Mapping) and is_series(value.get("series")):
+                s = IOSection(key, (key,))
+            else:
+                continue
+            if s not in found:
+                found.append(s)
+    return found
+
+
+def aggregate_sections(agg: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
+    """(label, figures, prefix) of each first-done/last-done aggregate in a run's aggregate."""
+    out = [("", agg, "")] if "first_done" in agg else []
+    for key, value in agg.items():
+        if isinstance(value, Mapping) and "first_done" in value:
+            out.append((key, value, ""))
+        elif key.endswith("_first_done") and isinstance(value, Mapping):
+            out.append((key[: -len("first_done")].rstrip("_"), agg, key[: -len("first_done")]))
+    return out
+
+
+def path_label(path: Sequence[Any]) -> str:
+    """('checkpoint', 'checkpoints', 3, 'write') -> 'checkpoint write': list positions and a
+    plural right after its singular are dropped, so the parts of every burst share a label."""
+    words: list[str] = []
+    for p in path:
+        if isinstance(p, int) or (words and p == words[-1] + "s"):
+            continue
+        words.append(str(p))
+    return " ".join(words)
+
+
+def _walk(data: Any, path: tuple, depth: int = 0):
+    """(path, dict) for every dict inside data, lists included, down to MAX_DEPTH."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(data, Mapping):
+        yield path, data
+        for key, value in data.items():
+            if isinstance(value, Mapping | list):
+                yield from _walk(value, (*path, key), depth + 1)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            if isinstance(value, Mapping):
+                yield from _walk(value, (*path, i), depth + 1)
+
+
+def _histograms_in(data: Any, into: dict[str, dict[str, Histogram]]) -> None:
+    """Merge every `histograms` map inside data into `into`, by the label of its place."""
+    for path, d in _walk(data, ()):
+        for key, ops in d.items():
+            if not (key.endswith("histograms") and isinstance(ops, Mapping)):
+                continue
+            label = " ".join(w for w in (path_label(path), key[:-10].rstrip("_")) if w)
+            for op, hd in ops.items():
+                if isinstance(hd, Mapping) and "buckets" in hd:
+                    into.setdefault(label, {}).setdefault(op, Histogram()).merge(
+                        Histogram.from_dict(hd))
+
+
+def histogram_sets(res: Mapping[str, Any]) -> dict[str, dict[str, Histogram]]:
+    """{place: {operation: Histogram}} from the aggregate, or merged from the clients when
+    the run ended before it was summarized."""
+    out: dict[str, dict[str, Histogram]] = {}
+    agg = res.get("aggregate")
+    if isinstance(agg, Mapping):
+        _histograms_in(agg, out)
+    if not out:
+        for c in res.get("clients") or []:
+            _histograms_in(c, out)
+    return out
+
+
+def events(client: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(label, start s, end s) of the timed parts of a client's run, since the common start:
+    anything with start_s and end_s (a checkpoint burst, a stall), and the client itself when
+    it has a start of its own (a staggered replica: from start_s to its elapsed_s, label '')."""
+    out = []
+    for path, d in _walk(client, ()):
+        start = finite(d.get("start_s"))
+        end = finite(d.get("end_s")) if path else finite(d.get("elapsed_s"))
+        if start is not None and end is not None and end >= start:
+            out.append((path_label(path), start, end))
+    return out
