@@ -436,6 +436,9 @@ def _phase_run(area: Path, phase: str, *extra: str, needs: str | None = None) ->
     if (needs or phase) not in PHASES:
         pytest.skip(f"the {needs or phase} phase is not in this aiio yet")
     results = area / f"phase-{phase}"
+    if results.exists():  # the same run serves the content and the browser tests
+        (folder,) = results.glob("*/")
+        return folder
     args = TINY_ARGS if phase == "train" else ("--clients", "2")
     out = run_cli("run", "--phase", phase, "--target", str(area / "target"), "--results",
                   str(results), *args, "-q", *extra)
@@ -509,6 +512,22 @@ def test_report_in_chromium(name: str, pages: dict, browser: Browser, tmp_path: 
                               f"report-{name}.png")
     width, height = png_size(shot)
     assert width == 1280 and height >= 800
+
+
+@needs_chromium
+@pytest.mark.parametrize("phase", [*sorted(PHASE_RUNS), "train"])
+def test_phase_report_in_chromium(phase: str, area: Path, browser: Browser,
+                                  tmp_path: Path) -> None:
+    if phase == "train":
+        folder = _phase_run(area, "train", "--checkpoint-every", "1", "--scale", "0.05",
+                            needs="checkpoint")
+    else:
+        folder = _phase_run(area, phase, *PHASE_RUNS[phase][0])
+    assert browser.load((folder / "report.html").as_uri()) == []
+    assert browser.eval("document.querySelectorAll('figure svg').length") >= 3
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    browser.screenshot(Path(os.environ.get("AIIO_SCREENSHOTS", tmp_path)) /
+                       f"report-phase-{phase}.png")
 
 
 @needs_chromium
