@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -106,6 +107,9 @@ def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
            width=[high - low for low, high, _ in bins], align="edge",
            color="#0969da", edgecolor="white", linewidth=0.4)
     ax.set_xscale("log")
+    # Whole decades at both ends, so even a narrow spread of latencies has labelled ticks.
+    lo, hi = min(low for low, _, _ in bins), max(high for _, high, _ in bins)
+    ax.set_xlim(10 ** math.floor(math.log10(max(lo, 1.0))), 10 ** math.ceil(math.log10(hi)))
     ax.xaxis.set_major_locator(LogLocator(base=10))
     # Plain labels with units instead of 10^k: readable, and mathtext is slow to lay out.
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _latency_tick(v)))

@@ -133,7 +133,7 @@ def by_name(key: str, value: Any) -> str:
         return f"{seconds(x)} per {words[-1]}"
     if k.endswith(("_s", "seconds")) or "time" in words or "duration" in words:
         return seconds(x)
-    if k.endswith(("_bytes", "size", "size_stdev")):
+    if k.endswith(("_bytes", "size", "size_stdev")) or k == "bytes":
         return f"{size(x)} ({x:,.0f} B)"
     if "percent" in words or k.endswith("_pct"):
         return number(x, 1, "%")
@@ -191,19 +191,32 @@ def kv_table(pairs: Iterable[tuple[Any, Any]], caption: str | None = None) -> Ht
     return table(("figure", "value"), rows, caption=caption, cls="kv")
 
 
+SPREAD = {"mean", "min", "max", "stdev", "cv", "n"}
+MAX_RECORD_COLUMNS = 24
+
+
 def nested_table(data: Mapping[str, Any]) -> Html:
-    """Any JSON object as key/value rows, nested objects indented (for sections aiio does not
-    know how to draw yet, so nothing in a result is hidden from the reader)."""
-    return kv_table(_flat(data, 0))
+    """Any JSON object as key/value rows, nested objects indented, lists of objects as tables
+    of their own (for sections aiio has no chart for, so nothing in a result is hidden)."""
+    tables: list[Html] = []
+    rows = _flat(data, 0, (), tables)
+    return join([kv_table(rows), *tables])
 
 
-def _flat(data: Mapping[str, Any], depth: int) -> list[tuple[Any, Any]]:
+def _flat(data: Mapping[str, Any], depth: int, path: tuple[str, ...],
+          tables: list[Html]) -> list[tuple[Any, Any]]:
     rows: list[tuple[Any, Any]] = []
     for key, value in data.items():
         label = Html("&#160;" * 4 * depth) + esc(key)
-        if isinstance(value, Mapping) and depth < 4:
+        if _is_spread(value):
+            rows.append((label, spread_text(str(key), value)))
+        elif isinstance(value, Mapping) and depth < 4:
             rows.append((label, ""))
-            rows.extend(_flat(value, depth + 1))
+            rows.extend(_flat(value, depth + 1, (*path, str(key)), tables))
+        elif _records(value):
+            name = " ".join((*path, str(key)))
+            rows.append((label, f"{len(value)} entries, in the table “{name}” below"))
+            tables.append(records_table(name, value))
         else:
             rows.append((label, _short(key, value)))
     return rows
@@ -216,6 +229,44 @@ def _short(key: str, value: Any, limit: int = 300) -> str:
         return f"{shown} … ({len(value)} values)"
     text = str(value) if isinstance(value, dict) else by_name(key, value)
     return text if len(text) <= limit else text[:limit] + f" … ({len(text)} characters)"
+
+
+def _is_spread(value: Any) -> bool:
+    return isinstance(value, Mapping) and {"mean", "min", "max"} <= set(value) <= SPREAD
+
+
+def spread_text(key: str, value: Mapping[str, Any]) -> str:
+    """A spread (mean, min, max, cv, n) on one line, in the unit its key names."""
+    text = ", ".join(f"{k} {by_name(key, value[k])}" for k in ("mean", "min", "max"))
+    tail = [f"cv {number(value['cv'], 3)}" if "cv" in value else "",
+            f"n {plain(value['n'])}" if "n" in value else ""]
+    return text + (f" ({', '.join(t for t in tail if t)})" if any(tail) else "")
+
+
+def _records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+def _leaves(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's scalars, and those one level down as 'sub key' (the columns of a row)."""
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if not isinstance(v, Mapping | list):
+                    out[f"{key} {k}"] = v
+        elif not isinstance(value, list):
+            out[str(key)] = value
+    return out
+
+
+def records_table(name: str, items: list[Mapping[str, Any]]) -> Html:
+    """A list of objects (checkpoint bursts, ...) as one row each, units from the key names."""
+    flat = [_leaves(i) for i in items]
+    cols = list(dict.fromkeys(k for f in flat for k in f))[:MAX_RECORD_COLUMNS]
+    rows = [[num(by_name(k.split()[-1], f.get(k)), f.get(k)) if finite(f.get(k)) is not None
+             else Cell(plain(f.get(k))) for k in cols] for f in flat]
+    return table(cols, rows, sortable=True, caption=name)
 
 
 # --- notices and sections -----------------------------------------------------------------

@@ -29,7 +29,7 @@ def latency_section(res: Mapping[str, Any]) -> Html:
                                                           -t[1].count, t[0])):
             if not hist.count:
                 continue
-            name = f"{place} {op}".strip()
+            name = f"{place}: {op}" if place else op
             s = hist.summary()
             rows.append([name, h.num(h.number(s["count"]), s["count"])] + [
                 h.num(h.latency(s[k]), s[k]) for k in

@@ -61,6 +61,17 @@ def io_sections(clients: Sequence[Mapping[str, Any]]) -> list[IOSection]:
     return found
 
 
+def client_subsections(clients: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Keys under which clients keep figures of one kind of I/O ('read', 'write'): any
+    object with its own MiB/s, whether or not it also has a time series."""
+    found: list[str] = []
+    for c in clients:
+        for key, value in c.items():
+            if isinstance(value, Mapping) and "mib_s" in value and key not in found:
+                found.append(key)
+    return found
+
+
 def aggregate_sections(agg: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
     """(label, figures, prefix) of each first-done/last-done aggregate in a run's aggregate."""
     out = [("", agg, "")] if "first_done" in agg else []

@@ -22,7 +22,7 @@ from aiio.report.common import (
 )
 from aiio.report.html import Html
 from aiio.report.latency import latency_section
-from aiio.report.parts import aggregate_sections, io_sections
+from aiio.report.parts import IOSection, aggregate_sections, client_subsections
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -217,7 +217,7 @@ def clients_section(res: Mapping[str, Any]) -> Html:
                          anchor="clients")
     cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
     lats = [c for c in LAT_COLUMNS if any(c[1] in (x.get("latency") or {}) for x in clients)]
-    subs = [s for s in io_sections(clients) if s.path]  # 'read', 'write', ...
+    subs = [IOSection(k, (k,)) for k in client_subsections(clients)]  # 'read', 'write', ...
     extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
                     and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
     headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats),
