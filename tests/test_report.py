@@ -423,7 +423,7 @@ def test_octave_bins_keep_every_count(run2: Path) -> None:
 PHASE_RUNS = {
     # phase: (extra CLI arguments, what its page must show)
     "checkpoint": (("--scale", "0.05"), ["checkpoint timeline per client",
-                                         "checkpoints write create latency"]),
+                                         "checkpoints write: create latency"]),
     "load": (("--scale", "0.05", "--stagger", "0.05s"), ["load timeline per client",
                                                          "aggregate load bandwidth"]),
     "prep": ((), ["aggregate read bandwidth", "aggregate write bandwidth", "read MiB/s"]),
