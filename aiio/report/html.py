@@ -115,10 +115,34 @@ def plain(value: Any) -> str:
 
 
 def by_name(key: str, value: Any) -> str:
-    """A number with the unit its key names (mib_s, _ns, _s, _bytes, au, percent ...)."""
+    """A number with the unit its key names: mib_s, ops_s and _per_s (rates), _ns and _ms
+    (latency), _s or a lone s (seconds), bytes and size, percent, au and efficiency."""
     x = finite(value)
     if x is None:
         return plain(value)
+    k = str(key).lower()
+    words = k.split("_")
+    if "mib_s" in k:
+        return mib_s(x)
+    if k.endswith("_per_s"):
+        return number(x, 1, f"{words[-3] if len(words) > 2 else 'units'}/s")
+    if k.endswith("ops_s") or k == "iops" or k.endswith("_iops"):
+        return number(x, 1, "ops/s")
+    if k.endswith("_ns"):
+        return latency(x)
+    if k.endswith("_ms"):
+        return latency(x * 1e6)
+    if "_s_per_" in k:
+        return f"{seconds(x)} per {words[-1]}"
+    if "s" in words or k.endswith("seconds") or "time" in words or "duration" in words:
+        return seconds(x)
+    if "bytes" in words or k.endswith(("size", "size_stdev")):
+        return f"{size(x)} ({x:,.0f} B)"
+    if "percent" in words or k.endswith("_pct"):
+        return number(x, 1, "%")
+    if {"au", "efficiency", "fraction"} & set(words):
+        return pct(x)
+    return plain(value)
     k = str(key).lower()
     words = k.split("_")
     if "mib_s" in k:
@@ -210,6 +234,12 @@ def _flat(data: Mapping[str, Any], depth: int, path: tuple[str, ...],
         label = Html("&#160;" * 4 * depth) + esc(key)
         if _is_spread(value):
             rows.append((label, spread_text(str(key), value)))
+        elif _is_latency(value):
+            rows.append((label, latency_text(value)))
+        elif _like_records(value):
+            name = " ".join((*path, str(key)))
+            rows.append((label, f"{len(value)} entries, in the table “{name}” below"))
+            tables.append(records_table(name, [{str(key): k, **v} for k, v in value.items()]))
         elif isinstance(value, Mapping) and depth < 4:
             rows.append((label, ""))
             rows.extend(_flat(value, depth + 1, (*path, str(key)), tables))
@@ -241,6 +271,25 @@ def spread_text(key: str, value: Mapping[str, Any]) -> str:
     tail = [f"cv {number(value['cv'], 3)}" if "cv" in value else "",
             f"n {plain(value['n'])}" if "n" in value else ""]
     return text + (f" ({', '.join(t for t in tail if t)})" if any(tail) else "")
+
+
+def _is_latency(value: Any) -> bool:
+    return isinstance(value, Mapping) and {"p50_ns", "p99_ns", "max_ns"} <= set(value)
+
+
+def latency_text(value: Mapping[str, Any]) -> str:
+    """A latency summary on one line: p50, p99, max (and how many calls)."""
+    text = ", ".join(f"{k[:-3]} {latency(value[k])}" for k in ("p50_ns", "p99_ns", "max_ns"))
+    return text + (f" ({plain(value['count'])} calls)" if "count" in value else "")
+
+
+def _like_records(value: Any) -> bool:
+    """An object whose values are objects with the same keys (operation -> figures)."""
+    if not isinstance(value, Mapping) or len(value) < 2:
+        return False
+    inner = list(value.values())
+    return all(isinstance(v, Mapping) and v for v in inner) and \
+        all(set(v) == set(inner[0]) for v in inner)
 
 
 def _records(value: Any) -> bool:
