@@ -145,7 +145,7 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
     colours = ["#cf222e" if goal is not None and v < goal else "#1a7f37" for v in values]
     ax.bar(range(len(values)), [v * k for v in values], color=colours)
     if len(labels) <= 32:
-        long = max((len(x) for x in labels), default=0) > 4
+        long = sum(len(x) + 2 for x in labels) > 60  # labels that would run into each other
         ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=30 if long else 0,
                       ha="right" if long else "center")
         if long:  # room for the slanted labels
