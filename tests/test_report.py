@@ -427,6 +427,9 @@ PHASE_RUNS = {
     "load": (("--scale", "0.05", "--stagger", "0.05s"), ["load timeline per client",
                                                          "aggregate load bandwidth"]),
     "prep": ((), ["aggregate read bandwidth", "aggregate write bandwidth", "read MiB/s"]),
+    "all": (("--scale", "0.05", *TINY_ARGS[:8]),
+            ["prep read aggregate, first done", "train AU verdict", "aggregate load bandwidth",
+             "prep write: fsync latency"]),
 }
 
 

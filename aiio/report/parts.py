@@ -45,20 +45,29 @@ class IOSection:
 
 def io_sections(clients: Sequence[Mapping[str, Any]]) -> list[IOSection]:
     """Every I/O section the clients recorded a byte series for, in order of appearance: the
-    client itself (label ''), a sub-section such as 'read', or a prefix such as 'write_'.
-    Series inside lists (checkpoint bursts) belong to the timeline, not here."""
+    client itself (label ''), a sub-section such as 'read' or a stage's 'prep read' (two
+    levels down at most), or a prefix such as 'write_'. Series inside lists (checkpoint
+    bursts) belong to the timeline, not here."""
     found: list[IOSection] = []
     for c in clients:
-        for key, value in c.items():
-            if key.endswith("series") and is_series(value):
-                s = IOSection(key[:-6].rstrip("_"), (), key[:-6])
-            elif isinstance(value, Mapping) and is_series(value.get("series")):
-                s = IOSection(key, (key,))
-            else:
-                continue
+        for s in _sections_in(c, ()):
             if s not in found:
                 found.append(s)
     return found
+
+
+def _sections_in(figures: Mapping[str, Any], path: tuple[str, ...]) -> list[IOSection]:
+    out = []
+    for key, value in figures.items():
+        if key.endswith("series") and is_series(value):
+            out.append(IOSection(" ".join((*path, key[:-6].rstrip("_"))).strip(), path,
+                                 key[:-6]))
+        elif isinstance(value, Mapping) and len(path) < 2:
+            if is_series(value.get("series")):
+                out.append(IOSection(" ".join((*path, key)), (*path, key)))
+            else:
+                out.extend(_sections_in(value, (*path, key)))
+    return out
 
 
 def client_subsections(clients: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -72,15 +81,31 @@ def client_subsections(clients: Sequence[Mapping[str, Any]]) -> list[str]:
     return found
 
 
-def aggregate_sections(agg: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
-    """(label, figures, prefix) of each first-done/last-done aggregate in a run's aggregate."""
-    out = [("", agg, "")] if "first_done" in agg else []
+class AggSection:
+    """One first-done/last-done aggregate inside a run's aggregate: its label, its dict,
+    the key prefix of its figures, and the path of keys that leads to it."""
+
+    __slots__ = ("label", "figures", "prefix", "path")
+
+    def __init__(self, label: str, figures: Mapping[str, Any], prefix: str = "",
+                 path: tuple[str, ...] = ()) -> None:
+        self.label, self.figures, self.prefix, self.path = label, figures, prefix, path
+
+
+def aggregate_sections(agg: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[AggSection]:
+    """Every first-done/last-done aggregate: the aggregate itself, a sub-section ('read'), a
+    stage's sub-section ('prep read', two levels down at most) or a prefix ('write_')."""
+    out = [AggSection(" ".join(path), agg, "", path)] if "first_done" in agg else []
     for key, value in agg.items():
-        if isinstance(value, Mapping) and "first_done" in value:
-            out.append((key, value, ""))
-        elif key.endswith("_first_done") and isinstance(value, Mapping):
-            out.append((key[: -len("first_done")].rstrip("_"), agg, key[: -len("first_done")]))
+        if key.endswith("_first_done") and isinstance(value, Mapping):
+            prefix = key[: -len("first_done")]
+            out.append(AggSection(" ".join((*path, prefix.rstrip("_"))), agg, prefix, path))
+        elif isinstance(value, Mapping) and len(path) < 2 and key not in SKIP:
+            out.extend(aggregate_sections(value, (*path, key)))
     return out
+
+
+SKIP = {"latency", "histograms", "first_done", "last_done", "per_client_mib_s"}
 
 
 def path_label(path: Sequence[Any]) -> str:

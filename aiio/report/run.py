@@ -120,26 +120,29 @@ def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[
     return rows
 
 
-def training_pairs(agg: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def training_pairs(agg: Mapping[str, Any], label: str = "") -> list[tuple[str, Any]]:
     if "au_mean" not in agg:
         return []
+    label = f"{label} " if label else ""
     below = agg.get("clients_below_goal") or []
     verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
                       "" if agg.get("au_pass") else
                       f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
-        ("samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
-        ("AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / {h.pct(agg.get('au_min'))} "
-                                 f"({h.pct(agg.get('au_goal'), 0)})"),
-        ("AU verdict", h.Cell(verdict)),
-        ("demand per client (batch x sample / compute time)",
+        (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
+        (f"{label}AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / "
+                                         f"{h.pct(agg.get('au_min'))} "
+                                         f"({h.pct(agg.get('au_goal'), 0)})"),
+        (f"{label}AU verdict", h.Cell(verdict)),
+        (f"{label}demand per client (batch x sample / compute time)",
          h.mib_s(agg.get("demand_mib_s_per_client"))),
     ]
 
 
-CONSUMED = {"first_done", "last_done", "per_client_mib_s", "jain", "latency", "histograms",
-            "series_mib_s", "bytes", "ops", "samples_per_s", "au_mean", "au_min", "au_goal",
-            "au_pass", "clients_below_goal", "demand_mib_s_per_client", "au_spread"}
+IO_KEYS = {"first_done", "last_done", "per_client_mib_s", "jain", "latency", "histograms",
+           "series_mib_s", "bytes", "ops"}
+TRAIN_KEYS = {"samples_per_s", "au_mean", "au_min", "au_goal", "au_pass", "clients_below_goal",
+              "demand_mib_s_per_client", "au_spread"}
 
 
 def headline_section(res: Mapping[str, Any]) -> Html:
@@ -150,18 +153,38 @@ def headline_section(res: Mapping[str, Any]) -> Html:
             anchor="headline")
     sections = aggregate_sections(agg)
     rows: list[tuple[str, Any]] = []
-    for label, figures, prefix in sections:
-        rows += io_pairs(figures, label, prefix)
-    rows += training_pairs(agg)
-    parts = [h.kv_table(rows)]
-    shown = {label for label, figures, _ in sections if figures is not agg}
-    prefixes = [p for _, figures, p in sections if p]
-    extra = {k: v for k, v in agg.items() if k not in CONSUMED and k not in shown
-             and not sr.is_series(v) and not any(k.startswith(p) for p in prefixes)}
+    for sec in sections:
+        rows += io_pairs(sec.figures, sec.label, sec.prefix)
+        rows += training_pairs(sec.figures, sec.label) if not sec.prefix else []
+    if not any(sec.figures is agg for sec in sections):
+        rows += training_pairs(agg)
+    parts = [h.kv_table(rows)] if rows else []
+    extra = _rest(agg, sections)
     if extra:
         parts.append(h.tag("h3", "Other aggregate figures of this phase"))
         parts.append(h.nested_table(extra))
     return h.section("Headline figures", *parts, anchor="headline")
+
+
+def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
+    """The aggregate without what the headline rows show, empty parts dropped."""
+    shown = {(sec.path, sec.prefix) for sec in sections}
+
+    def prune(d: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        prefixes = [p for (q, p) in shown if q == path]
+        out = {}
+        for key, value in d.items():
+            if any(key.startswith(p) and key[len(p):] in IO_KEYS | TRAIN_KEYS
+                   for p in prefixes) or sr.is_series(value):
+                continue
+            if isinstance(value, Mapping) and len(path) < 2:
+                value = prune(value, (*path, key))
+                if not value:
+                    continue
+            out[key] = value
+        return out
+
+    return prune(agg, ())
 
 
 def hero_section(res: Mapping[str, Any]) -> Html:
