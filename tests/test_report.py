@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import html
+import importlib.util
 import json
 import os
 import re
@@ -77,48 +78,23 @@ def interrupted(area: Path, run2: Path) -> Path:
     return folder
 
 
-def _table_row(n: int, r: dict) -> dict:
-    """A sweep table row (docs/RESULTS.md, kind sweep) from one real run."""
-    agg = r["aggregate"]
-    fd = agg["first_done"]["mib_s"]
-    return {"clients": n, "repeats": 1, "aggregate_mib_s": fd,
-            "aggregate_spread": stats.spread([fd]),
-            "last_done_mib_s": agg["last_done"]["mib_s"],
-            "per_client_mib_s": {k: agg["per_client_mib_s"][k] for k in ("mean", "min", "max",
-                                                                         "cv")},
-            "jain": agg["jain"], "latency": agg["latency"],
-            "cpu_percent": r["monitor"]["cpu_percent_mean"],
-            "warnings": sorted(w["code"] for w in r["warnings"]),
-            "au_mean": agg["au_mean"], "au_min": agg["au_min"], "au_goal": agg["au_goal"],
-            "au_pass": agg["au_pass"]}
+@pytest.fixture(scope="module")
+def sweep(area: Path, run2: Path) -> Path:
+    """A real sweep over 1 and 2 clients through `aiio scale`; returns its folder."""
+    results = area / "sweeps"
+    out = run_cli("scale", "--target", str(area / "target"), "--results", str(results),
+                  *TINY_ARGS[:8], "--batch-size", "2", "--clients", "1,2", "--duration", "1s",
+                  "--no-charts", "-q")
+    assert out.returncode == 0, out.stderr
+    (folder,) = results.glob("*/")
+    assert f"report: {folder / 'report.html'}" in out.stdout
+    return folder
 
 
-def sweep_result(r1: dict, r2: dict) -> dict:
-    """A sweep in the shape docs/RESULTS.md gives kind "sweep", from two real runs."""
-    rows = [_table_row(1, r1), _table_row(2, r2)]
-    for row in rows:
-        row["efficiency"] = stats.scaling_efficiency(row["aggregate_mib_s"], row["clients"],
-                                                     rows[0]["aggregate_mib_s"])
-        row["consistency"] = row["per_client_mib_s"]["mean"] / rows[0]["per_client_mib_s"]["mean"]
-    eff = rows[1]["efficiency"]
-    return {"schema": result.SCHEMA, "kind": "sweep", "id": "sweep-train-demo", "phase": "train",
-            "status": "ok", "error": None, "started": r2["started"], "finished": r1["finished"],
-            "workload": r2["workload"], "target": r2["target"], "method": r2["method"],
-            "environment": r2["environment"],
-            "sweep": {"clients": [1, 2], "repeat": 1, "threshold": 0.9, "duration_s": None,
-                      "excluded": "bandwidth counts every byte from the common start"},
-            "points": [{"clients": 2, "repeat": 0, "result": r2, "folder": "points/b"},
-                       {"clients": 1, "repeat": 0, "result": r1, "folder": "points/a"}],
-            "table": rows,
-            "verdict": {"threshold": 0.9, "baseline_clients": 1,
-                        "baseline_mib_s": rows[0]["aggregate_mib_s"],
-                        "shape": "linear" if eff >= 0.9 else "sublinear",
-                        "linear_up_to": 2 if eff >= 0.9 else 1,
-                        "knee": None if eff >= 0.9 else 2,
-                        "peak": {"clients": 2, "mib_s": rows[1]["aggregate_mib_s"]},
-                        "statements": [f"scaling efficiency at 2 clients is {eff:.0%}"],
-                        "caveats": [], "basis": "first-done aggregate"},
-            "charts": [], "warnings": [dict(w, clients=[2]) for w in r2["warnings"]]}
+def partial(sweep: dict) -> dict:
+    """The sweep as it is saved before it is judged (cut short): no table, no verdict."""
+    return dict(sweep, status="interrupted", error="at 2 clients: interrupted by the user",
+                table=[], verdict={}, warnings=[])
 
 
 def accept_result(r2: dict) -> dict:
@@ -291,11 +267,10 @@ def test_damaged_results_still_render(run2: Path) -> None:
             assert phrase in page, (name, phrase)
 
 
-def test_junk_in_place_of_lists_counts_as_missing(run1: Path, run2: Path) -> None:
-    r1, r2 = result.load(run1), result.load(run2)
-    for doc, key, junk in ((r2, "clients", "x"), (r2, "warnings", 7),
-                           (sweep_result(r1, r2), "points", True),
-                           (sweep_result(r1, r2), "table", {"a": 1}),
+def test_junk_in_place_of_lists_counts_as_missing(run2: Path, sweep: Path) -> None:
+    r2, sw = result.load(run2), result.load(sweep)
+    for doc, key, junk in ((r2, "clients", "x"), (r2, "warnings", 7), (sw, "points", True),
+                           (sw, "table", {"a": 1}),
                            (accept_result(r2), "checks", 7)):
         page = report.render(dict(doc, **{key: junk}))
         assert "too damaged" not in page and "could not be drawn" not in page, key
@@ -321,29 +296,29 @@ def test_unknown_kind_lists_what_was_recorded() -> None:
 
 # --- sweep, acceptance, history ----------------------------------------------------------
 
-def test_sweep_report(run1: Path, run2: Path, tmp_path: Path) -> None:
-    sweep = sweep_result(result.load(run1), result.load(run2))
-    page = _text(report.write(sweep, tmp_path))
+def test_sweep_report(sweep: Path) -> None:
+    res = result.load(sweep)
+    page = _text(sweep / "report.html")
     assert "scaling sweep" in page and "clients 1, 2" in page
     for chart in ("aggregate bandwidth against clients", "per-client bandwidth against clients",
                   "accelerator utilization against clients"):
         assert chart in page
-    assert sweep["verdict"]["statements"][0] in page and "scales linearly up to" in page
+    assert html.escape(res["verdict"]["statements"][0]) in page
+    assert "scales linearly up to" in page
     assert "could not be drawn" not in page and "Missing from this result" not in page
-    # Points are ordered by client count whatever order the sweep stored them in.
+    for row in res["table"]:
+        assert f"{row['aggregate_mib_s']:,.1f} MiB/s" in page
     assert page.index(">1 clients, repeat 1") < page.index(">2 clients, repeat 1")
 
 
-def test_partial_sweep_reads_its_points(run1: Path, run2: Path) -> None:
+def test_partial_sweep_reads_its_points(sweep: Path) -> None:
     """A sweep stopped before it was judged: rows and charts come from the points' results."""
-    sweep = sweep_result(result.load(run1), result.load(run2))
-    sweep.update(status="interrupted", error="at 2 clients: interrupted", table=[], verdict={},
-                 warnings=[])
-    page = report.render(sweep)
+    res = partial(result.load(sweep))
+    page = report.render(res)
     assert "did not finish: it was interrupted" in page
     assert "the per-count table (read from the points instead)" in page
     assert page.count("<svg") >= 3 and "could not be drawn" not in page
-    for p in sweep["points"]:
+    for p in res["points"]:
         agg = p["result"]["aggregate"]["first_done"]["mib_s"]
         assert f"{agg:,.1f} MiB/s" in page
 
@@ -383,9 +358,10 @@ def test_history_report(tmp_path: Path) -> None:
     assert page.index("train-2-au") < page.index("train-2-bandwidth")  # regressions first
 
 
+@pytest.mark.skipif(importlib.util.find_spec("aiio.history") is None,
+                    reason="the results history comes with `aiio accept`")
 def test_history_command(area: Path, run1: Path, run2: Path) -> None:
     """`aiio report --history` on the database the runs above recorded themselves in."""
-    pytest.importorskip("aiio.history", reason="the results history comes with `aiio accept`")
     db = area / "reports" / "history.sqlite"
     out = run_cli("report", "--history-db", str(db))
     assert out.returncode == 0, out.stderr
@@ -479,18 +455,17 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def pages(area: Path, run1: Path, run2: Path, interrupted: Path) -> dict[str, tuple[Path, int]]:
+def pages(area: Path, run2: Path, interrupted: Path, sweep: Path) -> dict[str, tuple[Path, int]]:
     """name -> (page, the least number of charts it must show)."""
     out = area / "pages"
-    r1, r2 = result.load(run1), result.load(run2)
+    r2 = result.load(run2)
     damaged = _damaged(r2)[2][1]
     return {
         "run": (run2 / "report.html", 6),
         "interrupted": (interrupted / "report.html", 4),
-        "sweep": (report.write(sweep_result(r1, r2), out / "sweep"), 3),
+        "sweep": (sweep / "report.html", 3),
+        "partial-sweep": (report.write(partial(result.load(sweep)), out / "partial"), 3),
         "accept": (report.write(accept_result(r2), out / "accept"), 1),
-        "partial-sweep": (report.write(dict(sweep_result(r1, r2), table=[], verdict={},
-                                            status="interrupted"), out / "partial"), 3),
         "history": (report.write_history(HISTORY, out / "history.html"), 2),
         "damaged": (report.write(damaged, out / "damaged"), 0),
     }

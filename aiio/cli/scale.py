@@ -6,7 +6,7 @@ import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
-from aiio.cli.run import DEFAULT_TARGET, _make_default_target
+from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
 from aiio.errors import ConfigError
 
 DEFAULT_CLIENTS = "1,2,4,8"
@@ -47,13 +47,14 @@ def sweep_workload_options(func):
                                                       "none"]), default="auto",
               show_default=True, help="how the page cache is defeated")
 @click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
+@click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @click.option("--json", "as_json", is_flag=True, help="print the sweep result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @history_options
 def scale(phase: str, clients_text: str | None, max_clients: int | None, duration: str | None,
           repeat: int, threshold: float, target: str, results: str, method: str,
-          no_charts: bool, as_json: bool, quiet: bool, history_path: str | None,
-          no_history: bool, **kwargs) -> None:
+          no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
+          history_path: str | None, no_history: bool, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
     from aiio import scale as sc
@@ -79,11 +80,11 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, duratio
     except sc.SweepStopped as stopped:
         if not no_history:
             _record(stopped.sweep, results, history_path)
-        _show(stopped.sweep, stopped.folder, as_json, print_sweep)
+        _show(stopped.sweep, stopped.folder, as_json, print_sweep, no_report)
         raise
     if not no_history:
         _record(out, results, history_path)
-    _show(out, folder, as_json, print_sweep)
+    _show(out, folder, as_json, print_sweep, no_report)
 
 
 def _record(out: dict, results: str, history_path: str | None) -> None:
@@ -95,8 +96,11 @@ def _record(out: dict, results: str, history_path: str | None) -> None:
     record_in_history([*records, sweep_record(out)], results, history_path)
 
 
-def _show(out: dict, folder, as_json: bool, printer) -> None:
+def _show(out: dict, folder, as_json: bool, printer, no_report: bool = False) -> None:
+    written = [] if no_report else write_report(out, folder)
     if as_json:
         emit_json(out)
     else:
         printer(out, folder)
+        for path in written:
+            click.echo(f"report: {path}")
