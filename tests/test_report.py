@@ -23,6 +23,7 @@ from aiio.report import series as sr
 
 from .conftest import REPO, TINY_ARGS, run_cli
 from .devtools import Browser, find_chromium, png_size
+from .mpi import mpi_run, needs_mpi
 
 CHROMIUM = find_chromium()
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
@@ -441,6 +442,21 @@ def test_checkpoints_during_training(area: Path) -> None:
     page = _text(folder / "report.html")
     assert "train timeline per client" in page and "checkpoints write" in page
     assert "accelerator utilization per client" in page and "could not be drawn" not in page
+
+
+@needs_mpi
+def test_multi_host_report(area: Path, run2: Path) -> None:
+    """A run over two MPI ranks: one row and one bar per host, every client in the table."""
+    results = area / "mpi"
+    out = mpi_run(2, "run", "--target", str(area / "target"), "--results", str(results),
+                  *TINY_ARGS[:-2], "--clients", "3", "-q")
+    assert out.returncode == 0, out.stderr
+    (folder,) = results.glob("*/")
+    page = _text(folder / "report.html")
+    assert 'id="hosts"' in page and "aggregate bandwidth per host" in page
+    assert "clients per host: 2, 1" in page and "could not be drawn" not in page
+    for c in result.load(folder)["clients"]:
+        assert f"{c['mib_s']:,.1f} MiB/s" in page
 
 
 # --- in a real browser --------------------------------------------------------------------

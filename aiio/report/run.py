@@ -20,6 +20,7 @@ from aiio.report.common import (
     status_notice,
     warnings_section,
 )
+from aiio.report.hosts import hosts_section
 from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import IOSection, aggregate_sections, client_subsections
@@ -35,7 +36,7 @@ EXPECTED = {
 }
 KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finished", "workload",
          "options", "clients_requested", "environment", "target", "method", "clients",
-         "aggregate", "warnings", "monitor", "saved_at", "hero"}
+         "aggregate", "warnings", "monitor", "saved_at", "hero", "hosts", "split"}
 TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreadable
 
 
@@ -69,6 +70,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         guarded("measured", measured_section, res, clients_line(res)),
         guarded("headline", headline_section, res),
         guarded("hero", hero_section, res),
+        guarded("hosts", hosts_section, res),
         guarded("clients", clients_section, res),
         guarded("bandwidth", bandwidth_section, res),
         guarded("timeline", timeline_section, res),

@@ -1,0 +1,47 @@
+"""Hosts of a run that spanned several (MPI ranks): each host's share, status and figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiio.report import charts
+from aiio.report import html as h
+from aiio.report.common import get
+from aiio.report.html import Html
+
+
+def hosts_section(res: Mapping[str, Any]) -> Html:
+    """One row per host (rank) and its aggregate as a bar; nothing for a one-host run."""
+    hosts = [x for x in h.items(res.get("hosts")) if isinstance(x, Mapping)]
+    if len(hosts) < 2:
+        return Html("")
+    rows, labels, speeds = [], [], []
+    for x in sorted(hosts, key=lambda x: h.finite(x.get("rank")) or 0):
+        agg = x.get("aggregate") if isinstance(x.get("aggregate"), Mapping) else {}
+        first = get(agg, "first_done", "mib_s")
+        label = f"rank {x.get('rank', '?')} ({x.get('host', '?')})"
+        labels.append(label)
+        speeds.append(h.finite(first) or 0.0)
+        rows.append([h.num(str(x.get("rank", "?")), x.get("rank")), x.get("host", "?"),
+                     h.Cell(h.badge(x.get("status")), str(x.get("status"))),
+                     h.num(h.plain(x.get("clients")), x.get("clients")),
+                     h.plain(x.get("client_numbers")),
+                     h.num(h.mib_s(first), first),
+                     h.num(h.mib_s(get(agg, "last_done", "mib_s")), get(agg, "last_done", "mib_s")),
+                     h.num(h.size(agg.get("bytes")), agg.get("bytes")),
+                     h.num(h.pct(agg.get("au_min")), agg.get("au_min")),
+                     h.num(h.number(get(x, "monitor", "cpu_percent_mean"), 0, "%"),
+                           get(x, "monitor", "cpu_percent_mean")),
+                     h.plain(x.get("error") or "")])
+    table = h.table(["rank", "host", "status", "clients", "client numbers",
+                     "aggregate first done", "last done", "bytes", "AU lowest",
+                     "CPU busy", "error"], rows, sortable=True)
+    chart = charts.bars(labels, speeds, title="aggregate bandwidth per host",
+                        xlabel="host (MPI rank)", ylabel="MiB/s (first done)",
+                        caption="Each host's clients together, over the window in which all "
+                                "of them ran. Bytes add up across hosts.")
+    split = h.plain(res.get("split"))
+    return h.section("Hosts", table, h.figures(chart), anchor="hosts",
+                     note=f"The run spanned {len(hosts)} hosts (MPI ranks); clients per host: "
+                          f"{split}.")
