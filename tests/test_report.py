@@ -98,6 +98,23 @@ def partial(sweep: dict) -> dict:
                 table=[], verdict={}, warnings=[])
 
 
+@pytest.fixture(scope="module")
+def acceptance(area: Path, run2: Path) -> Path:
+    """A real `aiio accept` of a spec with one check that passes and one that cannot."""
+    tiny = (REPO / "workloads" / "acceptance" / "tiny.toml").read_text()
+    impossible = tiny[tiny.index("[[check]]"):].replace('name = "train-tiny"',
+                                                         'name = "train-impossible"')
+    impossible = impossible.replace("min_aggregate_mib_s = 0.01", "min_aggregate_mib_s = 1e9")
+    spec = area / "spec.toml"
+    spec.write_text(tiny + "\n" + impossible)
+    results = area / "accept"
+    out = run_cli("accept", str(spec), "--target", str(area / "target"), "--results",
+                  str(results), "-q")
+    assert out.returncode == 1, out.stderr  # one check fails
+    (folder,) = [f for f in results.glob("*/") if "-accept-" in f.name]
+    return folder
+
+
 def accept_result(r2: dict) -> dict:
     """An acceptance run in the shape docs/RESULTS.md gives kind "accept", its figures taken
     from a real run."""
@@ -324,7 +341,21 @@ def test_partial_sweep_reads_its_points(sweep: Path) -> None:
         assert f"{agg:,.1f} MiB/s" in page
 
 
-def test_accept_report(run2: Path, tmp_path: Path) -> None:
+def test_acceptance_run_report(acceptance: Path) -> None:
+    res = result.load(acceptance)
+    page = _text(acceptance / "report.html")
+    assert "1 of 2 checks passed" in page and "train-impossible" in page
+    failed = next(c for c in res["checks"] if c["status"] == "fail")
+    assert html.escape(failed["failures"][0]) in page
+    assert "headroom against each threshold" in page and "could not be drawn" not in page
+    for check in res["checks"]:  # every check links to its run's page, and the page is there
+        assert f'href="../{check["result_id"]}/report.html"' in page
+        assert (acceptance.parent / check["result_id"] / "report.html").exists()
+
+
+def test_accept_report_errors_and_regressions(run2: Path, tmp_path: Path) -> None:
+    """An acceptance result with an errored check and a regression (the shape
+    docs/RESULTS.md gives), its figures taken from a real run."""
     acc = accept_result(result.load(run2))
     page = _text(report.write(acc, tmp_path))
     bad = [c["name"] for c in acc["checks"] if c["status"] != "pass"]
@@ -471,7 +502,8 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def pages(area: Path, run2: Path, interrupted: Path, sweep: Path) -> dict[str, tuple[Path, int]]:
+def pages(area: Path, run2: Path, interrupted: Path, sweep: Path,
+          acceptance: Path) -> dict[str, tuple[Path, int]]:
     """name -> (page, the least number of charts it must show)."""
     out = area / "pages"
     r2 = result.load(run2)
@@ -481,15 +513,26 @@ def pages(area: Path, run2: Path, interrupted: Path, sweep: Path) -> dict[str, t
         "interrupted": (interrupted / "report.html", 4),
         "sweep": (sweep / "report.html", 3),
         "partial-sweep": (report.write(partial(result.load(sweep)), out / "partial"), 3),
-        "accept": (report.write(accept_result(r2), out / "accept"), 1),
+        "accept": (acceptance / "report.html", 1),
+        "accept-errors": (report.write(accept_result(r2), out / "accept"), 1),
         "history": (report.write_history(HISTORY, out / "history.html"), 2),
         "damaged": (report.write(damaged, out / "damaged"), 0),
+        "history-db": (_history_page(area), 2),
     }
+
+
+def _history_page(area: Path) -> Path:
+    """`aiio report --history` over the history the real runs above recorded."""
+    page = area / "pages" / "history-db.html"
+    out = run_cli("report", "--history-db", str(area / "reports" / "history.sqlite"), "-o",
+                  str(page))
+    assert out.returncode == 0, out.stderr
+    return page
 
 
 @needs_chromium
 @pytest.mark.parametrize("name", ["run", "interrupted", "sweep", "partial-sweep", "accept",
-                                  "history", "damaged"])
+                                  "accept-errors", "history", "history-db", "damaged"])
 def test_report_in_chromium(name: str, pages: dict, browser: Browser, tmp_path: Path) -> None:
     page, min_charts = pages[name]
     problems = browser.load(page.as_uri(), width=1280, height=800)

@@ -12,7 +12,7 @@ import click
 
 from aiio.cli.common import emit_json
 from aiio.cli.history import default_history, history_options
-from aiio.errors import ConfigError
+from aiio.errors import AiioError, ConfigError
 
 
 @click.command()
@@ -29,9 +29,10 @@ from aiio.errors import ConfigError
               help="exit 1 when a check regressed, even if it passed its thresholds")
 @click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
+@click.option("--no-report", is_flag=True, help="do not write report.html pages")
 def accept(spec_path: str, target: str | None, junit_path: str | None, names: tuple[str, ...],
            results: str, history_path: str | None, no_history: bool,
-           fail_on_regression: bool, as_json: bool, quiet: bool) -> None:
+           fail_on_regression: bool, as_json: bool, quiet: bool, no_report: bool) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
     from aiio import accept as acc
     from aiio import runner
@@ -65,11 +66,30 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     junit = [write_junit(out, folder / "junit.xml")]
     if junit_path:
         junit.append(write_junit(out, junit_path))
+    pages = [] if no_report else _write_reports(out, folder, Path(results))
     if as_json:
         emit_json(out)
     else:
         print_accept(out, folder, junit[-1])
+        for page in pages:
+            click.echo(f"report:  {page}")
     _end(out, folder, fail_on_regression)
+
+
+def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Path]:
+    """The acceptance run's page, and the page of each run its checks link to."""
+    from aiio import result
+    from aiio.cli.run import write_report
+
+    for check in out["checks"]:
+        run = results / str(check.get("result_id") or "")
+        if check.get("result_id") and (run / "result.json").exists() \
+                and not (run / "report.html").exists():
+            try:
+                write_report(result.load(run), run)
+            except AiioError:  # an unreadable run result costs its page, not the others
+                continue
+    return write_report(out, folder)
 
 
 def _end(out: dict[str, Any], folder: Path, fail_on_regression: bool) -> None:

@@ -6,6 +6,7 @@ Text stays text in the SVG (searchable, small); every axis names its unit.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import itertools
 import math
@@ -215,6 +216,8 @@ def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool |
     if reg:
         ax.scatter(*zip(*reg, strict=True), s=170, facecolors="none", edgecolors="#cf222e",
                    linewidths=1.8, zorder=4, label="regression")
+    if len(set(times)) == 1:  # one run: a day around it, not the locator's years
+        ax.set_xlim(times[0] - dt.timedelta(hours=12), times[0] + dt.timedelta(hours=12))
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))

@@ -119,6 +119,7 @@ def charts_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]]) -> Ht
             [r.get("passed") if isinstance(r.get("passed"), bool) else None for r in recs],
             [bool(r.get("regression")) for r in recs],
             title=f"{check}: {figure}", ylabel=f"{figure} ({unit})",
-            caption=f"{check}, {figure} ({unit}) over {len(recs)} runs; circled: a regression "
-                    "against the check's own baseline."))
+            caption=f"{check}, {figure} ({unit}) over {len(recs)} "
+                    f"run{'s' * (len(recs) != 1)}; circled: a regression against the check's "
+                    "own baseline."))
     return h.section("Trends", h.figures(*figs), anchor="trends")
