@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import html
-import importlib.util
 import json
 import os
 import re
@@ -390,8 +389,6 @@ def test_history_report(tmp_path: Path) -> None:
     assert page.index("train-2-au") < page.index("train-2-bandwidth")  # regressions first
 
 
-@pytest.mark.skipif(importlib.util.find_spec("aiio.history") is None,
-                    reason="the results history comes with `aiio accept`")
 def test_history_command(area: Path, run1: Path, run2: Path) -> None:
     """`aiio report --history` on the database the runs above recorded themselves in."""
     db = area / "reports" / "history.sqlite"
@@ -434,10 +431,11 @@ PHASE_RUNS = {
                                          "checkpoints write: create latency"]),
     "load": (("--scale", "0.05", "--stagger", "0.05s"), ["load timeline per client",
                                                          "aggregate load bandwidth"]),
-    "prep": ((), ["aggregate read bandwidth", "aggregate write bandwidth", "read MiB/s"]),
-    "all": (("--scale", "0.05", *TINY_ARGS[:8]),
-            ["prep read aggregate, first done", "train AU verdict", "aggregate load bandwidth",
-             "prep write: fsync latency"]),
+    # The lifecycle run holds prep (read and write sections), train and load as stages.
+    "all": (("--scale", "0.05", "--set", "prep.shard_size=256KiB"),
+            ["prep read aggregate, first done", "aggregate prep read bandwidth",
+             "aggregate prep write bandwidth", "prep write: fsync latency", "train AU verdict",
+             "aggregate load bandwidth", "prep metadata ops"]),
 }
 
 
@@ -450,7 +448,8 @@ def _phase_run(area: Path, phase: str, *extra: str, needs: str | None = None) ->
     if results.exists():  # the same run serves the content and the browser tests
         (folder,) = results.glob("*/")
         return folder
-    args = TINY_ARGS if phase == "train" else ("--clients", "2")
+    # The tiny dataset for every phase: prep reads it, the others leave it alone.
+    args = TINY_ARGS if phase == "train" else (*TINY_ARGS[:8], "--clients", "2")
     out = run_cli("run", "--phase", phase, "--target", str(area / "target"), "--results",
                   str(results), *args, "-q", *extra)
     assert out.returncode == 0, out.stderr

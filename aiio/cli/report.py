@@ -56,11 +56,8 @@ def _history(db: Path, output: str | None) -> Path:
 def _history_records(db: Path) -> list[dict]:
     """Records {check, time, figure, value, passed, regression} from the history database:
     the figures each record is judged on, regressions as the history itself finds them."""
-    try:
-        from aiio import history
-    except ImportError:
-        raise ConfigError("this aiio keeps no results history (it comes with `aiio accept`)")\
-            from None
+    from aiio import history
+
     if not db.exists():
         raise ConfigError(f"no history database at {db}; `aiio run` and `aiio accept` create "
                           "it (or pass --history-db PATH)")
