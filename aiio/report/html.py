@@ -114,6 +114,11 @@ def plain(value: Any) -> str:
     return str(value)
 
 
+def _is_count(key: str) -> bool:
+    """Keys ending in "size" that count things, not bytes (batch size: samples)."""
+    return key.endswith("batch_size")
+
+
 def by_name(key: str, value: Any) -> str:
     """A number with the unit its key names: mib_s, ops_s and _per_s (rates), _ns and _ms
     (latency), _s or a lone s (seconds), bytes and size, percent, au and efficiency."""
@@ -136,7 +141,7 @@ def by_name(key: str, value: Any) -> str:
         return f"{seconds(x)} per {words[-1]}"
     if "s" in words or k.endswith("seconds") or "time" in words or "duration" in words:
         return seconds(x)
-    if "bytes" in words or k.endswith(("size", "size_stdev")):
+    if "bytes" in words or (k.endswith(("size", "size_stdev")) and not _is_count(k)):
         return f"{size(x)} ({x:,.0f} B)"
     if "percent" in words or k.endswith("_pct"):
         return number(x, 1, "%")
@@ -157,7 +162,7 @@ def by_name(key: str, value: Any) -> str:
         return f"{seconds(x)} per {words[-1]}"
     if k.endswith(("_s", "seconds")) or "time" in words or "duration" in words:
         return seconds(x)
-    if k.endswith(("_bytes", "size", "size_stdev")) or k == "bytes":
+    if k.endswith(("_bytes", "size", "size_stdev")) and not _is_count(k) or k == "bytes":
         return f"{size(x)} ({x:,.0f} B)"
     if "percent" in words or k.endswith("_pct"):
         return number(x, 1, "%")
