@@ -442,8 +442,7 @@ PHASE_RUNS = {
 def _phase_run(area: Path, phase: str, *extra: str, needs: str | None = None) -> Path:
     from aiio.phases import PHASES
 
-    if (needs or phase) not in PHASES:
-        pytest.skip(f"the {needs or phase} phase is not in this aiio yet")
+    assert (needs or phase) in PHASES
     results = area / f"phase-{phase}"
     if results.exists():  # the same run serves the content and the browser tests
         (folder,) = results.glob("*/")
