@@ -54,3 +54,18 @@ TINY_ARGS = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64Ki
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def client_processes(pid: int, recursive: bool = False) -> list:
+    """The aiio client processes below `pid`; helpers that exit while we look are skipped
+    (dataset generation workers come and go)."""
+    import psutil
+
+    found = []
+    for proc in psutil.Process(pid).children(recursive=recursive):
+        try:
+            if proc.name().startswith("aiio-client"):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, client_processes
 
 
 def find_mpiexec() -> str | None:
@@ -88,8 +88,7 @@ def wait_measuring(proc: subprocess.Popen, clients: int, timeout: float = 90) ->
     """Wait until every client of every rank exists and the run has started measuring."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        kids = [k for k in psutil.Process(proc.pid).children(recursive=True)
-                if k.name().startswith("aiio-client")]
+        kids = client_processes(proc.pid, recursive=True)
         if len(kids) >= clients:
             time.sleep(1.5)  # past the synchronized start
             return kids

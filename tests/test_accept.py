@@ -12,14 +12,13 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import psutil
 import pytest
 
 from aiio.accept import judge, load_spec
 from aiio.errors import ConfigError
 from aiio.history import History
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, client_processes, run_cli
 
 TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 
@@ -199,8 +198,7 @@ def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_pa
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:   # wait for the long check's clients
-        kids = [k for k in psutil.Process(proc.pid).children()
-                if k.name().startswith("aiio-client")]
+        kids = client_processes(proc.pid)
         if len(kids) == 2 and (results / "history.sqlite").exists():
             with History(results / "history.sqlite") as h:
                 if h.records(kind="check"):

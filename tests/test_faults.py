@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from .conftest import REPO, TINY_ARGS
+from .conftest import REPO, TINY_ARGS, client_processes
 
 
 def _start(target, results, *extra: str) -> subprocess.Popen:
@@ -26,8 +26,7 @@ def _clients(proc: subprocess.Popen, want: int, timeout: float = 60) -> list[psu
     """Wait until the run's client processes exist and the run has started measuring."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        kids = [k for k in psutil.Process(proc.pid).children()
-                if k.name().startswith("aiio-client")]
+        kids = client_processes(proc.pid)
         if len(kids) >= want:
             time.sleep(1.0)  # let them get past the synchronized start
             return kids
