@@ -404,6 +404,22 @@ def test_empty_history() -> None:
     assert "holds no records yet" in page
 
 
+@pytest.mark.parametrize("key, value, shown", [
+    ("mib_s", 12.25, "12.2 MiB/s"), ("write_mib_s", 0.0123, "0.0123 MiB/s"),
+    ("ops_s", 280.8, "280.8 ops/s"), ("samples_per_s", 3, "3.0 samples/s"),
+    ("p99_ns", 2_500_000, "2.50 ms"), ("p99_ms", 2.5, "2.50 ms"),
+    ("elapsed_s", 1.5, "1.500 s"), ("stall_s_total", 0.14, "0.140 s"),
+    ("compute_s_per_batch", 0.01, "0.010 s per batch"),
+    ("transfer_size", 1048576, "1.00 MiB (1,048,576 B)"), ("batch_size", 7, "7"),
+    ("shard_bytes_per_client", 3 * 2**20, "3.00 MiB (3,145,728 B)"),
+    ("au_min", 0.904, "90.4 %"), ("cpu_percent_mean", 41.0, "41.0 %"), ("epochs", 2, "2"),
+])
+def test_numbers_carry_the_unit_their_name_says(key: str, value: float, shown: str) -> None:
+    from aiio.report.html import by_name
+
+    assert by_name(key, value) == shown
+
+
 # --- the numbers behind the charts -------------------------------------------------------
 
 def test_chart_rates_keep_every_byte(run2: Path) -> None:

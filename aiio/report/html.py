@@ -148,27 +148,6 @@ def by_name(key: str, value: Any) -> str:
     if {"au", "efficiency", "fraction"} & set(words):
         return pct(x)
     return plain(value)
-    k = str(key).lower()
-    words = k.split("_")
-    if "mib_s" in k:
-        return mib_s(x)
-    if k.endswith("_per_s"):
-        return number(x, 1, f"{words[-3] if len(words) > 2 else 'units'}/s")
-    if k.endswith("_ns"):
-        return latency(x)
-    if k.endswith("_ms"):
-        return latency(x * 1e6)
-    if "_s_per_" in k:
-        return f"{seconds(x)} per {words[-1]}"
-    if k.endswith(("_s", "seconds")) or "time" in words or "duration" in words:
-        return seconds(x)
-    if k.endswith(("_bytes", "size", "size_stdev")) and not _is_count(k) or k == "bytes":
-        return f"{size(x)} ({x:,.0f} B)"
-    if "percent" in words or k.endswith("_pct"):
-        return number(x, 1, "%")
-    if {"au", "efficiency", "fraction"} & set(words):
-        return pct(x)
-    return plain(value)
 
 
 def items(value: Any) -> list[Any]:
