@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiio import dataset as ds
 from aiio import stats
 from aiio.engine import OpLog, merge_logs
 from aiio.stats import ByteSeries, Histogram
@@ -29,6 +30,17 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
+
+
+def ensure_dataset(rc: RunContext) -> ds.Dataset:
+    """The run's dataset, reused when it matches, else generated with a progress bar."""
+    w = rc.workload
+    progress = None
+    if rc.progress:
+        def progress(files: int, nbytes: int) -> None:
+            rc.progress("generating dataset", files, w.dataset.num_files)
+    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+    return data
 
 
 def client_io_figures(logs: list[OpLog], start_ns: int, end_ns: int,

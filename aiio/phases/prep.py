@@ -26,6 +26,7 @@ from aiio.phases.base import (
     client_identity,
     client_io_figures,
     cpu_seconds,
+    ensure_dataset,
     io_aggregate,
 )
 from aiio.phases.threads import PolledStop, run_parallel
@@ -275,11 +276,7 @@ def shards_aggregate(clients: list[dict]) -> dict[str, Any]:
 def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     w = rc.workload
     p = w.prep
-    progress = None
-    if rc.progress:
-        def progress(files: int, nbytes: int) -> None:
-            rc.progress("generating dataset", files, w.dataset.num_files)
-    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+    data = ensure_dataset(rc)
     out_bytes = int(data.total_bytes * p.output_ratio * p.passes)
     if rc.options.get("space_check", True):
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "

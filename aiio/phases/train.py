@@ -26,6 +26,7 @@ from aiio.phases.base import (
     client_identity,
     client_io_figures,
     cpu_seconds,
+    ensure_dataset,
     io_aggregate,
 )
 from aiio.workload import Workload
@@ -316,11 +317,7 @@ class TrainPhase:
     def prepare(self, rc: RunContext) -> TrainArgs:
         """Make sure the dataset exists and matches, then fix the run's plan."""
         w = rc.workload
-        progress = None
-        if rc.progress:
-            def progress(files: int, nbytes: int) -> None:
-                rc.progress("generating dataset", files, w.dataset.num_files)
-        data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+        data = ensure_dataset(rc)
         data.index()  # load before the fork so clients share one copy of it
         if w.train.batch_size * rc.clients > data.num_samples:
             rc.note(f"note: {rc.clients} clients x batch {w.train.batch_size} exceeds the "
