@@ -35,7 +35,7 @@ def _clients(proc: subprocess.Popen, want: int, timeout: float = 60) -> list[psu
 
 
 def _saved(results) -> dict:
-    (folder,) = list(results.iterdir())
+    (folder,) = [p for p in results.iterdir() if p.is_dir()]  # not the history database
     return json.loads((folder / "result.json").read_text())
 
 

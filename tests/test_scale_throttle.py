@@ -56,7 +56,8 @@ def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
             cwd=REPO, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, COLUMNS="160"))
     assert proc.returncode == 0, proc.stderr
-    folder = next((tmp_path / "reports").iterdir())
+    # the results folder also holds the history database: take the sweep's folder
+    (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
     sweep = result.load(folder)
     assert sweep["points"][0]["result"]["method"] == "o_direct"
     for row in sweep["table"]:
