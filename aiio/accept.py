@@ -246,3 +246,17 @@ def exit_code(out: dict[str, Any]) -> int:
     if out["status"] == "interrupted":
         return 130
     return 0 if out["status"] == "pass" else 1
+
+
+def judged_checks(spec: Spec, checks: tuple[Check, ...],
+                  out: dict[str, Any]) -> list[tuple[Record, list[str]]]:
+    """Each check run, as a history record with its regressed figures, then the spec as a
+    whole (kind `accept`: its status and pass/fail): what the monitoring export writes."""
+    by_name = {c.name: c for c in checks}
+    judged = []
+    for entry in out["checks"]:
+        rec = check_record(by_name[entry["name"]], entry, out["target"], spec.name)
+        judged.append((rec, [r["figure"] for r in entry["regressions"]]))
+    whole = Record(kind="accept", name=spec.name, target=out["target"], status=out["status"],
+                   passed=out["status"] == "pass", spec=spec.name)
+    return [*judged, (whole, [])]

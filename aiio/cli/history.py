@@ -61,13 +61,17 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
 @click.option("--baseline-runs", default=None, type=click.IntRange(min=1),
               help="baseline: median of this many last passing records  [default: 5]")
 @click.option("--json", "as_json", is_flag=True, help="print records and regressions as JSON")
+@click.option("--prometheus", "prom_path", default=None, metavar="FILE.prom",
+              help="write the latest record of every series for node_exporter's textfile "
+              "collector, instead of the tables")
 def history(history_path: str | None, results: str, name: str | None, target: str | None,
             figure: str | None, last: int, fraction: float | None, baseline_runs: int | None,
-            as_json: bool) -> None:
+            as_json: bool, prom_path: str | None) -> None:
     """Show the history: each check's trend, or one check over time with --check."""
     import os
 
     from aiio import history as hist
+    from aiio import monitoring
     from aiio.figures import FIGURES
 
     path = default_history(results, history_path)
@@ -76,6 +80,8 @@ def history(history_path: str | None, results: str, name: str | None, target: st
                           "(or pass --history PATH)")
     if figure is not None and figure not in FIGURES:
         raise ConfigError(f"--figure {figure}: unknown; figures: {', '.join(FIGURES)}")
+    if prom_path:
+        monitoring.check_path(prom_path)
     with hist.History(path) as h:
         records = h.records(target=os.path.abspath(target) if target else None)
     judged = hist.with_regressions(records, fraction or hist.DEFAULT_FRACTION,
@@ -86,6 +92,11 @@ def history(history_path: str | None, results: str, name: str | None, target: st
             names = sorted({r.name for r in records})
             raise ConfigError(f"no records of {name!r} in {path}; known: "
                               f"{', '.join(names) or 'none'}")
+    if prom_path:
+        latest = monitoring.latest(judged)
+        monitoring.write(prom_path, latest)
+        click.echo(f"prometheus: {prom_path} ({len(latest)} series)")
+        return
     if as_json:
         emit_json([_as_dict(r, regs) for r, regs in judged])
         return
