@@ -87,17 +87,20 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
     return hints
 
 
-def _measure_run(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
+def _measure_run(check: Check, target: str, results_dir: str, ui: Any,
+                 saved: list[dict[str, Any]]) -> Measured:
     from aiio import runner
 
+    # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
-                            dict(check.options))
+                            dict(check.options), on_saved=lambda res, _: saved.append(res))
     res, _ = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
                     res.get("warnings", []), figure_hints(res))
 
 
-def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
+def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
+                   saved: list[dict[str, Any]]) -> Measured:
     from aiio import scale
 
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
@@ -107,6 +110,7 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Meas
     try:
         out, _ = scale.sweep(req, ui)
     except scale.SweepStopped as exc:
+        saved.append(exc.sweep)
         if exc.exit_code == RunInterrupted.exit_code:
             raise RunInterrupted(str(exc)) from None
         raise
@@ -116,11 +120,33 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Meas
                     figure_hints(top), sweep=out)
 
 
-def measure(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
-    """Run the check's phase (one run, or a sweep over its client list) and read its figures."""
+def measure(check: Check, target: str, results_dir: str, ui: Any,
+            saved: list[dict[str, Any]] | None = None) -> Measured:
+    """Run the check's phase (one run, or a sweep over its client list) and read its figures.
+    A run or sweep that stops early is still saved; its result is appended to `saved`."""
+    saved = [] if saved is None else saved
     if check.sweep:
-        return _measure_sweep(check, target, results_dir, ui)
-    return _measure_run(check, target, results_dir, ui)
+        return _measure_sweep(check, target, results_dir, ui, saved)
+    return _measure_run(check, target, results_dir, ui, saved)
+
+
+def _stopped(saved: list[dict[str, Any]]) -> Measured | None:
+    """What a check that stopped early left: its partial run or sweep, for the history."""
+    if not saved:
+        return None
+    res = saved[-1]
+    if res.get("kind") == "sweep":
+        return Measured({}, res.get("id", ""), [p["result"] for p in res.get("points") or []],
+                        [], sweep=res)
+    return Measured({}, res.get("id", ""), [res], res.get("warnings", []))
+
+
+class CheckInterrupted(RunInterrupted):
+    """Ctrl-C during a check; carries the check's entry and its partial run for the history."""
+
+    def __init__(self, message: str, entry: dict[str, Any], measured: Measured | None) -> None:
+        super().__init__(message)
+        self.entry, self.measured = entry, measured
 
 
 def _entry(check: Check) -> dict[str, Any]:
@@ -137,16 +163,19 @@ def run_check(check: Check, target: str, results_dir: str,
     measuring makes the check `error` with its reason; Ctrl-C is raised on."""
     out = _entry(check)
     t0 = time.monotonic()
+    saved: list[dict[str, Any]] = []
     try:
-        m = measure(check, target, results_dir, ui)
-    except (RunInterrupted, KeyboardInterrupt):
-        raise
+        m = measure(check, target, results_dir, ui, saved)
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        out["status"], out["reason"] = "interrupted", str(exc) or "interrupted"
+        out["seconds"] = time.monotonic() - t0
+        raise CheckInterrupted(out["reason"], out, _stopped(saved)) from None
     except AiioError as exc:
         out["reason"] = str(exc)
-        return out, None
+        return out, _stopped(saved)
     except Exception as exc:  # a crash in one check must not stop the others
         out["reason"] = f"crashed: {type(exc).__name__}: {exc}"
-        return out, None
+        return out, _stopped(saved)
     finally:
         out["seconds"] = time.monotonic() - t0
     verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
@@ -210,18 +239,31 @@ def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: st
             on_check(i, len(checks), check)
         try:
             entry, measured = run_check(check, target, results_dir, ui)
-        except (RunInterrupted, KeyboardInterrupt) as exc:
-            out["status"], out["error"] = "interrupted", str(exc) or "interrupted"
+        except CheckInterrupted as exc:
+            out["status"], out["error"] = "interrupted", str(exc)
+            out["not_run"] = [c.name for c in checks[i:]]
+            _record(out, history, spec, check, exc.entry, exc.measured)
+            break
+        except KeyboardInterrupt:  # between checks
+            out["status"], out["error"] = "interrupted", "interrupted"
             out["not_run"] = [c.name for c in checks[i:]]
             break
         out["checks"].append(entry)
-        if history is not None:
-            try:
-                record_check(history, spec, check, entry, measured, target)
-            except AiioError as exc:  # the verdict stands even if the history cannot keep it
-                out["error"] = f"history not updated: {exc}"
+        _record(out, history, spec, check, entry, measured)
     _count(out)
     return out
+
+
+def _record(out: dict[str, Any], history: History | None, spec: Spec, check: Check,
+            entry: dict[str, Any], measured: Measured | None) -> None:
+    """Record the check (whatever its status) and what it ran; the verdict stands even if the
+    history cannot keep it."""
+    if history is None:
+        return
+    try:
+        record_check(history, spec, check, entry, measured, out["target"])
+    except AiioError as exc:
+        out["error"] = f"history not updated: {exc}"
 
 
 def _count(out: dict[str, Any]) -> None:
