@@ -61,6 +61,8 @@ def required_figures(require: Require) -> dict[str, float]:
 
 # --- running -------------------------------------------------------------------------------
 
+Saved = tuple[dict[str, Any], Path]  # a result and the folder it was saved in
+
 @dataclass
 class Measured:
     """What running a check produced: its figures and the results they came from."""
@@ -71,6 +73,7 @@ class Measured:
     warnings: list[dict[str, str]]
     hints: dict[str, str] = field(default_factory=dict)
     sweep: dict[str, Any] | None = None
+    folder: str = ""  # the result's folder in the results folder (an id may get a -2 suffix)
 
 
 def figure_hints(res: dict[str, Any]) -> dict[str, str]:
@@ -88,19 +91,20 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
 
 
 def _measure_run(check: Check, target: str, results_dir: str, ui: Any,
-                 saved: list[dict[str, Any]]) -> Measured:
+                 saved: list[Saved]) -> Measured:
     from aiio import runner
 
     # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
-                            dict(check.options), on_saved=lambda res, _: saved.append(res))
-    res, _ = runner.run(req, ui)
+                            dict(check.options),
+                            on_saved=lambda res, folder: saved.append((res, folder)))
+    res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
-                    res.get("warnings", []), figure_hints(res))
+                    res.get("warnings", []), figure_hints(res), folder=folder.name)
 
 
 def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
-                   saved: list[dict[str, Any]]) -> Measured:
+                   saved: list[Saved]) -> Measured:
     from aiio import scale
 
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
@@ -108,20 +112,20 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
                              results_dir=results_dir, method=check.cache,
                              options=dict(check.options))
     try:
-        out, _ = scale.sweep(req, ui)
+        out, folder = scale.sweep(req, ui)
     except scale.SweepStopped as exc:
-        saved.append(exc.sweep)
+        saved.append((exc.sweep, exc.folder))
         if exc.exit_code == RunInterrupted.exit_code:
             raise RunInterrupted(str(exc)) from None
         raise
     top = max(out["points"], key=lambda p: p["clients"])["result"]
     return Measured(sweep_figures(out, check.latency_op or None), out["id"],
                     [p["result"] for p in out["points"]], top.get("warnings", []),
-                    figure_hints(top), sweep=out)
+                    figure_hints(top), sweep=out, folder=folder.name)
 
 
 def measure(check: Check, target: str, results_dir: str, ui: Any,
-            saved: list[dict[str, Any]] | None = None) -> Measured:
+            saved: list[Saved] | None = None) -> Measured:
     """Run the check's phase (one run, or a sweep over its client list) and read its figures.
     A run or sweep that stops early is still saved; its result is appended to `saved`."""
     saved = [] if saved is None else saved
@@ -130,15 +134,23 @@ def measure(check: Check, target: str, results_dir: str, ui: Any,
     return _measure_run(check, target, results_dir, ui, saved)
 
 
-def _stopped(saved: list[dict[str, Any]]) -> Measured | None:
+def _stopped(saved: list[Saved]) -> Measured | None:
     """What a check that stopped early left: its partial run or sweep, for the history."""
     if not saved:
         return None
-    res = saved[-1]
+    res, folder = saved[-1]
     if res.get("kind") == "sweep":
         return Measured({}, res.get("id", ""), [p["result"] for p in res.get("points") or []],
-                        [], sweep=res)
-    return Measured({}, res.get("id", ""), [res], res.get("warnings", []))
+                        [], sweep=res, folder=folder.name)
+    return Measured({}, res.get("id", ""), [res], res.get("warnings", []), folder=folder.name)
+
+
+def _partial(entry: dict[str, Any], saved: list[Saved]) -> Measured | None:
+    """The partial run of a check that stopped early; the entry links to it."""
+    m = _stopped(saved)
+    if m is not None:
+        entry["result_id"], entry["result_folder"] = m.result_id, m.folder
+    return m
 
 
 class CheckInterrupted(RunInterrupted):
@@ -154,6 +166,7 @@ def _entry(check: Check) -> dict[str, Any]:
             "workload": check.workload.name, "clients": check.clients_value(),
             "status": "error", "measured": {}, "required": dict(check.require.items()),
             "verdicts": [], "failures": [], "reason": "", "result_id": None,
+            "result_folder": None,
             "warnings": [], "regressions": [], "seconds": 0.0}
 
 
@@ -163,24 +176,24 @@ def run_check(check: Check, target: str, results_dir: str,
     measuring makes the check `error` with its reason; Ctrl-C is raised on."""
     out = _entry(check)
     t0 = time.monotonic()
-    saved: list[dict[str, Any]] = []
+    saved: list[Saved] = []
     try:
         m = measure(check, target, results_dir, ui, saved)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         out["status"], out["reason"] = "interrupted", str(exc) or "interrupted"
         out["seconds"] = time.monotonic() - t0
-        raise CheckInterrupted(out["reason"], out, _stopped(saved)) from None
+        raise CheckInterrupted(out["reason"], out, _partial(out, saved)) from None
     except AiioError as exc:
         out["reason"] = str(exc)
-        return out, _stopped(saved)
+        return out, _partial(out, saved)
     except Exception as exc:  # a crash in one check must not stop the others
         out["reason"] = f"crashed: {type(exc).__name__}: {exc}"
-        return out, _stopped(saved)
+        return out, _partial(out, saved)
     finally:
         out["seconds"] = time.monotonic() - t0
     verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
     out.update(measured=m.figures, verdicts=verdicts, failures=failures,
-               result_id=m.result_id, warnings=m.warnings)
+               result_id=m.result_id, result_folder=m.folder, warnings=m.warnings)
     if missing:
         out["reason"] = "; ".join(missing)
     else:

@@ -348,8 +348,28 @@ def test_acceptance_run_report(acceptance: Path) -> None:
     assert html.escape(failed["failures"][0]) in page
     assert "headroom against each threshold" in page and "could not be drawn" not in page
     for check in res["checks"]:  # every check links to its run's page, and the page is there
-        assert f'href="../{check["result_id"]}/report.html"' in page
-        assert (acceptance.parent / check["result_id"] / "report.html").exists()
+        assert f'href="../{check["result_folder"]}/report.html"' in page
+        assert (acceptance.parent / check["result_folder"] / "report.html").exists()
+
+
+def test_accept_links_follow_suffixed_folders(area: Path, tmp_path: Path) -> None:
+    """Runs that start in a second whose folder is taken get a -2 suffix; the acceptance
+    page's links (and the run pages it writes) must follow the folder, not the id."""
+    results = tmp_path / "reports"
+    now = time.time()
+    for t in range(-1, 240):  # take every folder name the check's run could be given
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now + t))
+        (results / f"{stamp}-train-demo-c2").mkdir(parents=True)
+    spec = REPO / "workloads" / "acceptance" / "tiny.toml"
+    out = run_cli("accept", str(spec), "--target", str(area / "target"), "--results",
+                  str(results), "-q", "--no-history")
+    assert out.returncode == 0, out.stderr
+    (folder,) = [f for f in results.glob("*/") if "-accept-" in f.name]
+    (check,) = result.load(folder)["checks"]
+    run_folder = results / check["result_folder"]
+    assert run_folder.name == f"{check['result_id']}-2"
+    assert (run_folder / "report.html").exists()
+    assert f'href="../{run_folder.name}/report.html"' in _text(folder / "report.html")
 
 
 def test_accept_report_errors_and_regressions(run2: Path, tmp_path: Path) -> None:

@@ -91,9 +91,9 @@ def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Pat
     from aiio.cli.run import write_report
 
     for check in out["checks"]:
-        run = results / str(check.get("result_id") or "")
-        if check.get("result_id") and (run / "result.json").exists() \
-                and not (run / "report.html").exists():
+        where = check.get("result_folder") or check.get("result_id")
+        run = results / str(where or "")
+        if where and (run / "result.json").exists() and not (run / "report.html").exists():
             try:
                 write_report(result.load(run), run)
             except AiioError:  # an unreadable run result costs its page, not the others
