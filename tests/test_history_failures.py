@@ -36,6 +36,13 @@ def test_killed_client_run_is_recorded_as_failed(target, results):
     assert rec.result_id and rec.name == "run train demo c2"
     row = _trend_row(results, "run train demo c2")
     assert "failed" in row and "(1, 1 failed)" in row and "×" in row
+    # the history page lists it too, as a failure, though it has no figure to draw
+    page = results / "history.html"
+    proc = run_cli("report", "--history-db", str(results / "history.sqlite"), "-o", str(page))
+    assert proc.returncode == 0, proc.stderr
+    summary = page.read_text()
+    summary = summary[summary.index('id="summary"'):summary.index('id="trends"')]
+    assert "run train demo c2" in summary and ">FAILED<" in summary
 
 
 def test_failed_acceptance_run_shows_in_history_as_a_failure(target, results, tmp_path):

@@ -507,6 +507,19 @@ def test_history_report(tmp_path: Path) -> None:
     assert page.index("train-2-au") < page.index("train-2-bandwidth")  # regressions first
 
 
+def test_history_page_marks_failures_without_a_value(tmp_path: Path) -> None:
+    """A run that failed with no figure is counted and drawn (a red x on the time axis), and
+    when it is the latest, it is the check's latest verdict."""
+    failed = {"check": "train-2-au", "time": "2026-11-08T02:00:00", "figure": None,
+              "value": None, "passed": False, "regression": False, "status": "error"}
+    page = _text(report.write_history([*HISTORY, failed], tmp_path / "h.html"))
+    summary = page[page.index('id="summary"'):page.index('id="trends"')]
+    row = summary[summary.index("train-2-au"):summary.index("</tr>", summary.index("train-2-au"))]
+    assert ">ERROR<" in row and "none: it failed" in row
+    assert "failed, no value" in page and "1 run(s) that failed with no value" in page
+    assert "had no usable time or value" not in page
+
+
 def test_history_command(area: Path, run1: Path, run2: Path) -> None:
     """`aiio report --history` on the database the runs above recorded themselves in."""
     db = area / "reports" / "history.sqlite"

@@ -241,11 +241,17 @@ def efficiency(clients: Sequence[int], values: Sequence[float], threshold: float
 
 
 def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool | None],
-          regression: Sequence[bool], *, title: str, ylabel: str, caption: str) -> Html:
-    """A figure over time: passing runs green, failing red, regressions circled."""
+          regression: Sequence[bool], *, title: str, ylabel: str, caption: str,
+          failed_at: Sequence[Any] = ()) -> Html:
+    """A figure over time: passing runs green, failing red, regressions circled; runs that
+    failed with no value (failed_at) as red x on the time axis."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
     fig, ax = _new(height=2.8)
+    if failed_at:
+        ax.scatter(failed_at, [0.04] * len(failed_at), transform=ax.get_xaxis_transform(),
+                   color="#cf222e", marker="x", s=40, zorder=3, clip_on=False,
+                   label="failed, no value")
     ax.plot(times, values, color="#57606a", linewidth=1)
     for cond, colour, label, marker in (
             (lambda p: p is True, "#1a7f37", "pass", "o"),
@@ -259,8 +265,9 @@ def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool |
     if reg:
         ax.scatter(*zip(*reg, strict=True), s=170, facecolors="none", edgecolors="#cf222e",
                    linewidths=1.8, zorder=4, label="regression")
-    if len(set(times)) == 1:  # one run: a day around it, not the locator's years
-        ax.set_xlim(times[0] - dt.timedelta(hours=12), times[0] + dt.timedelta(hours=12))
+    every = [*times, *failed_at]
+    if len(set(every)) == 1:  # one run: a day around it, not the locator's years
+        ax.set_xlim(every[0] - dt.timedelta(hours=12), every[0] + dt.timedelta(hours=12))
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
