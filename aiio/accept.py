@@ -173,7 +173,8 @@ def _entry(check: Check) -> dict[str, Any]:
 def run_check(check: Check, target: str, results_dir: str,
               ui: Any) -> tuple[dict[str, Any], Measured | None]:
     """The check's entry of the accept result, and what was measured. Any error while
-    measuring makes the check `error` with its reason; Ctrl-C is raised on."""
+    measuring makes the check `error` with its reason; Ctrl-C is raised on as CheckInterrupted,
+    carrying the entry (status `interrupted`) and the partial run."""
     out = _entry(check)
     t0 = time.monotonic()
     saved: list[Saved] = []
@@ -181,7 +182,6 @@ def run_check(check: Check, target: str, results_dir: str,
         m = measure(check, target, results_dir, ui, saved)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         out["status"], out["reason"] = "interrupted", str(exc) or "interrupted"
-        out["seconds"] = time.monotonic() - t0
         raise CheckInterrupted(out["reason"], out, _partial(out, saved)) from None
     except AiioError as exc:
         out["reason"] = str(exc)
