@@ -4,8 +4,14 @@ history --prometheus` write, read back with prometheus_client's own parser."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from aiio.history import History, Record
@@ -102,3 +108,51 @@ def test_history_exports_the_latest_of_every_series(tmp_path):
     failed = _one(samples, "aiio_status", check="run train demo c2", kind="run")
     assert failed.labels["status"] == "failed" and failed.value == 1
     assert _one(samples, "aiio_passed", check="run train demo c2").value == 0
+
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scrape(port: int, proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.mark.skipif(NODE_EXPORTER is None, reason="node_exporter is not installed "
+                    "(Debian: prometheus-node-exporter)")
+def test_node_exporter_serves_the_history_export(tmp_path):
+    """The real consumer: node_exporter's textfile collector reads the file without error."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        for i, value in enumerate((100, 101, 99)):
+            h.add(_rec("nightly", value, 1000.0 + i))
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+    assert run_cli("history", "--history", str(db), "--prometheus",
+                   str(folder / "aiio.prom")).returncode == 0
+    port = _free_port()
+    proc = subprocess.Popen([NODE_EXPORTER, "--collector.disable-defaults",
+                             "--collector.textfile",
+                             f"--collector.textfile.directory={folder}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        text = _scrape(port, proc)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "node_textfile_scrape_error 0" in text and "level=error" not in err
+    assert 'aiio_aggregate_mib_s{check="nightly"' in text
