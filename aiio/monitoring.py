@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from aiio.errors import AiioError, ConfigError
 from aiio.figures import FIGURES
-from aiio.history import Record
+from aiio.history import Record, readable
 
 PREFIX = "aiio_"
 LABELS = ("check", "kind", "target", "phase", "workload", "clients")
@@ -45,7 +45,9 @@ def check_path(path: str) -> Path:
 
 
 def _labels(rec: Record) -> list[str]:
-    return [rec.name, rec.kind, rec.target, rec.phase, rec.workload, rec.clients]
+    """The series' label values, as valid UTF-8 (the file is UTF-8; a path may not be)."""
+    return [readable(v) for v in (rec.name, rec.kind, rec.target, rec.phase, rec.workload,
+                                  rec.clients)]
 
 
 class SeriesCollector(Collector):
@@ -67,7 +69,7 @@ class SeriesCollector(Collector):
         for rec, regs in self.judged:
             labels = _labels(rec)
             passed.add_metric(labels, 1.0 if rec.passed else 0.0)
-            status.add_metric([*labels, rec.status], 1.0)
+            status.add_metric([*labels, readable(rec.status)], 1.0)
             regressed.add_metric(labels, 1.0 if regs else 0.0)
             for name, value in sorted(rec.required.items()):
                 required.add_metric([*labels, name], value)
