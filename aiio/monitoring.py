@@ -36,11 +36,15 @@ def check_path(path: str) -> Path:
     if p.suffix != ".prom":
         raise ConfigError(f"--prometheus {path}: the node_exporter textfile collector reads "
                           "only *.prom files; name it e.g. aiio.prom")
-    if not p.parent.is_dir():
-        raise ConfigError(f"--prometheus {path}: folder {p.parent} does not exist; point it "
-                          "at node_exporter's --collector.textfile.directory")
-    if not os.access(p.parent, os.W_OK):
-        raise ConfigError(f"--prometheus {path}: folder {p.parent} is not writable")
+    real = Path(os.path.realpath(p))  # a symlink: the file it points to is written
+    if real.is_dir():
+        raise ConfigError(f"--prometheus {path}: is a folder; name the file in it, e.g. "
+                          f"{p / 'aiio.prom'}")
+    if not real.parent.is_dir():
+        raise ConfigError(f"--prometheus {path}: folder {real.parent} does not exist; point "
+                          "it at node_exporter's --collector.textfile.directory")
+    if not os.access(real.parent, os.W_OK):
+        raise ConfigError(f"--prometheus {path}: folder {real.parent} is not writable")
     return p
 
 
@@ -97,7 +101,8 @@ def write(path: str | Path, judged: list[Judged]) -> Path:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SeriesCollector(judged))
     try:
-        write_to_textfile(str(path), registry)
+        # through a symlink the rename goes to the file it points to, keeping the link
+        write_to_textfile(os.path.realpath(path), registry)
     except OSError as exc:
         raise AiioError(f"--prometheus {path}: cannot write: {exc.strerror}") from None
     return Path(path)
