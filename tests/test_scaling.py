@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiio import scale, scaling
+from aiio import scale, scaling, sweep_figures
 from aiio.scaling import Point, judge
 from aiio.stats import Histogram
 
@@ -179,9 +179,9 @@ def test_rows_fairness_and_repeats():
 
 def test_io_view_finds_a_stage():
     stage = {"first_done": {"mib_s": 1}}
-    assert scale.io_view({"write": stage, "note": 1}) is stage
+    assert sweep_figures.io_view({"write": stage, "note": 1}) is stage
     with pytest.raises(Exception, match="no first-done"):
-        scale.io_view({"x": 1})
+        sweep_figures.io_view({"x": 1})
 
 
 def test_efficiency_text_never_rounds_onto_the_threshold():
