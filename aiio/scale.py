@@ -370,7 +370,9 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
         cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
         process_busy="client_process_busy" in r["warnings"],
-        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"))
+        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),
+        agg_min=r["aggregate_spread"]["min"], agg_max=r["aggregate_spread"]["max"],
+        repeats=r["repeats"])
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""

@@ -51,8 +51,9 @@ def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
         # the aiio process joins the throttled group before it starts; its clients inherit it
         proc = subprocess.run(
             disk.command(sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
-                         "--clients", "1,2,4", "--duration", "3s", "--target", str(disk.mount),
-                         "--results", str(tmp_path / "reports"), "-q"),
+                         "--clients", "1,2,4", "--repeat", "2", "--duration", "3s",
+                         "--target", str(disk.mount), "--results", str(tmp_path / "reports"),
+                         "-q"),
             cwd=REPO, capture_output=True, text=True, timeout=300,
             env=dict(os.environ, COLUMNS="160"))
     assert proc.returncode == 0, proc.stderr
@@ -66,6 +67,8 @@ def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     assert v["shape"] == "saturated", v["statements"]
     assert v["knee"] == 2 and v["linear_up_to"] == 1
     assert v["plateau"]["from_clients"] == 1
+    # two repeats per count: the drop at 2 is judged against their spread, and is far outside
+    assert any("E(2)" in s and "outside the spread of 2 repeats" in s for s in v["statements"])
     assert v["efficiency"][-1]["efficiency"] < 0.5
     assert "saturated" in proc.stdout and "scales linearly up to 4" not in proc.stdout
     assert sorted(sweep["charts"]) == ["aggregate.png", "aggregate.svg", "per_client.png",
