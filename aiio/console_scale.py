@@ -96,6 +96,8 @@ def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
                   highlight=False)
     for line in v["statements"]:
         console.print(f"  - {line}", highlight=False)
+    if sweep.get("search", {}).get("statement"):
+        console.print(f"[bold]find-max[/]: {sweep['search']['statement']}", highlight=False)
     for line in v["caveats"]:
         console.print(f"  [yellow]caveat[/]: {line}", highlight=False)
     print_warnings(console, [{"code": w["code"], "message": f"{w['message']} (at "

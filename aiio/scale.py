@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,7 @@ class SweepRequest:
     method: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
     charts: bool = True
+    find_max: bool = False  # search for the largest count at the AU goal (clients: [1, max])
 
 
 def plan(req: SweepRequest) -> tuple[Workload, float | None]:
@@ -168,22 +170,43 @@ class SweepStopped(AiioError):
         self.sweep, self.folder, self.exit_code = sweep, folder, exit_code
 
 
-def sweep(req: SweepRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
-    """Run every point, save, judge and chart; raises SweepStopped after saving a partial."""
+class _PointStopped(Exception):
+    """A point ended the sweep (failed or interrupted); the reason is in `stop`."""
+
+
+Measure = Callable[[int], dict[str, Any]]
+
+
+def every_count(req: SweepRequest, measure: Measure, out: dict[str, Any]) -> None:
+    """The plain sweep: every listed count, in order."""
+    for n in req.clients:
+        measure(n)
+
+
+def sweep(req: SweepRequest, ui: Any = None,
+          driver: Callable[[SweepRequest, Measure, dict[str, Any]], None] = every_count
+          ) -> tuple[dict[str, Any], Path]:
+    """Run the points the driver asks for (measure(n) runs n's repeats and returns its table
+    row), save, judge and chart; raises SweepStopped after saving a partial."""
     ui = ui or runner.QuietUI()
     base, seconds = plan(req)
     out = _skeleton(req, base, seconds)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
     result.save(out, folder)  # a sweep killed outright still leaves its skeleton
     stop: tuple[str, int] | None = None
-    try:
-        for n in req.clients:
-            for r in range(req.repeat):
-                stop = _run_point(req, with_clients(base, n), r, folder, out, ui)
-                if stop:
-                    break
+
+    def measure(n: int) -> dict[str, Any]:
+        nonlocal stop
+        for r in range(req.repeat):
+            stop = _run_point(req, with_clients(base, n), r, folder, out, ui)
             if stop:
-                break
+                raise _PointStopped
+        return _row(n, [p["result"] for p in out["points"] if p["clients"] == n], req.phase)
+
+    try:
+        driver(req, measure, out)
+    except _PointStopped:
+        pass
     except KeyboardInterrupt:  # between points, or before the clients started
         stop = _stopped(out, "interrupted", "interrupted by the user",
                         RunInterrupted.exit_code)
@@ -197,9 +220,9 @@ def sweep(req: SweepRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                out: dict[str, Any], ui: Any) -> tuple[str, int] | None:
     """One point; appends it and saves. Returns (message, exit code) when the sweep must end."""
-    n, total = w.run.clients, len(req.clients) * req.repeat
+    n, total = w.run.clients, _planned(req)
     seconds = out["sweep"]["duration_s"]
-    ui.note(f"point {len(out['points']) + 1}/{total}: {n} client{'' if n == 1 else 's'}"
+    ui.note(f"point {len(out['points']) + 1}{total}: {n} client{'' if n == 1 else 's'}"
             + (f", repeat {repeat + 1}/{req.repeat}" if req.repeat > 1 else "")
             + (f", {seconds:g} s" if seconds else ""))
     run_req = runner.RunRequest(req.phase, w, req.target, str(folder / "points"), req.method,
@@ -217,6 +240,11 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                           "folder": str(point_folder.relative_to(folder))})
     result.save(out, folder)
     return None
+
+
+def _planned(req: SweepRequest, sep: str = "/") -> str:
+    """'/N' points planned; nothing for a search, whose points depend on what it finds."""
+    return "" if req.find_max else f"{sep}{len(req.clients) * req.repeat}"
 
 
 def _stopped(out: dict[str, Any], status: str, message: str, code: int) -> tuple[str, int]:
@@ -286,8 +314,8 @@ def _finish(req: SweepRequest, out: dict[str, Any], folder: Path,
     if stop:
         message, code = stop
         done = len(out["points"])
-        raise SweepStopped(f"sweep {out['status']} after {done} of "
-                           f"{len(req.clients) * req.repeat} points ({message}); finished "
+        raise SweepStopped(f"sweep {out['status']} after {done}{_planned(req, ' of ')} "
+                           f"points ({message}); finished "
                            f"points saved in {folder}", out, folder, code)
     return out, folder
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -75,21 +73,6 @@ class RecordingUI:
     def start(self, *a) -> None: ...
     def tick(self, *a) -> None: ...
     def stop(self) -> None: ...
-
-
-@pytest.fixture
-def ram_target(tmp_path):
-    """A target in RAM (/dev/shm) when there is one: no other work on the machine can make its
-    reads slow, so the clients' compute time is the only thing pacing them."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    path = Path(tempfile.mkdtemp(prefix="aiio-test-", dir=shm))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_compute_bound_clients_scale_linearly(ram_target, results):
