@@ -69,7 +69,9 @@ def client_table(sweep: dict[str, Any]) -> Table:
         table.add_column(c, justify="right")
     for r in sweep["table"]:
         pc = r["per_client_mib_s"]
-        op = "read" if "read" in r["latency"] else next(iter(r["latency"]), "-")
+        # the phase's data operation (read, else write: checkpoints), not its metadata calls
+        op = next((o for o in ("read", "write") if o in r["latency"]),
+                  next(iter(r["latency"]), "-"))
         lat = r["latency"].get(op, {})
         table.add_row(str(r["clients"]), f"{pc['mean']:,.1f}", f"{pc['min']:,.1f}",
                       f"{pc['max']:,.1f}", f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,

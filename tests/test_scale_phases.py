@@ -57,6 +57,12 @@ def test_checkpoint_sweep_judges_the_write_rate(tmp_path):
     assert "time to persist" in saved["verdict"]["basis"]
 
 
+def test_checkpoint_sweep_shows_write_latency(tmp_path):
+    proc, _ = _sweep(tmp_path, "checkpoint")
+    per_client = proc.stdout[proc.stdout.index("per client"):]
+    assert "write" in per_client and "create" not in per_client
+
+
 def test_prep_sweep_judges_reads_plus_writes(tmp_path):
     _, saved = _sweep(tmp_path, "prep")
     for row, point in zip(saved["table"], saved["points"], strict=True):
