@@ -28,7 +28,8 @@ def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
     if not rows:
         return []
     title = _title(sweep)
-    names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title), folder,
+    names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title,
+                                   JUDGED.get(sweep["phase"], "first done")), folder,
                   "aggregate")
     names += _save(per_client_figure(rows, title), folder, "per_client")
     return names
@@ -52,6 +53,10 @@ def _save(fig: Figure, folder: Path, stem: str) -> list[str]:
     return names
 
 
+# What the plotted aggregate is, for phases not judged on first done (see sweep_figures).
+JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write, first done"}
+
+
 def _axes_for_clients(ax: Any, counts: list[int]) -> None:
     """Client counts on x; a log-2 axis when they span a wide range (1..64)."""
     if counts[-1] / counts[0] > 16:
@@ -62,8 +67,9 @@ def _axes_for_clients(ax: Any, counts: list[int]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -> Figure:
-    """Measured aggregate against the ideal linear line."""
+def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
+                     judged: str = "first done") -> Figure:
+    """Measured aggregate (the figure the verdict judges) against the ideal linear line."""
     counts = [r["clients"] for r in rows]
     agg = [r["aggregate_mib_s"] for r in rows]
     lo = [r["aggregate_mib_s"] - r["aggregate_spread"]["min"] for r in rows]
@@ -77,7 +83,7 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -
     ax.fill_between(counts, [threshold * i for i in ideal], ideal, color="grey", alpha=0.12,
                     label=f"within {threshold:.0%} of linear")
     ax.errorbar(counts, agg, yerr=[lo, hi], fmt="o-", color="C0", capsize=3,
-                label="measured (first done)")
+                label=f"measured ({judged})")
     ax.plot(counts, [r["last_done_mib_s"] for r in rows], ".:", color="C0", alpha=0.6,
             label="measured (last done)")
     for n, a, r in zip(counts, agg, rows, strict=True):

@@ -106,3 +106,15 @@ def test_ctrl_c_during_a_checkpoint_sweep_leaves_no_running_result(tmp_path):
     assert proc.returncode == 130, err
     for path in results.glob("*/result.json"):
         assert json.loads(path.read_text())["status"] != "running", path
+
+
+def test_checkpoint_sweep_chart_names_the_figure_it_plots(tmp_path):
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    proc = run_cli("scale", "--phase", "checkpoint", "--clients", "1,2", "--target",
+                   str(target), "--results", str(results), *[a for a in SMALL
+                                                            if a != "--no-charts"])
+    assert proc.returncode == 0, proc.stderr
+    [folder] = list(results.glob("*-scale-*"))
+    svg = (folder / "aggregate.svg").read_text()
+    assert "measured (write, over the time to persist)" in svg and "(first done)" not in svg
