@@ -287,7 +287,20 @@ def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) 
     if fail is None:
         return text + f"; {k} is the largest count tested"
     return text + (f"; with {_clients(fail['clients'])} the lowest client AU fell to "
-                   f"{fail['au_min']:.1%}" + need)
+                   f"{fail['au_min']:.1%}" + need + _au_recovery(fail, points))
+
+
+def _au_recovery(fail: dict[str, Any], points: Sequence[Point]) -> str:
+    """A failure that later counts pass again: with one repeat, that single run decided."""
+    later = [p for p in points if p.clients > fail["clients"] and knee.demand_bound(p)]
+    failed = next(p for p in points if p.clients == fail["clients"])
+    if not later:
+        return ""
+    again = ", ".join(str(p.clients) for p in later)
+    if failed.repeats < 2:
+        return (f"; cannot tell with one repeat whether {fail['clients']} is noise: the goal "
+                f"holds again at {again}; --repeat 3 tells")
+    return f"; the goal holds again at {again}, yet {fail['clients']} failed in its repeats"
 
 
 def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:

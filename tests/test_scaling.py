@@ -274,3 +274,13 @@ def test_demand_bound_points_are_stated_apart_and_never_scale_linearly():
     assert "not limited by storage up to 4 clients" in text
     assert "scales linearly" not in text
     assert v.knee == 8 and v.linear_up_to is None
+
+
+def test_an_au_failure_that_later_counts_recover_from_cannot_tell_with_one_repeat():
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.85, 0.93, 0.95]))
+    assert v.au["max_clients_at_goal"] == 1  # the claim still holds only up to 1
+    assert ("cannot tell with one repeat whether 2 is noise: the goal holds again at 4, 8"
+            in " ".join(v.statements))
+    # a failure that stays failed needs no such remark
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.97, 0.93, 0.71]))
+    assert "is noise" not in v.statements[-1]
