@@ -141,3 +141,17 @@ def test_first_done_counts_only_durable_bytes(target: Path, results: Path) -> No
     # the one stall model of the run, applied to its stall figure
     assert agg["stall_model"] == "synchronous"
     assert agg["stall_s"] == agg["persist_last_done_s"]
+
+
+def test_per_client_stall_model_is_each_clients_time_to_persist(target: Path,
+                                                               results: Path) -> None:
+    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+                   "--clients", "3", "--checkpoints", "2", "--set", "checkpoint.size=6MiB",
+                   "--set", "checkpoint.stall_model=per_client", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    agg = res["aggregate"]
+    own = [r["write"]["elapsed_s"] for c in res["clients"] for r in c["checkpoints"]]
+    assert agg["stall_model"] == "per_client"
+    assert agg["stall_s"]["n"] == 6
+    assert agg["stall_s"]["max"] == max(own) and agg["stall_s"]["min"] == min(own)
