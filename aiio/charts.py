@@ -61,7 +61,7 @@ JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write
 
 
 def _axes_for_clients(ax: Any, counts: list[int]) -> None:
-    """Client counts on a log-2 axis, each count labelled."""
+    """Client counts on a log-2 axis, labelled where the labels do not crowd."""
     ax.set_xscale("log", base=2)
     ax.minorticks_off()  # only the counts measured are labelled
     client_ticks(ax, counts)
