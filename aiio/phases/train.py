@@ -319,6 +319,7 @@ class TrainPhase:
         w = rc.workload
         data = ensure_dataset(rc)
         data.index()  # load before the fork so clients share one copy of it
+        formats.get_format(data.params.format)  # imported once here, shared by every client
         if w.train.batch_size * rc.clients > data.num_samples:
             rc.note(f"note: {rc.clients} clients x batch {w.train.batch_size} exceeds the "
                     f"{data.num_samples} samples; some clients get a single short batch")
