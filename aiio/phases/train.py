@@ -32,7 +32,7 @@ from aiio.phases.base import (
 from aiio.workload import Workload
 
 MAX_STEP_RECORDS = 200_000  # per client; enough for AU timelines without unbounded memory
-COMPUTE_OVERSHOOT = 1.10  # measured compute per step above this share of the asked time warns
+COMPUTE_OVERSHOOT = 1.02  # measured compute per step more than 2 % above the asked time warns
 
 
 @dataclass
