@@ -250,6 +250,10 @@ def _start_all(procs: list) -> None:
     try:
         for p in procs:
             p.start()
+            # Process.start first polls every child started before (multiprocessing's
+            # _cleanup): 1,024 clients cost half a million waitpid calls. These clients are
+            # reaped here (_reap), so they need not be in its registry.
+            mp.process._children.discard(p)
     finally:
         gc.unfreeze()
         gc.enable()
