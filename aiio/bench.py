@@ -244,6 +244,7 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
         wall = time.monotonic() - t0
         (result_file,) = reports.glob("*/result.json")
         res = json.loads(result_file.read_text())
+        size = result_file.stat().st_size
     startup = res["timing"]["command_to_first_io_s"]
     fidelity = _compute_fidelity(res)
     mem_target = DENSITY_MEMORY.get(clients, clients * 4 * MiB)
@@ -255,7 +256,7 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
             startup < DENSITY_FIRST_IO_S),
         Row(f"emulated compute per step / asked, {clients} clients", fidelity, 1.0, "x",
             fidelity, f"<= {1 + DENSITY_FIDELITY:g}", fidelity <= 1 + DENSITY_FIDELITY,
-            note=f"{len(res['clients'])} client results, {result_file.stat().st_size:,} B"),
+            note=f"{len(res['clients'])} client results, result.json {size:,} B"),
         Row(f"wall time of the run, {clients} clients, {duration}", wall, 0.0, "s", 0.0,
             "reported", True),
     ]
