@@ -73,3 +73,10 @@ def test_clients_sleep_without_timer_slack():
     results, _ = run_clients(2, _timer_slack, None)
     for r in results:
         assert r == {"main": 1, "loader": 1}, r
+
+
+def test_hundreds_of_clients_share_one_start_and_all_report():
+    results, start = run_clients(200, _wakeups_while_waiting, None)
+    assert len(results) == 200
+    assert {r["start"] for r in results} == {start}
+    assert all(r["woke"] >= start for r in results)
