@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rich.console import Console
@@ -16,6 +15,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_size
 
 
@@ -23,7 +23,7 @@ class RichUI:
     """Progress bar with live aggregate MiB/s; notes go to stderr so --json stays clean."""
 
     def __init__(self, quiet: bool = False) -> None:
-        self.console = Console(stderr=True)
+        self.console = err_console()
         self.quiet = quiet
         self.bar: Progress | None = None
         self.task = None
@@ -155,7 +155,7 @@ def host_table(res: dict[str, Any]) -> Table:
 
 
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
-    console = Console(file=sys.stdout)
+    console = out_console()
     for t in tables:
         console.print(t)
     if len(res.get("hosts", [])) > 1:
