@@ -78,3 +78,60 @@ def test_every_command_fits_80_columns(outputs: dict[str, str]):
 def test_piped_output_has_no_escape_codes(outputs: dict[str, str]):
     for name, text in outputs.items():
         assert "\x1b[" not in text, name
+
+
+def _escape_codes(text: str) -> list[str]:
+    import re
+    return re.findall(r"\x1b\[[0-9;]*m", text)
+
+
+@pytest.mark.mpi
+def test_under_mpi_piped_output_is_plain_and_drawn_once(tmp_path):
+    """Open MPI gives every rank a pseudo-terminal even when mpiexec's output is a pipe: the
+    escape codes must not follow it into the pipe, and only rank 0 prints."""
+    import subprocess
+
+    from tests.mpi import WHY_NOT, mpi_env, mpiexec_cmd
+    if WHY_NOT:
+        pytest.skip(WHY_NOT)
+    proc = subprocess.run(mpiexec_cmd(2, "workloads"), cwd=tmp_path, env=mpi_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert not _escape_codes(proc.stdout), proc.stdout[:400]
+    assert proc.stdout.count("model workloads") == 1
+
+
+def _on_a_terminal(*args: str, **env: str) -> str:
+    """Run aiio with a pseudo-terminal as its output, as at an interactive shell."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    full.update(COLUMNS="120", TERM="xterm-256color", **env)
+    proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], stdout=follower,
+                            stderr=follower, env=full, cwd=REPO)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the pty closes when the process exits
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_colour_on_a_terminal_unless_no_color():
+    coloured = _on_a_terminal("workloads")
+    assert _escape_codes(coloured)
+    plain = _on_a_terminal("workloads", NO_COLOR="1")
+    colours = [c for c in _escape_codes(plain) if any(f";{n}" in c or f"[{n}" in c
+                                                      for n in range(30, 48))]
+    assert not colours
