@@ -102,30 +102,11 @@ def test_under_mpi_piped_output_is_plain_and_drawn_once(tmp_path):
 
 
 def _on_a_terminal(*args: str, **env: str) -> str:
-    """Run aiio with a pseudo-terminal as its output, as at an interactive shell."""
-    import os
-    import pty
-    import subprocess
-    import sys
+    from tests.terminal import run_on_terminal
 
-    leader, follower = pty.openpty()
-    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    full.update(COLUMNS="120", TERM="xterm-256color", **env)
-    proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], stdout=follower,
-                            stderr=follower, env=full, cwd=REPO)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the pty closes when the process exits
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    assert proc.wait(timeout=60) == 0
-    return b"".join(chunks).decode(errors="replace")
+    shown, code = run_on_terminal(args, REPO, COLUMNS="120", **env)
+    assert code == 0, shown[-2000:]
+    return shown
 
 
 def test_colour_on_a_terminal_unless_no_color():
