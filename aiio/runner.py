@@ -35,7 +35,7 @@ class QuietUI:
     def progress(self, label: str, done: int, total: int) -> None:
         pass
 
-    def start(self, label: str, total: int | None, clients: int) -> None:
+    def start(self, label: str, total: int | None, clients: int, **live: Any) -> None:
         pass
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
@@ -99,7 +99,9 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
             monitor.sample()
             ui.tick(nbytes, units, elapsed)
 
-        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients)
+        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
+                 compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
+                 hero=hero.hero_for(str(target.path), req.phase, req.results_dir))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 req.phase, args, str(target.path), split, client_memory_estimate(w), on_tick)
