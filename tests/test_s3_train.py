@@ -56,3 +56,26 @@ def test_train_on_shards_uses_ranged_gets(s3_server, s3_bucket, results):
     assert agg["bytes"] == 2 * 16 * 4096
     assert agg["requests"] == 8  # 32 samples in batches of 4, each batch inside one shard
     assert "object_reread" not in [w["code"] for w in result_of(results)["warnings"]]
+
+
+def test_throttling_answers_are_counted_per_client(s3_server, s3_bucket, results):
+    """Two 503 SlowDown answers to data GETs: botocore retries them, and the result says so."""
+    from tests.slowdown import SlowDownProxy
+
+    port = int(s3_server.endpoint.rsplit(":", 1)[1])
+    proxy = SlowDownProxy(port, throttle=2, match=b"GET /" + s3_bucket.encode() + b"/t/aiio/"
+                          b"datasets/demo/d0")
+    try:
+        proc = run_cli("run", "--phase", "train", "--target", f"s3://{s3_bucket}/t",
+                       "--endpoint", proxy.endpoint, "--results", str(results),
+                       "--no-history", "--no-report", "-q", *TINY_ARGS)
+    finally:
+        proxy.close()
+    assert proc.returncode == 0, proc.stderr
+    assert proxy.answered == 2
+    res = result_of(results)
+    s3 = res["aggregate"]["s3"]
+    assert s3["throttled"] == 2 and s3["retries"] == 2
+    assert sum(s3["throttled_per_client"]) == 2
+    assert s3["attempts"] == s3["calls"] + 2
+    assert "s3_retries" in [w["code"] for w in res["warnings"]]
