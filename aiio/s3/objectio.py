@@ -1,9 +1,11 @@
-"""Timed object I/O: PUT (multipart above a part size) and GET (whole or ranged).
+"""Timed object I/O: PUT (multipart above a part size), GET (whole or ranged), DELETE.
 
-Every request is timed on the monotonic clock: "ttfb" from sending the request to the
-response headers, "get"/"put" for the whole request; body bytes are logged as "read" per
-transfer-size chunk as they arrive, so the byte series shows when bytes came, not when the
-request ended. Bytes are what the body delivered, never the nominal length.
+Every request is timed on the monotonic clock. GET: "ttfb" from sending the request to the
+response headers, "get" for the whole request, and the body's bytes as "read" per
+transfer-size chunk as they arrive (so the byte series shows when bytes came, not when the
+request ended). PUT: each PUT or UploadPart request is a "write" carrying its bytes, and "put"
+spans an object from its first request to the one that makes it durable. Bytes are what was
+sent or delivered, never a nominal length.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
-from aiio.engine import OpLog
+from aiio.engine import METHOD_NONE, OpLog, Writer
 from aiio.s3.connect import Access, RequestCounts, make_client
 from aiio.units import MiB
 
@@ -33,6 +36,9 @@ class ObjectIO:
         self._client: Any = None
         self._pid = 0
         self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> ObjectIO:
+        return self  # a connection is shared, not copied (dataclasses.asdict copies fields)
 
     @property
     def client(self) -> Any:
@@ -78,41 +84,87 @@ class ObjectIO:
         return done
 
     def put_file(self, key: str, path: str, log: OpLog, part_size: int = PART_SIZE) -> int:
-        """Upload a local file: one PUT, or a multipart upload above part_size. Durable when
-        the PUT (or CompleteMultipartUpload) returns. Returns bytes sent."""
+        """Upload a local file: one PUT, or a multipart upload above part_size. Returns
+        bytes sent."""
         size = os.path.getsize(path)
+        part_size = max(part_size, MIN_PART_SIZE)
         with open(path, "rb") as fh:
             if size <= part_size:
-                data = fh.read()
-                t0 = time.monotonic_ns()
-                self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
-                log.add("put", t0, time.monotonic_ns(), len(data))
-                return len(data)
-            return self._multipart(key, fh, log, max(part_size, MIN_PART_SIZE))
+                return self.put_bytes(key, fh.read(), log)
+            return self.multipart(key, iter(lambda: fh.read(part_size), b""), log)
 
-    def _multipart(self, key: str, fh: Any, log: OpLog, part_size: int) -> int:
+    def put_bytes(self, key: str, data: bytes, log: OpLog) -> int:
+        """One PUT: "write" carries its bytes, "put" is the object's time to durable."""
+        t0 = time.monotonic_ns()
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        t1 = time.monotonic_ns()
+        log.add("write", t0, t1, len(data))
+        log.add("put", t0, t1, 0)
+        return len(data)
+
+    def multipart(self, key: str, parts: Iterator[bytes], log: OpLog) -> int:
+        """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
+        is a "write" with its bytes; "put" spans create to complete. Aborted on any error."""
         c = self.client
         t0 = time.monotonic_ns()
         upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
         log.add("create_multipart", t0, time.monotonic_ns(), 0)
-        parts, done = [], 0
+        done: list[dict] = []
+        nbytes = 0
         try:
-            while data := fh.read(part_size):
+            for data in parts:
                 p0 = time.monotonic_ns()
                 got = c.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
-                                    PartNumber=len(parts) + 1, Body=data)
-                log.add("put_part", p0, time.monotonic_ns(), len(data))
-                parts.append({"PartNumber": len(parts) + 1, "ETag": got["ETag"]})
-                done += len(data)
+                                    PartNumber=len(done) + 1, Body=data)
+                log.add("write", p0, time.monotonic_ns(), len(data))
+                done.append({"PartNumber": len(done) + 1, "ETag": got["ETag"]})
+                nbytes += len(data)
             c0 = time.monotonic_ns()
             c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
-                                        MultipartUpload={"Parts": parts})
+                                        MultipartUpload={"Parts": done})
             log.add("complete_multipart", c0, time.monotonic_ns(), 0)
         except BaseException:
             c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
             raise
         log.add("put", t0, time.monotonic_ns(), 0)
-        return done
+        return nbytes
+
+    def delete(self, key: str, log: OpLog) -> None:
+        t0 = time.monotonic_ns()
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+        log.add("delete", t0, time.monotonic_ns(), 0)
+
+
+class ObjectWriter:
+    """Writes objects of unique, incompressible payload: the file Writer's seeded buffer with
+    its 4 KiB block headers stamped per part (so no two blocks are equal), sent as one PUT or
+    as the parts of a multipart upload."""
+
+    def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
+                 seed: int = 0) -> None:
+        self.io, self.part_size = io, max(part_size, MIN_PART_SIZE)
+        self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
+        self.log, self.counter = log, counter
+        self.stop: Any = None
+
+    def write_object(self, key: str, size: int, tag: int) -> int:
+        """PUT (or multipart-upload) `size` bytes; returns bytes sent."""
+        self.payload.log = self.log
+        if size <= self.part_size:
+            return self.io.put_bytes(key, self._part(0, size, tag), self.log)
+        parts = (self._part(pos, min(self.part_size, size - pos), tag)
+                 for pos in range(0, size, self.part_size))
+        return self.io.multipart(key, parts, self.log)
+
+    def _part(self, pos: int, n: int, tag: int) -> bytes:
+        self.payload.stamper.stamp(n, tag, pos)
+        data = bytes(self.payload.view[:n])
+        if self.counter:
+            self.counter(n)
+        return data
+
+    def close(self) -> None:
+        self.payload.close()
 
 
 class ObjectReader:

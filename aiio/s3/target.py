@@ -7,6 +7,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 from aiio import __version__
@@ -24,6 +25,8 @@ class S3Target:
         self.loc = location.parse(url)
         self.access = access
         self.path = self.loc.url  # what results and messages show as the target
+        # aiio's own key prefix as a path, so plans that join names below it make keys.
+        self.root = PurePosixPath(self.loc.own_key())
         self._client: Any = None
 
     @property
