@@ -12,7 +12,8 @@ from aiio.s3.target import S3Target
 from aiio.target import TargetInfo
 
 # The phases that run against a bucket; the others say so in one line.
-PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint"}
+PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
+          "load": "aiio.s3.load"}
 METHOD = "s3"  # no client page cache to defeat: every read is a request to the service
 
 

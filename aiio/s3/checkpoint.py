@@ -10,7 +10,7 @@ from typing import Any
 
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
-from aiio.errors import ConfigError, RunFailed
+from aiio.errors import RunFailed
 from aiio.phases import ckptio
 from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
@@ -19,7 +19,6 @@ from aiio.phases.threads import run_parallel
 from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
 from aiio.s3.train import request_warnings, s3_aggregate
 from aiio.units import format_size
-from aiio.workload import Workload
 
 
 @dataclass
@@ -93,11 +92,6 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 class S3CheckpointPhase(CheckpointPhase):
     client = staticmethod(run_client)
-
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
-        super().validate(w, options)
-        if options.get("verify"):
-            raise ConfigError("--verify is not available for s3:// targets")
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
         tgt = rc.target
