@@ -13,7 +13,7 @@ from aiio.target import TargetInfo
 
 # The phases that run against a bucket; the others say so in one line.
 PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
-          "load": "aiio.s3.load"}
+          "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
 METHOD = "s3"  # no client page cache to defeat: every read is a request to the service
 
 
