@@ -23,7 +23,7 @@ from aiio.phases import OBJECT_PREFIX, get_phase
 from aiio.phases.base import RunContext, now_iso
 from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
-from aiio.target import Target, check_shared, probe
+from aiio.target import Target, TargetInfo, check_shared, probe
 from aiio.units import MiB, format_size
 from aiio.workload import Workload
 
@@ -89,7 +89,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     check_memory(w, split[0])
-    target, info, method = _open_target(req)
+    target, info, method = open_target(req.target, req.options, req.method)
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress)
     out = _skeleton(req, info, method)
@@ -148,16 +148,17 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     return out, folder
 
 
-def _open_target(req: RunRequest) -> tuple[Any, Any, str]:
+def open_target(where: str, options: dict[str, Any],
+                method: str = "auto") -> tuple[Any, TargetInfo, str]:
     """The checked target, what it is, and how reads avoid a cache: a directory, or an
     s3:// bucket prefix (aiio.s3)."""
-    if is_s3(req.target):
+    if is_s3(where):
         from aiio.s3 import backend
-        return backend.open_target(req.target, req.options)
-    target = Target(req.target)
+        return backend.open_target(where, options)
+    target = Target(where)
     target.check_usable()
     info = probe(target)
-    return target, info, choose_method(info.o_direct, req.method)
+    return target, info, choose_method(info.o_direct, method)
 
 
 def _since_process_start(start_ns: int) -> float:
