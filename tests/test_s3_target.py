@@ -84,3 +84,12 @@ def test_bad_inputs_each_get_one_line_and_write_nothing(s3_server, s3_bucket):
     one_line_exit_2(run_cli("run", "--target", f"s3://{s3_bucket}/p", "--profile", "nobody"),
                     "profile")
     assert keys(s3_server, s3_bucket) == before
+
+
+def test_fio_against_a_bucket_names_the_build_it_needs():
+    from aiio.s3.fio import engines
+
+    if "http" in engines():
+        pytest.skip("this fio has the http engine")
+    proc = run_cli("fio", "--target", "s3://somebucket/x")
+    one_line_exit_2(proc, "no http engine", "libcurl")
