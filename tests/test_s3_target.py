@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from aiio.s3.localserver import free_ports
 from aiio.s3.location import parse
 from aiio.s3.target import S3Target
 from tests.conftest import TINY_ARGS, run_cli
-from tests.s3server import free_ports
 
 
 def keys(server, bucket: str) -> set[str]:

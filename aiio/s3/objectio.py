@@ -143,6 +143,7 @@ class ObjectWriter:
     def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
                  seed: int = 0) -> None:
         self.io, self.part_size = io, max(part_size, MIN_PART_SIZE)
+        io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
         self.log, self.counter = log, counter
         self.stop: Any = None
@@ -172,6 +173,7 @@ class ObjectReader:
 
     def __init__(self, io: ObjectIO, transfer_size: int, log: OpLog, counter: Any) -> None:
         self.io, self.chunk, self.log, self.counter = io, transfer_size, log, counter
+        io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.stop: Any = None
         self.check: Any = None  # --verify is refused for objects
 

