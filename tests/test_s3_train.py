@@ -79,3 +79,16 @@ def test_throttling_answers_are_counted_per_client(s3_server, s3_bucket, results
     assert sum(s3["throttled_per_client"]) == 2
     assert s3["attempts"] == s3["calls"] + 2
     assert "s3_retries" in [w["code"] for w in res["warnings"]]
+
+
+def test_datagen_puts_the_dataset_once(s3_server, s3_bucket):
+    args = ("datagen", "--target", f"s3://{s3_bucket}/dg", "--set", "dataset.num_files=6",
+            "--set", "dataset.sample_size=64KiB", "--set", "dataset.format=raw")
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stderr
+    assert "6 objects" in first.stdout and "MiB/s" in first.stdout, first.stdout
+    stored = object_keys(s3_server, s3_bucket, "dg/aiio/datasets/demo/")
+    assert len([k for k in stored if k.endswith(".bin")]) == 6
+    assert "dg/aiio/datasets/demo/manifest.json" in stored
+    again = run_cli(*args)
+    assert again.returncode == 0 and "already present" in again.stdout, again.stdout
