@@ -75,5 +75,5 @@ def _upload(url: str, access, w, force: bool) -> None:
     put = figures["latency"].get("put", {})
     click.echo(f"dataset {w.name}: {data.num_files:,} objects, {format_size(data.total_bytes)} "
                f"below s3://{tgt.loc.bucket}/{data.base}/ in {figures['seconds']:.1f} s "
-               f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 {put.get('p50_ns', 0) / 1e6:.1f} ms, "
-               f"p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)")
+               f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 "
+               f"{put.get('p50_ns', 0) / 1e6:.1f} ms, p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)")
