@@ -93,3 +93,10 @@ def test_fio_against_a_bucket_names_the_build_it_needs():
         pytest.skip("this fio has the http engine")
     proc = run_cli("fio", "--target", "s3://somebucket/x")
     one_line_exit_2(proc, "no http engine", "libcurl")
+
+
+def test_endpoint_and_profile_are_refused_for_a_directory(target):
+    one_line_exit_2(run_cli("run", "--target", str(target), "--endpoint", "http://x:1"),
+                    "--endpoint is for s3:// targets")
+    one_line_exit_2(run_cli("clean", "--target", str(target), "--profile", "p"),
+                    "--profile is for s3:// targets")
