@@ -21,6 +21,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
     from aiio import dataset as ds
     from aiio.console import RichUI
     from aiio.target import Target
+    from aiio.term.screen import out_console
     from aiio.units import format_size
 
     w = resolve_workload(kwargs)
@@ -36,16 +37,17 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
     ui = RichUI()
     existing, why = ds.check(tgt, w)
     if existing is not None and not force:
-        click.echo(f"dataset {w.name} already present and matching: {existing.num_files:,} "
-                   f"files, {format_size(existing.total_bytes)} in {existing.folder}")
+        out_console().print(f"dataset {w.name} already present and matching: "
+                            f"{existing.num_files:,} files, {format_size(existing.total_bytes)}"
+                            f" in {existing.folder}", highlight=False)
         return
     if existing is None:
         ui.note(f"generating dataset {w.name}: {why}")
     data = ds.generate(tgt, w, workers=workers,
                        progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
-    click.echo(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} samples, "
-               f"{format_size(data.total_bytes)} in {data.folder} "
-               f"({data.manifest['generated_s']:.1f} s)")
+    out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
+                        f"samples, {format_size(data.total_bytes)} in {data.folder} "
+                        f"({data.manifest['generated_s']:.1f} s)", highlight=False)
 
 
 def _upload(url: str, access, w, force: bool) -> None:
@@ -54,6 +56,7 @@ def _upload(url: str, access, w, force: bool) -> None:
     from aiio.s3 import dataset as s3ds
     from aiio.s3.objectio import ObjectIO
     from aiio.s3.target import S3Target
+    from aiio.term.screen import out_console
     from aiio.units import format_size
 
     tgt = S3Target(url, access)
@@ -63,9 +66,10 @@ def _upload(url: str, access, w, force: bool) -> None:
     if existing is not None:
         existing.discard_local()
         if not force:
-            click.echo(f"dataset {w.name} already present and matching: "
-                       f"{existing.num_files:,} objects, {format_size(existing.total_bytes)} "
-                       f"below s3://{tgt.loc.bucket}/{existing.base}/")
+            out_console().print(f"dataset {w.name} already present and matching: "
+                                f"{existing.num_files:,} objects, "
+                                f"{format_size(existing.total_bytes)} below "
+                                f"s3://{tgt.loc.bucket}/{existing.base}/", highlight=False)
             return
     ui = RichUI()
     ui.note(f"uploading dataset {w.name}: {why or 'forced'}")
@@ -73,7 +77,9 @@ def _upload(url: str, access, w, force: bool) -> None:
         tgt, io, w, progress=lambda n, b: ui.progress("uploading", n, w.dataset.num_files))
     data.discard_local()
     put = figures["latency"].get("put", {})
-    click.echo(f"dataset {w.name}: {data.num_files:,} objects, {format_size(data.total_bytes)} "
-               f"below s3://{tgt.loc.bucket}/{data.base}/ in {figures['seconds']:.1f} s "
-               f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 "
-               f"{put.get('p50_ns', 0) / 1e6:.1f} ms, p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)")
+    out_console().print(
+        f"dataset {w.name}: {data.num_files:,} objects, {format_size(data.total_bytes)} below "
+        f"s3://{tgt.loc.bucket}/{data.base}/ in {figures['seconds']:.1f} s "
+        f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 "
+        f"{put.get('p50_ns', 0) / 1e6:.1f} ms, p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)",
+        highlight=False)
