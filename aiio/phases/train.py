@@ -57,6 +57,9 @@ class TrainArgs:
     epochs: int | None       # None: run until duration
     duration_s: float
     checkpoint: Any = None   # a CheckpointPlan when checkpointing during training
+    # Makes each loader thread's reader, (method, transfer_size, log, counter) -> reader;
+    # None reads files. Object storage passes its own (aiio.s3).
+    reader: Any = None
 
 
 def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
@@ -143,8 +146,9 @@ class Loader:
 
     def _work(self) -> None:
         log = self.logs[self.threads.index(threading.current_thread())]
-        reader = Reader(self.args.method, self.args.workload.train.transfer_size, log,
-                        self.ctx.add_bytes)
+        make = self.args.reader or Reader
+        reader = make(self.args.method, self.args.workload.train.transfer_size, log,
+                      self.ctx.add_bytes)
         reader.stop = self.stop
         self.go.wait()
         try:
