@@ -183,7 +183,9 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
     data = getattr(args, "dataset", None)
     data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
-    found = honesty.target_warnings(rc.info, out["method"], data_bytes, ram)
+    # MLPerf's data-vs-memory rule counts the RAM of every client host under MPI
+    client_ram = sum(h.get("environment", {}).get("ram_bytes", ram) for h in out["hosts"]) or ram
+    found = honesty.target_warnings(rc.info, out["method"], data_bytes, client_ram)
     if len(out["hosts"]) == 1:
         return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
     for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients

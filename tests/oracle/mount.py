@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.storage import small_tmpfs
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -92,18 +94,20 @@ def _daemon(argv: list[str], mount: Path, what: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def ratefs(tmp: Path, rates: Rates, cache: bool = False,
-           backing: Path | None = None) -> Iterator[Path]:
-    """The rate-limited filesystem over `backing` (a fresh folder by default); yields its mount."""
+def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512) -> Iterator[Path]:
+    """The rate-limited filesystem over a fresh tmpfs of `size_mib`; yields its mount.
+
+    The backing store is in RAM so the limits are the only ones: no disk that other work on
+    the machine keeps busy can slow the oracle down.
+    """
     name = f"ratefs-{uuid.uuid4().hex[:8]}"
-    backing = backing or tmp / f"{name}-backing"
-    backing.mkdir(exist_ok=True)
     mount = tmp / name
     mount.mkdir()
-    argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
-            *rates.argv(), f"--name={name}", *(["--cache"] if cache else [])]
-    with _daemon(argv, mount, "ratefs"):
-        yield mount
+    with small_tmpfs(tmp, size_mib) as backing:
+        argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
+                *rates.argv(), f"--name={name}", *(["--cache"] if cache else [])]
+        with _daemon(argv, mount, "ratefs"):
+            yield mount
 
 
 @contextlib.contextmanager
