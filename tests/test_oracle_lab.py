@@ -1,0 +1,122 @@
+"""The oracle lab: aiio against filesystems whose bandwidth is known (root and FUSE only).
+
+The rate-limited filesystem (tests/oracle/ratefs.py) gives every open stream a fixed rate and
+all streams together a cap, so N clients with one stream each must get min(N x stream, cap):
+linear up to the knee, then saturated. Its caching variant and bindfs over a warm folder are
+cache traps: storage that accepts O_DIRECT yet answers from memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiio.units import MiB
+
+from .conftest import REPO
+from .oracle.mount import Rates, bindfs, can_bindfs, can_mount_fuse, ratefs
+
+REASON = can_mount_fuse()
+pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+STREAM, CAP = 20 * MiB, 60 * MiB  # scaled down from 50/150 MiB/s to keep the lab light
+CLIENTS = (1, 2, 4, 8)
+CACHE_CODES = {"unconfirmed_bytes", "device_saw_fewer_bytes", "dataset_fits_in_ram"}
+
+# One loader thread per client (one open stream), 4 MiB samples so opening a file is a small
+# part of reading it, and next to no compute: every client asks far more than its stream gives.
+TRAIN = """
+[workload]
+name = "oracle-train"
+[dataset]
+format = "npz"
+num_files = 32
+sample_size = "4MiB"
+sample_size_stdev = "0"
+files_per_dir = 32
+[train]
+accelerator = "h100"
+batch_size = 1
+read_threads = 1
+transfer_size = "1MiB"
+[train.compute_time]
+h100 = 0.0001
+"""
+
+
+def expected(clients: int) -> float:
+    """The oracle's truth in MiB/s: linear in streams up to the cap."""
+    return min(clients * STREAM, CAP) / MiB
+
+
+def _aiio(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "aiio", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, COLUMNS="160"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _workload(tmp: Path) -> Path:
+    spec = tmp / "oracle-train.toml"
+    spec.write_text(TRAIN)
+    return spec
+
+
+def _train_run(tmp: Path, mount: Path, clients: int = 1) -> dict:
+    proc = _aiio(tmp, "run", "--workload", str(_workload(tmp)), "--clients", str(clients),
+                 "--duration", "2s", "--target", str(mount), "--results", str(tmp / "r"),
+                 "--json", "--quiet", "--no-history")
+    return json.loads(proc.stdout)
+
+
+def _codes(res: dict) -> set[str]:
+    return {w["code"] for w in res["warnings"]}
+
+
+# --- the oracle itself, measured by a plain reader before aiio is trusted against it --------
+
+@pytest.mark.skipif(subprocess.run(["which", "fio"], capture_output=True).returncode != 0,
+                    reason="fio is not installed")
+@pytest.mark.parametrize("rw", ["write", "read"])
+def test_fio_sees_linear_then_saturated(tmp_path, rw):
+    limits = Rates(STREAM, CAP, STREAM, CAP)
+    with ratefs(tmp_path, limits) as mount:
+        for clients in CLIENTS:
+            proc = subprocess.run(
+                ["fio", "--name=oracle", f"--directory={mount}", f"--rw={rw}", "--bs=1M",
+                 "--size=16M", "--direct=1", "--ioengine=psync", f"--numjobs={clients}",
+                 "--time_based", "--runtime=2", "--group_reporting", "--output-format=json"],
+                capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            got = json.loads(proc.stdout)["jobs"][0][rw]["bw_bytes"] / MiB
+            assert got == pytest.approx(expected(clients), rel=0.10), (rw, clients)
+
+
+# --- cache traps ---------------------------------------------------------------------------
+
+def test_caching_fuse_client_is_flagged(tmp_path):
+    with ratefs(tmp_path, Rates(STREAM, CAP), cache=True) as mount:
+        _train_run(tmp_path, mount)  # generates the dataset: every file now sits in the cache
+        res = _train_run(tmp_path, mount)
+    assert res["method"] == "o_direct"  # the filesystem accepted O_DIRECT ...
+    # ... and still answered from memory: far above what its stream limit allows
+    assert res["aggregate"]["first_done"]["mib_s"] > 3 * expected(1)
+    assert "unconfirmed_bytes" in _codes(res), res["warnings"]
+
+
+@pytest.mark.skipif(can_bindfs() is not None, reason=can_bindfs() or "")
+def test_bindfs_over_a_warm_folder_is_flagged(tmp_path):
+    source = tmp_path / "warm"
+    source.mkdir()
+    spec = _workload(tmp_path)
+    # the dataset is written straight into the source folder, so its pages are warm
+    _aiio(tmp_path, "datagen", "--workload", str(spec), "--target", str(source))
+    with bindfs(tmp_path, source) as mount:
+        res = _train_run(tmp_path, mount)
+    assert res["method"] == "o_direct"
+    assert "unconfirmed_bytes" in _codes(res), res["warnings"]
