@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from aiio import result
 from aiio.units import MiB
 
 from .conftest import REPO
@@ -95,6 +96,58 @@ def test_fio_sees_linear_then_saturated(tmp_path, rw):
             assert proc.returncode == 0, proc.stderr
             got = json.loads(proc.stdout)["jobs"][0][rw]["bw_bytes"] / MiB
             assert got == pytest.approx(expected(clients), rel=0.10), (rw, clients)
+
+
+# --- aiio against the oracle ------------------------------------------------------------
+
+def _scale(tmp: Path, mount: Path, spec: Path, phase: str, *extra: str) -> dict:
+    _aiio(tmp, "scale", "--phase", phase, "--workload", str(spec), "--clients",
+          ",".join(map(str, CLIENTS)), "--target", str(mount), "--results", str(tmp / "r"),
+          "--quiet", "--no-history", "--no-charts", "--no-report", *extra)
+    (folder,) = [p for p in (tmp / "r").iterdir() if p.is_dir()]
+    return result.load(folder)
+
+
+def assert_linear_then_saturated(verdict: dict) -> None:
+    """The verdict on the oracle: linear up to 2 (the last tested count before the knee at 3
+    streams' worth of cap), saturated from 4 at the cap. Kept in one place: the verdict's
+    fields are being reworked."""
+    assert verdict["shape"] == "saturated", verdict["statements"]
+    assert verdict["linear_up_to"] == 2 and verdict["knee"] == 4, verdict["statements"]
+    assert verdict["plateau"]["from_clients"] == 4
+    assert verdict["plateau"]["mib_s"] == pytest.approx(CAP / MiB, rel=0.10)
+
+
+def test_train_sweep_is_linear_then_saturated(tmp_path):
+    with ratefs(tmp_path, Rates(read_stream=STREAM, read_cap=CAP)) as mount:
+        sweep = _scale(tmp_path, mount, _workload(tmp_path), "train", "--duration", "2s")
+    for row, point in zip(sweep["table"], sweep["points"], strict=True):
+        n = row["clients"]
+        assert row["aggregate_mib_s"] == pytest.approx(expected(n), rel=0.10), row
+        shares = [c["mib_s"] for c in point["result"]["clients"]]
+        assert len(shares) == n
+        for share in shares:  # the cap is shared fairly: each client its 1/N of the truth
+            assert share == pytest.approx(expected(n) / n, rel=0.10), (n, shares)
+    assert_linear_then_saturated(sweep["verdict"])
+
+
+def test_checkpoint_is_linear_then_saturated(tmp_path):
+    # The sweep cannot run the checkpoint phase yet, so each count is its own run. A fixed
+    # checkpoint split over the clients: one file (one stream) per client, written then read.
+    limits = Rates(STREAM, CAP, STREAM, CAP)
+    with ratefs(tmp_path, limits) as mount:
+        for n in CLIENTS:
+            proc = _aiio(tmp_path, "run", "--phase", "checkpoint", "--set", "checkpoint.size=64MiB",
+                         "--clients", str(n), "--target", str(mount), "--results",
+                         str(tmp_path / "r"), "--json", "--quiet", "--no-history")
+            res = json.loads(proc.stdout)
+            (ckpt,) = res["aggregate"]["checkpoints"]
+            for direction in ("write", "read"):
+                got = ckpt[direction]["first_done"]["mib_s"]
+                assert got == pytest.approx(expected(n), rel=0.10), (direction, n, got)
+                mean = ckpt[direction]["per_client_mib_s"]
+                assert mean["n"] == n
+                assert mean["mean"] == pytest.approx(expected(n) / n, rel=0.10), (direction, n)
 
 
 # --- cache traps ---------------------------------------------------------------------------
