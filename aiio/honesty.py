@@ -76,7 +76,8 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
         if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
             cap = nic["link_bytes_s"] / 2**20
             out.append(_w("nic_near_link", f"network interface {name} ran at "
-                          f"{nic['peak_use']:.0%} of its link speed (at most {cap:,.0f} MiB/s): "
+                          f"{nic['peak_use']:.0%} of its link speed (at most {cap:,.0f} MiB/s) "
+                          f"over its busiest {nic.get('peak_window_s', 1):g} s: "
                           "the client's network may be the limit"))
     dev = monitor.get("device")
     if dev and read_bytes > 0 and not info.memory_backed:
