@@ -11,7 +11,12 @@ from aiio.units import format_size
 CPU_SATURATED = 90.0      # % of all the client machine's cores
 CLIENT_PROC_BUSY = 0.9    # one client process's CPU seconds per wall second (the GIL caps at 1)
 NIC_NEAR_LINK = 0.8       # share of a NIC's link speed
-DEVICE_SHORTFALL = 0.5    # device saw less than this share of the bytes the clients read
+# The device must see at least this share of the bytes the clients moved. Measured on a
+# throttled loop device (ext4, O_DIRECT and fadvise reads, checkpoint writes and restores,
+# 3 runs each) the device saw 1.0000 to 1.0010 x the clients' bytes: never fewer, since its
+# window holds the clients' and metadata only adds. 5 % of slack is 50 x that noise, and lets
+# no more than 1 byte in 20 come from a cache unnoticed.
+DEVICE_SHORTFALL = 0.95
 DATA_VS_MEMORY = 5        # MLPerf Storage: the dataset is at least 5 x the client hosts' RAM
 
 
@@ -84,7 +89,8 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
         if dev["read_bytes"] < DEVICE_SHORTFALL * read_bytes:
             out.append(_w("device_saw_fewer_bytes", f"block device {dev['name']} read "
                           f"{format_size(dev['read_bytes'])} while the clients read "
-                          f"{format_size(read_bytes)}: part of the data came from a cache"))
+                          f"{format_size(read_bytes)} ({dev['read_bytes'] / read_bytes:.0%}): "
+                          "the rest came from a cache"))
     return out
 
 
