@@ -27,7 +27,6 @@ pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=RE
 
 STREAM, CAP = 20 * MiB, 60 * MiB  # scaled down from 50/150 MiB/s to keep the lab light
 CLIENTS = (1, 2, 4, 8)
-CACHE_CODES = {"unconfirmed_bytes", "device_saw_fewer_bytes", "dataset_fits_in_ram"}
 
 # One loader thread per client (one open stream), 4 MiB samples so opening a file is a small
 # part of reading it, and next to no compute: every client asks far more than its stream gives.
