@@ -214,6 +214,13 @@ def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_pa
     out = _accept_result(results)
     assert out["status"] == "interrupted" and out["not_run"] == ["long", "never"]
     assert [c["name"] for c in out["checks"]] == ["quick"]
+    # the interrupted check and its partial run are in the history, neither counted as passing
+    with History(results / "history.sqlite") as h:
+        checks = {r.name: r for r in h.records(kind="check")}
+        runs = h.records(kind="run")
+    assert checks["quick"].status == "pass"
+    assert (checks["long"].status, checks["long"].passed) == ("interrupted", False)
+    assert [r.status for r in runs] == ["ok", "interrupted"]
 
 
 # --- the spec ------------------------------------------------------------------------------
@@ -386,8 +393,10 @@ def test_fraction_of_the_fio_hero_number(target, results, tmp_path):
     first = _accept_result(results)["checks"]
     assert [c["status"] for c in first] == ["error", "error"]
     assert "run: aiio fio --target" in first[0]["reason"]   # says how to get a hero number
+    # the hero at the checks' concurrency: 2 clients x 2 loader threads = 2 jobs x iodepth 2
     fio = run_cli("fio", "--target", str(target), "--results", str(results), "--clients", "2",
-                  "--runtime", "1s", "--ramp-time", "0", "--size", "16MiB", "--quiet")
+                  "--iodepth", "2", "--runtime", "1s", "--ramp-time", "0", "--size", "16MiB",
+                  "--quiet")
     assert fio.returncode == 0, fio.stderr
     proc = _accept(spec, target, results)
     assert proc.returncode == 1, proc.stderr

@@ -204,6 +204,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     if hook is not None:
         hook.run_ns = start_ns
     steps = _accelerate(ctx, args, loader, start_ns, hook)
+    if hook is not None:
+        hook.finish()  # a synchronous checkpoint may be waiting for this client
     end_ns = time.monotonic_ns()
     loader.stop.set()
     for _ in loader.threads:
