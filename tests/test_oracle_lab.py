@@ -130,23 +130,22 @@ def test_train_sweep_is_linear_then_saturated(tmp_path):
     assert_linear_then_saturated(sweep["verdict"])
 
 
-def test_checkpoint_is_linear_then_saturated(tmp_path):
-    # The sweep cannot run the checkpoint phase yet, so each count is its own run. A fixed
-    # checkpoint split over the clients: one file (one stream) per client, written then read.
-    limits = Rates(STREAM, CAP, STREAM, CAP)
-    with ratefs(tmp_path, limits) as mount:
-        for n in CLIENTS:
-            proc = _aiio(tmp_path, "run", "--phase", "checkpoint", "--set", "checkpoint.size=64MiB",
-                         "--clients", str(n), "--target", str(mount), "--results",
-                         str(tmp_path / "r"), "--json", "--quiet", "--no-history")
-            res = json.loads(proc.stdout)
-            (ckpt,) = res["aggregate"]["checkpoints"]
-            for direction in ("write", "read"):
-                got = ckpt[direction]["first_done"]["mib_s"]
-                assert got == pytest.approx(expected(n), rel=0.10), (direction, n, got)
-                mean = ckpt[direction]["per_client_mib_s"]
-                assert mean["n"] == n
-                assert mean["mean"] == pytest.approx(expected(n) / n, rel=0.10), (direction, n)
+def test_checkpoint_sweep_is_linear_then_saturated(tmp_path):
+    # A fixed checkpoint split over the clients: one file (one stream) per client, written,
+    # made durable, then read back; the sweep judges the write rate over the time to persist.
+    with ratefs(tmp_path, Rates(STREAM, CAP, STREAM, CAP)) as mount:
+        sweep = _scale(tmp_path, mount, _workload(tmp_path), "checkpoint",
+                       "--set", "checkpoint.size=64MiB")
+    for row, point in zip(sweep["table"], sweep["points"], strict=True):
+        n, agg = row["clients"], point["result"]["aggregate"]
+        assert row["aggregate_mib_s"] == pytest.approx(expected(n), rel=0.10), row
+        assert agg["read_mib_s"] == pytest.approx(expected(n), rel=0.10), (n, "restore")
+        (ckpt,) = agg["checkpoints"]
+        for direction in ("write", "read"):
+            share = ckpt[direction]["per_client_mib_s"]
+            assert share["n"] == n
+            assert share["mean"] == pytest.approx(expected(n) / n, rel=0.10), (direction, n)
+    assert_linear_then_saturated(sweep["verdict"])
 
 
 # --- cache traps ---------------------------------------------------------------------------
