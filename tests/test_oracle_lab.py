@@ -54,9 +54,16 @@ def expected(clients: int) -> float:
     return min(clients * STREAM, CAP) / MiB
 
 
+# The clients run at the oracle's raised priority: on a machine shared with other work, a
+# starved client would ask for less than its stream gives, and the lab would measure the
+# scheduler rather than aiio's accounting (root only, as the lab is).
+FIRST = ("nice", "-n", "-10")
+
+
 def _aiio(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "aiio", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, COLUMNS="160"))
+    proc = subprocess.run([*FIRST, sys.executable, "-m", "aiio", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, COLUMNS="160"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc
 
@@ -88,7 +95,7 @@ def test_fio_sees_linear_then_saturated(tmp_path, rw):
     with ratefs(tmp_path, limits) as mount:
         for clients in CLIENTS:
             proc = subprocess.run(
-                ["fio", "--name=oracle", f"--directory={mount}", f"--rw={rw}", "--bs=1M",
+                [*FIRST, "fio", "--name=oracle", f"--directory={mount}", f"--rw={rw}", "--bs=1M",
                  "--size=16M", "--direct=1", "--ioengine=psync", f"--numjobs={clients}",
                  "--time_based", "--runtime=2", "--group_reporting", "--output-format=json"],
                 capture_output=True, text=True, timeout=120)
