@@ -190,8 +190,10 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
     data = getattr(args, "dataset", None)
     data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
+    # MLPerf's data-vs-memory rule counts the RAM of every client host under MPI
+    client_ram = sum(h.get("environment", {}).get("ram_bytes", ram) for h in out["hosts"]) or ram
     found = [] if rc.info.fstype == "s3" else honesty.target_warnings(
-        rc.info, out["method"], data_bytes, ram)  # no client page cache in front of a bucket
+        rc.info, out["method"], data_bytes, client_ram)  # no client page cache before a bucket
     if len(out["hosts"]) == 1:
         return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
     for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients
