@@ -91,6 +91,8 @@ def test_installed_wheel_runs_outside_the_tree(dist: Path, tmp_path: Path):
     where = subprocess.run([str(bin_dir / "python"), "-c", "import aiio; print(aiio.__file__)"],
                            cwd=cwd, env=env, capture_output=True, text=True, check=True)
     assert where.stdout.startswith(str(tmp_path / "venv"))
+    usage = aiio("--help")  # imports every command's module, as a user's first try does
+    assert usage.returncode == 0, usage.stderr[-2000:]
     listing = aiio("workloads")
     assert listing.returncode == 0, listing.stderr
     for name in ("demo", "unet3d", "llama3-70b", "staging-randrw"):
