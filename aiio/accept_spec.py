@@ -242,8 +242,11 @@ def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
 
 
 def load_spec(path: str | os.PathLike) -> Spec:
-    """Read and validate an acceptance spec; any problem is one ConfigError naming file and key."""
-    p = Path(path)
+    """Read and validate an acceptance spec (a name or a path); any problem is one ConfigError
+    naming file and key."""
+    from aiio.workload import resolve_spec
+
+    p = resolve_spec(str(path))
     try:
         with p.open("rb") as fh:
             data = tomllib.load(fh)

@@ -209,6 +209,7 @@ def _sections() -> list[dataclasses.Field]:
 SHIPPED = "shipped"
 ENV = "AIIO_WORKLOADS"
 CONFIG = "config dir"
+ACCEPTANCE = "acceptance"  # subfolder of a workload folder holding acceptance specs
 
 
 def workloads_dir() -> Path:
@@ -230,13 +231,25 @@ def workload_folders() -> list[tuple[str, Path]]:
     return folders + [(CONFIG, config_workloads_dir()), (SHIPPED, workloads_dir())]
 
 
-def find_workloads() -> dict[str, tuple[str, Path]]:
-    """Every workload name found -> (where it came from, its file); earlier folders win."""
+def _scan(sub: str = "") -> dict[str, tuple[str, Path]]:
+    """Every *.toml in the `sub` subfolder of each workload folder: name -> (where it came
+    from, its file); earlier folders win."""
     found: dict[str, tuple[str, Path]] = {}
     for source, folder in workload_folders():
-        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+        where = folder / sub if sub else folder
+        for path in sorted(where.glob("*.toml")) if where.is_dir() else ():
             found.setdefault(path.stem, (source, path))
     return dict(sorted(found.items()))
+
+
+def find_workloads() -> dict[str, tuple[str, Path]]:
+    """Every workload name found -> (where it came from, its file); earlier folders win."""
+    return _scan()
+
+
+def find_specs() -> dict[str, tuple[str, Path]]:
+    """Every acceptance spec found in an acceptance/ subfolder of the workload folders."""
+    return _scan(ACCEPTANCE)
 
 
 def shipped_workloads() -> list[str]:
@@ -244,19 +257,27 @@ def shipped_workloads() -> list[str]:
     return list(find_workloads())
 
 
-def resolve_path(name_or_path: str) -> Path:
-    """A workload name (see workload_folders), or a path to the user's own TOML file."""
+def _resolve(name_or_path: str, what: str, found: dict[str, tuple[str, Path]]) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
         if not candidate.is_file():
-            raise ConfigError(f"workload file {name_or_path} does not exist")
+            raise ConfigError(f"{what} file {name_or_path} does not exist")
         return candidate
-    found = find_workloads()
     if name_or_path not in found:
         names = ", ".join(found) or "none found"
-        raise ConfigError(f"unknown workload {name_or_path!r}; known: {names} "
+        raise ConfigError(f"unknown {what} {name_or_path!r}; known: {names} "
                           "(or give a path to a .toml file)")
     return found[name_or_path][1]
+
+
+def resolve_path(name_or_path: str) -> Path:
+    """A workload name (see workload_folders), or a path to the user's own TOML file."""
+    return _resolve(name_or_path, "workload", find_workloads())
+
+
+def resolve_spec(name_or_path: str) -> Path:
+    """An acceptance spec name (the acceptance/ subfolders), or a path to a spec file."""
+    return _resolve(name_or_path, "acceptance spec", find_specs())
 
 
 # --- parsing and checking values ----------------------------------------------------------

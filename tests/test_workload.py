@@ -127,3 +127,40 @@ def test_unknown_workload_names_the_known_ones(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     with pytest.raises(ConfigError, match="unknown workload 'nope'.*demo"):
         load_workload("nope")
+
+
+def test_acceptance_specs_are_found_by_name(tmp_path, monkeypatch):
+    """An installed aiio has no workloads/ folder in the cwd: the shipped specs (and a user's
+    own, in an acceptance/ subfolder of their workload folder) are given by name."""
+    from aiio.accept_spec import load_spec
+    from aiio.workload import find_specs
+
+    mine = tmp_path / "mine" / "acceptance"
+    mine.mkdir(parents=True)
+    (mine / "nightly.toml").write_text(
+        '[spec]\nname = "nightly"\n[[check]]\nname = "t"\nphase = "train"\nworkload = "demo"\n'
+        "[check.require]\nmin_au = 0.1\n")
+    monkeypatch.setenv("AIIO_WORKLOADS", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)
+    assert load_spec("tiny").name == "tiny"
+    assert load_spec("nightly").name == "nightly"
+    assert find_specs()["nightly"][0] == "AIIO_WORKLOADS"
+    assert find_specs()["example"][0] == "shipped"
+    with pytest.raises(ConfigError, match="unknown acceptance spec 'nope'.*tiny"):
+        load_spec("nope")
+
+
+def test_one_broken_workload_does_not_hide_the_others(tmp_path, monkeypatch):
+    """A malformed file in a shared folder is named on stderr; the listing still shows the rest
+    and exits 2, so a script notices."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "broken.toml").write_text("this is [not toml\n")
+    monkeypatch.setenv("AIIO_WORKLOADS", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    proc = run_cli("workloads", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "demo" in proc.stdout and "unet3d" in proc.stdout
+    assert "broken.toml" in proc.stderr and "Traceback" not in proc.stderr

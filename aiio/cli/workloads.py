@@ -12,12 +12,44 @@ def workloads(as_json: bool, wide: bool) -> None:
     """List the workloads (shipped and your own), their key figures and where each came from."""
 
     from aiio.cli.common import emit_json
+    from aiio.errors import ConfigError
     from aiio.term.screen import out_console
-    from aiio.workload import find_workloads, load_workload, workload_folders
+    from aiio.workload import find_specs, workload_folders
 
-    rows, models, mixes = [], [], []
+    (rows, models, mixes), broken = _collect()
+    specs = {name: {"source": source, "path": str(path)}
+             for name, (source, path) in find_specs().items()}
+    if as_json:
+        emit_json({"datasets": rows, "models": models, "mixes": mixes, "specs": specs})
+    else:
+        console = out_console()
+        console.print(_datasets(rows, wide))
+        if models:
+            console.print(_models(models, wide))
+        if mixes:
+            console.print(_mixes(mixes, wide))
+        console.print(f"acceptance specs (aiio accept NAME): {', '.join(specs) or 'none'}",
+                      highlight=False)
+        for source, folder in workload_folders():
+            state = "" if folder.is_dir() else " (absent)"
+            console.print(f"{source}: {folder}{state}", highlight=False, soft_wrap=True)
+    if broken:  # listed what could be read; a file that cannot is still an error
+        raise ConfigError("; ".join(broken))
+
+
+def _collect() -> tuple[tuple[list[dict], list[dict], list[dict]], list[str]]:
+    """(training, model, mix) rows of every workload found, and why any file could not be
+    read: one broken file in a shared folder must not hide the others."""
+    from aiio.errors import ConfigError
+    from aiio.workload import find_workloads, load_workload
+
+    rows, models, mixes, broken = [], [], [], []
     for name, (source, path) in find_workloads().items():
-        w = load_workload(str(path))
+        try:
+            w = load_workload(str(path))
+        except ConfigError as exc:
+            broken.append(str(exc))
+            continue
         where = {"source": source, "path": str(path)}
         if "dataset" not in w.given and "model" not in w.given:
             p = w.prep  # a prep workload of its own files (randrw), no dataset or model
@@ -25,36 +57,28 @@ def workloads(as_json: bool, wide: bool) -> None:
                           "mode": p.mode, "file_size": p.file_size, "block_size": p.block_size,
                           "read_share": p.read_share, "duration": p.duration,
                           "threads": p.threads, **where})
-            continue
-        if "dataset" not in w.given:
+        elif "dataset" not in w.given:
             models.append({"name": name, "description": w.workload.description,
                            "parameters": w.model.parameters,
                            "bytes_per_parameter": w.model.bytes_per_parameter,
                            "checkpoint_bytes": w.model.parameters * w.model.bytes_per_parameter,
                            "ranks": w.model.ranks, "sections": list(w.given), **where})
-            continue
-        d, t = w.dataset, w.train
-        rows.append({
-            "name": name, "description": w.workload.description, "format": d.format,
-            "sample_size": d.sample_size, "sample_size_stdev": d.sample_size_stdev,
-            "samples_per_file": d.samples_per_file, "files": d.num_files,
-            "dataset_bytes": w.dataset_bytes, "batch_size": t.batch_size,
-            "read_threads": t.read_threads, "compute_time": t.compute_time,
-            "au_goal": t.au_goal, "demand_mib_s": w.demand_mib_s(),
-            "accelerator": t.accelerator, "model_parameters": w.model.parameters,
-            **where})
-    if as_json:
-        emit_json({"datasets": rows, "models": models, "mixes": mixes})
-        return
-    console = out_console()
-    console.print(_datasets(rows, wide))
-    if models:
-        console.print(_models(models, wide))
-    if mixes:
-        console.print(_mixes(mixes, wide))
-    for source, folder in workload_folders():
-        state = "" if folder.is_dir() else " (absent)"
-        console.print(f"{source}: {folder}{state}", highlight=False, soft_wrap=True)
+        else:
+            rows.append(_training_row(name, w, where))
+    return (rows, models, mixes), broken
+
+
+def _training_row(name: str, w, where: dict) -> dict:
+    d, t = w.dataset, w.train
+    return {
+        "name": name, "description": w.workload.description, "format": d.format,
+        "sample_size": d.sample_size, "sample_size_stdev": d.sample_size_stdev,
+        "samples_per_file": d.samples_per_file, "files": d.num_files,
+        "dataset_bytes": w.dataset_bytes, "batch_size": t.batch_size,
+        "read_threads": t.read_threads, "compute_time": t.compute_time,
+        "au_goal": t.au_goal, "demand_mib_s": w.demand_mib_s(),
+        "accelerator": t.accelerator, "model_parameters": w.model.parameters,
+        **where}
 
 
 def _columns(table, names: tuple[str, ...], left: tuple[str, ...]) -> None:
