@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
 import os
+import resource
 
 import pytest
 
@@ -112,3 +114,20 @@ def test_read_blocks_across_flushes_times_every_call(tmp_path):
     with open(path, "rb") as fh:
         fh.seek(offsets[-1])
         assert fh.read(4096) == last
+
+
+def test_reader_buffer_is_faulted_in_before_the_first_timed_read(tmp_path):
+    """The buffer's pages are touched when the reader is made, not inside the first timed call:
+    first-touch page faults would be aiio's own cost counted as storage latency."""
+    size = 4 * 2**20
+    path = _file(tmp_path, size)
+    reader = Reader(_method(tmp_path), size, OpLog(start_ns=0))
+    fd = reader.open(path)
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        assert reader.read_range(fd, 0, size) == size
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    finally:
+        os.close(fd)
+        reader.close()
+    assert faults < size // mmap.PAGESIZE // 4  # 1,024 pages: untouched, each would fault
