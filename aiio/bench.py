@@ -331,6 +331,22 @@ def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
     return rows
 
 
+def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float = 3.0) -> Row:
+    """The prep phase's randrw mode, 1 client, `depth` threads, reads only, against fio
+    io_uring at the same depth on a file of the same size."""
+    size = 512 * MiB
+    (path,) = make_files(folder, 1, size)
+    (folder / "target").mkdir(exist_ok=True)
+    sets = [("run", "clients", "1"), ("prep", "mode", "randrw"), ("prep", "threads", str(depth)),
+            ("prep", "read_share", "1"), ("prep", "block_size", "4KiB"),
+            ("prep", "file_size", str(size)), ("prep", "duration", f"{seconds}s")]
+    ours, theirs = interleaved(
+        lambda: _run_phase("prep", folder / "target", sets)["aggregate"]["iops"],
+        lambda: fio_depth_iops(path, seconds, depth, "io_uring"))
+    return paired_row(f"randrw phase reads, {depth} threads vs io_uring depth {depth}, {where}",
+                      ours, theirs, "IOPS", 0.8)
+
+
 def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
     fio_small_files(folder, count)  # lays the files out, so both sides read them cold alike
     paths = [str(folder / f"small.0.{i}") for i in range(count)]
@@ -445,7 +461,7 @@ def _random_tmpfs() -> list[Row]:
 @figure("depth-tmpfs")
 def _depth_tmpfs() -> list[Row]:
     with tmpfs_dir(2 * GiB) as folder:
-        return depth_rows("tmpfs", folder, 512 * MiB)
+        return [*depth_rows("tmpfs", folder, 512 * MiB), randrw_depth_row("tmpfs", folder)]
 
 
 @figure("small-files-tmpfs")
