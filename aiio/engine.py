@@ -125,6 +125,7 @@ class Reader:
         self.stop: threading.Event | None = None
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: callable | None = None
+        self._whole = [self.view]  # preadv's buffer list for reads of the whole buffer
 
     def open(self, path: str) -> int:
         t0 = time.monotonic_ns()
@@ -170,6 +171,19 @@ class Reader:
             if n < want or (self.stop is not None and self.stop.is_set()):
                 break  # a short read is the end of the file
         return done
+
+    def read_block(self, fd: int, offset: int) -> int:
+        """One transfer-size block at a block-aligned offset, timed (and checked when there is
+        a check): the random mix's read, without `read_range`'s widening and loop."""
+        log = self.log
+        t0 = time.monotonic_ns()
+        n = os.preadv(fd, self._whole, offset)
+        log.add("read", t0, time.monotonic_ns(), n)
+        if self.check is not None and n:
+            c0 = time.monotonic_ns()
+            self.check(self.view, n, offset)
+            log.add("verify", c0, time.monotonic_ns(), 0)
+        return n
 
     def read_blocks(self, fd: int, offsets: list[int], size: int) -> int:
         """Read one `size`-byte block at each offset (random small I/O); returns bytes.
