@@ -95,26 +95,60 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     lat = agg["latency"].get("read", {})
     rows = [
         ("clients", f"{len(res['clients'])}"),
-        ("aggregate, first done", f"{_fmt_mib(fd['mib_s'])} MiB/s over {fd['seconds']:.2f} s"),
-        ("aggregate, last done", f"{_fmt_mib(ld['mib_s'])} MiB/s over {ld['seconds']:.2f} s"),
-        ("bytes read", format_size(agg["bytes"])),
-        ("per client MiB/s (mean / min / max)",
+        ("consumed, first done", f"{_fmt_mib(fd['mib_s'])} MiB/s over {fd['seconds']:.2f} s"),
+        ("consumed, last done", f"{_fmt_mib(ld['mib_s'])} MiB/s over {ld['seconds']:.2f} s"),
+        *_delivered_rows(agg),
+        ("per client consumed MiB/s (mean / min / max)",
          f"{spread['mean']:,.1f} / {spread['min']:,.1f} / {spread['max']:,.1f}"),
         ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
-        ("AU mean / min (goal)",
-         f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
-        ("AU verdict", "[green]PASS[/]" if agg["au_pass"] else
-         f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)"),
+        *_au_rows(agg),
         ("read latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k, 0)) for k in ("p50_ns", "p99_ns", "max_ns"))),
-        ("demand per client", f"{agg['demand_mib_s_per_client']:,.1f} MiB/s"),
+        ("demand per client (sample bytes)", _demand(agg)),
     ]
     if "hero" in res:
         rows.append(("% of fio hero", res["hero"].get("text", "")))
     for name, value in rows:
         head.add_row(name, value)
     return [head, client_table(res)]
+
+
+def _delivered_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the storage delivered to the loaders, beside what the accelerators consumed."""
+    d = agg.get("delivered")
+    if not d:  # a result from before the two were told apart
+        return [("bytes read", format_size(agg["bytes"]))]
+    return [("bytes consumed (samples)", f"{format_size(agg['consumed_bytes'])} "
+             f"({agg['samples']:,} samples)"),
+            ("bytes delivered (samples / device)",
+             f"{format_size(d['app_bytes'])} / {format_size(d['device_bytes'])}"),
+            ("delivered, first done / last done",
+             f"{_fmt_mib(d['first_done']['mib_s'])} / {_fmt_mib(d['last_done']['mib_s'])} MiB/s")]
+
+
+def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+    """AU mean and min, and the verdict under the rule that decides, or why there is none."""
+    if agg.get("au_mean") is None:
+        return [("AU", agg.get("au_note", "not measured"))]
+    rule = agg.get("au_rule", "min")
+    verdict = ("[green]PASS[/]" if agg["au_pass"] else
+               f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)")
+    rows = [("AU mean / min (goal)",
+             f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
+            (f"AU verdict ({rule} over clients)", verdict)]
+    if agg.get("au_note"):
+        rows.append(("AU note", agg["au_note"]))
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _demand(agg: dict[str, Any]) -> str:
+    value = agg.get("demand_mib_s_per_client")
+    return agg.get("demand_note", "-") if value is None else f"{value:,.1f} MiB/s"
 
 
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
@@ -131,7 +165,7 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
         where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
         table.add_row(f"{c['client']}{where}", _fmt_mib(c.get("mib_s", 0)),
                       format_size(c.get("bytes", 0)),
-                      f"{c['au']:.1%}" if "au" in c else "-",
+                      f"{c['au']:.1%}" if c.get("au") is not None else "-",
                       f"{c.get('wait_s', 0):.2f}",
                       format_latency_ns(lat.get("p50_ns", 0)),
                       format_latency_ns(lat.get("p99_ns", 0)),
@@ -347,7 +381,7 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
     ck = agg["checkpoint"]
     return _grid(
         f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each; AU "
-        f"{agg['au_mean']:.1%} with them, {ck.get('au_without_checkpoints_mean', 0):.1%} "
+        f"{_pct(agg['au_mean'])} with them, {_pct(ck.get('au_without_checkpoints_mean'))} "
         "without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
