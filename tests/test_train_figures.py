@@ -176,6 +176,8 @@ def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
     assert agg["au_samples_per_client_needed"] == 3  # one batch of warm-up, then one measured
     assert agg["au_dataset_samples_needed"] == 36
     assert "3 samples per client" in agg["au_note"]
+    page = (results / res["id"] / "report.html").read_text()
+    assert "not measurable" in page and ">FAIL<" not in page
     proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
                    *RAW, "--clients", "12")
     assert proc.returncode == 0, proc.stderr
