@@ -182,3 +182,11 @@ def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
                    *RAW, "--clients", "12")
     assert proc.returncode == 0, proc.stderr
     assert "not measurable" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_au_rule_option_and_a_bad_rule(target, results):
+    res = _run(target, results, *RAW, "--epochs", "1", "--au-rule", "min")
+    assert res["aggregate"]["au_rule"] == "min"
+    proc = run_cli("run", "--target", str(target), "--quiet", *TINY_ARGS, "--au-rule", "median")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "au_rule" in proc.stderr
