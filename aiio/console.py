@@ -142,8 +142,8 @@ def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}%}"
 
 
 def _demand(agg: dict[str, Any]) -> str:
@@ -388,8 +388,8 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
           _fmt_mib(p["write"]["mib_s"]),
           f"{_fmt_mib(p['read_mib_s_during'])} / {_fmt_mib(p['read_mib_s_baseline'])}",
-          f"{p['read_dip']:.0%}", f"{p['au_during']:.0%} / {p['au_baseline']:.0%}",
-          f"{p['au_lost']:.0%}"] for p in ck["checkpoints"]])
+          f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
+          _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
 
 
 def all_tables(res: dict[str, Any]) -> list[Table]:

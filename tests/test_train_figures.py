@@ -190,3 +190,15 @@ def test_au_rule_option_and_a_bad_rule(target, results):
     proc = run_cli("run", "--target", str(target), "--quiet", *TINY_ARGS, "--au-rule", "median")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "au_rule" in proc.stderr
+
+
+def test_compute_zero_with_checkpoints_gives_no_au_in_windows(target, results):
+    # every checkpoint kept: clients that drift apart never retire a folder another still fills
+    res = _run(target, results, *RAW, "--set", "train.compute_time.h100=0",
+               "--checkpoint-every", "2steps", "--set", "checkpoint.size=1MiB",
+               "--set", "checkpoint.keep=100")
+    ck = res["aggregate"]["checkpoint"]
+    assert ck["checkpoints"] and ck["au_lost_mean"] is None
+    for p in ck["checkpoints"]:
+        assert p["au_during"] is None and p["au_baseline"] is None and p["au_lost"] is None
+    assert all(c["busy"]["seconds"] == [] for c in res["clients"])

@@ -223,7 +223,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     if hook is not None:
         hook.run_ns = start_ns
     totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
-                        w.train.read_threads * w.train.prefetch)
+                        w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     _accelerate(ctx, args, loader, start_ns, totals, hook)
     end_ns = time.monotonic_ns()
     loader.stop.set()

@@ -141,7 +141,8 @@ def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
                    **reads[k], **aus[k])
     per = agg["checkpoints"]
     agg.update(read_dip_mean=sum(p["read_dip"] for p in per) / rounds,
-               au_lost_mean=sum(p["au_lost"] for p in per) / rounds,
+               au_lost_mean=None if per[0]["au_lost"] is None
+               else sum(p["au_lost"] for p in per) / rounds,
                stall_s_total=sum(c["checkpoint_stall_s"] for c in clients),
                au_without_checkpoints_mean=_mean_au(clients))
     return agg
@@ -184,6 +185,8 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
         total += busy.total
         for i, (s, e) in enumerate(windows):
             inside[i] += busy.seconds_between(s, e)
+    if total == 0:  # compute time 0: no accelerator ever computed, AU is not meaningful
+        return [{"au_during": None, "au_baseline": None, "au_lost": None} for _ in windows]
     outside = _outside(windows, end)
     base = (total - sum(inside)) / (n * outside) if outside > 0 else 0.0
     out = []

@@ -69,7 +69,8 @@ class StepTotals:
     """Running sums of one client's steps. Warm-up is the first step the client consumes in
     each epoch, whichever batch that is (DLIO's metric_exclude_start_steps = 1)."""
 
-    def __init__(self, bucket_s: float, log_cap: int, in_flight: int) -> None:
+    def __init__(self, bucket_s: float, log_cap: int, in_flight: int,
+                 computes: bool = True) -> None:
         self.steps = self.measured = self.samples = self.consumed_bytes = 0
         self.compute_s = self.wait_s = 0.0   # over measured steps
         self.warmup_wait_s = 0.0
@@ -78,6 +79,8 @@ class StepTotals:
         self.consumed = ByteSeries(bucket_s)    # sample bytes, when the accelerator took them
         self.log: list[list] = []
         self.log_cap = log_cap
+        # With compute time 0 the loop's own overhead is no compute: the busy series stays empty.
+        self.computes = computes
         # Batches are read ahead at most `in_flight` deep, so an epoch older than that many
         # epochs behind the newest can no longer show up: forget it (memory stays bounded).
         self._keep = in_flight + 1
@@ -99,7 +102,8 @@ class StepTotals:
         self.samples += samples
         self.consumed_bytes += nbytes
         self.consumed.add(t1, nbytes)
-        self.busy.add(t1, t2)
+        if self.computes:
+            self.busy.add(t1, t2)
         if self._first_in_epoch(epoch):
             self.warmup_wait_s += t1 - t0
         else:
