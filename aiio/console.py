@@ -152,19 +152,26 @@ def _demand(agg: dict[str, Any]) -> str:
 
 
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
-    """Per-client figures; long lists show the slowest and fastest clients."""
-    clients = sorted(res["clients"], key=lambda c: c.get("mib_s", 0))
+    """Per-client figures; long lists show the slowest and fastest clients. Training sorts and
+    leads with consumed MiB/s (its headline) and shows the delivered MiB/s beside it."""
+    train = any("consumed_mib_s" in c for c in res["clients"])
+    rate = "consumed_mib_s" if train else "mib_s"
+    clients = sorted(res["clients"], key=lambda c: c.get(rate, 0))
     shown = clients if len(clients) <= limit else clients[: limit // 2] + clients[-limit // 2:]
     title = "per client" + ("" if len(clients) <= limit else
                             f" (slowest and fastest {limit // 2} of {len(clients)})")
     table = Table(title=title)
-    for col in ("client", "MiB/s", "bytes", "AU", "wait s", "p50", "p99", "elapsed"):
+    rates = ("consumed MiB/s", "delivered MiB/s") if train else ("MiB/s",)
+    for col in ("client", *rates, "bytes consumed" if train else "bytes", "AU", "wait s", "p50",
+                "p99", "elapsed"):
         table.add_column(col, justify="right")
     for c in shown:
         lat = c.get("latency", {})
         where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
-        table.add_row(f"{c['client']}{where}", _fmt_mib(c.get("mib_s", 0)),
-                      format_size(c.get("bytes", 0)),
+        mib = [_fmt_mib(c.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
+                                                else ("mib_s",))]
+        table.add_row(f"{c['client']}{where}", *mib,
+                      format_size(c.get("consumed_bytes" if train else "bytes", 0)),
                       f"{c['au']:.1%}" if c.get("au") is not None else "-",
                       f"{c.get('wait_s', 0):.2f}",
                       format_latency_ns(lat.get("p50_ns", 0)),
