@@ -61,6 +61,8 @@ def required_figures(require: Require) -> dict[str, float]:
 
 # --- running -------------------------------------------------------------------------------
 
+Saved = tuple[dict[str, Any], Path]  # a result and the folder it was saved in
+
 @dataclass
 class Measured:
     """What running a check produced: its figures and the results they came from."""
@@ -71,6 +73,7 @@ class Measured:
     warnings: list[dict[str, str]]
     hints: dict[str, str] = field(default_factory=dict)
     sweep: dict[str, Any] | None = None
+    folder: str = ""  # the result's folder in the results folder (an id may get a -2 suffix)
 
 
 def figure_hints(res: dict[str, Any]) -> dict[str, str]:
@@ -91,17 +94,21 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
     return hints
 
 
-def _measure_run(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
+def _measure_run(check: Check, target: str, results_dir: str, ui: Any,
+                 saved: list[Saved]) -> Measured:
     from aiio import runner
 
+    # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
-                            dict(check.options))
-    res, _ = runner.run(req, ui)
+                            dict(check.options),
+                            on_saved=lambda res, folder: saved.append((res, folder)))
+    res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
-                    res.get("warnings", []), figure_hints(res))
+                    res.get("warnings", []), figure_hints(res), folder=folder.name)
 
 
-def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
+def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
+                   saved: list[Saved]) -> Measured:
     from aiio import scale
 
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
@@ -109,22 +116,53 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any) -> Meas
                              results_dir=results_dir, method=check.cache,
                              options=dict(check.options))
     try:
-        out, _ = scale.sweep(req, ui)
+        out, folder = scale.sweep(req, ui)
     except scale.SweepStopped as exc:
+        saved.append((exc.sweep, exc.folder))
         if exc.exit_code == RunInterrupted.exit_code:
             raise RunInterrupted(str(exc)) from None
         raise
     top = max(out["points"], key=lambda p: p["clients"])["result"]
     return Measured(sweep_figures(out, check.latency_op or None), out["id"],
                     [p["result"] for p in out["points"]], top.get("warnings", []),
-                    figure_hints(top), sweep=out)
+                    figure_hints(top), sweep=out, folder=folder.name)
 
 
-def measure(check: Check, target: str, results_dir: str, ui: Any) -> Measured:
-    """Run the check's phase (one run, or a sweep over its client list) and read its figures."""
+def measure(check: Check, target: str, results_dir: str, ui: Any,
+            saved: list[Saved] | None = None) -> Measured:
+    """Run the check's phase (one run, or a sweep over its client list) and read its figures.
+    A run or sweep that stops early is still saved; its result is appended to `saved`."""
+    saved = [] if saved is None else saved
     if check.sweep:
-        return _measure_sweep(check, target, results_dir, ui)
-    return _measure_run(check, target, results_dir, ui)
+        return _measure_sweep(check, target, results_dir, ui, saved)
+    return _measure_run(check, target, results_dir, ui, saved)
+
+
+def _stopped(saved: list[Saved]) -> Measured | None:
+    """What a check that stopped early left: its partial run or sweep, for the history."""
+    if not saved:
+        return None
+    res, folder = saved[-1]
+    if res.get("kind") == "sweep":
+        return Measured({}, res.get("id", ""), [p["result"] for p in res.get("points") or []],
+                        [], sweep=res, folder=folder.name)
+    return Measured({}, res.get("id", ""), [res], res.get("warnings", []), folder=folder.name)
+
+
+def _partial(entry: dict[str, Any], saved: list[Saved]) -> Measured | None:
+    """The partial run of a check that stopped early; the entry links to it."""
+    m = _stopped(saved)
+    if m is not None:
+        entry["result_id"], entry["result_folder"] = m.result_id, m.folder
+    return m
+
+
+class CheckInterrupted(RunInterrupted):
+    """Ctrl-C during a check; carries the check's entry and its partial run for the history."""
+
+    def __init__(self, message: str, entry: dict[str, Any], measured: Measured | None) -> None:
+        super().__init__(message)
+        self.entry, self.measured = entry, measured
 
 
 def _entry(check: Check) -> dict[str, Any]:
@@ -132,30 +170,34 @@ def _entry(check: Check) -> dict[str, Any]:
             "workload": check.workload.name, "clients": check.clients_value(),
             "status": "error", "measured": {}, "required": dict(check.require.items()),
             "verdicts": [], "failures": [], "reason": "", "result_id": None,
+            "result_folder": None,
             "warnings": [], "regressions": [], "seconds": 0.0}
 
 
 def run_check(check: Check, target: str, results_dir: str,
               ui: Any) -> tuple[dict[str, Any], Measured | None]:
     """The check's entry of the accept result, and what was measured. Any error while
-    measuring makes the check `error` with its reason; Ctrl-C is raised on."""
+    measuring makes the check `error` with its reason; Ctrl-C is raised on as CheckInterrupted,
+    carrying the entry (status `interrupted`) and the partial run."""
     out = _entry(check)
     t0 = time.monotonic()
+    saved: list[Saved] = []
     try:
-        m = measure(check, target, results_dir, ui)
-    except (RunInterrupted, KeyboardInterrupt):
-        raise
+        m = measure(check, target, results_dir, ui, saved)
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        out["status"], out["reason"] = "interrupted", str(exc) or "interrupted"
+        raise CheckInterrupted(out["reason"], out, _partial(out, saved)) from None
     except AiioError as exc:
         out["reason"] = str(exc)
-        return out, None
+        return out, _partial(out, saved)
     except Exception as exc:  # a crash in one check must not stop the others
         out["reason"] = f"crashed: {type(exc).__name__}: {exc}"
-        return out, None
+        return out, _partial(out, saved)
     finally:
         out["seconds"] = time.monotonic() - t0
     verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
     out.update(measured=m.figures, verdicts=verdicts, failures=failures,
-               result_id=m.result_id, warnings=m.warnings)
+               result_id=m.result_id, result_folder=m.folder, warnings=m.warnings)
     if missing:
         out["reason"] = "; ".join(missing)
     else:
@@ -214,18 +256,31 @@ def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: st
             on_check(i, len(checks), check)
         try:
             entry, measured = run_check(check, target, results_dir, ui)
-        except (RunInterrupted, KeyboardInterrupt) as exc:
-            out["status"], out["error"] = "interrupted", str(exc) or "interrupted"
+        except CheckInterrupted as exc:
+            out["status"], out["error"] = "interrupted", str(exc)
+            out["not_run"] = [c.name for c in checks[i:]]
+            _record(out, history, spec, check, exc.entry, exc.measured)
+            break
+        except KeyboardInterrupt:  # between checks
+            out["status"], out["error"] = "interrupted", "interrupted"
             out["not_run"] = [c.name for c in checks[i:]]
             break
         out["checks"].append(entry)
-        if history is not None:
-            try:
-                record_check(history, spec, check, entry, measured, target)
-            except AiioError as exc:  # the verdict stands even if the history cannot keep it
-                out["error"] = f"history not updated: {exc}"
+        _record(out, history, spec, check, entry, measured)
     _count(out)
     return out
+
+
+def _record(out: dict[str, Any], history: History | None, spec: Spec, check: Check,
+            entry: dict[str, Any], measured: Measured | None) -> None:
+    """Record the check (whatever its status) and what it ran; the verdict stands even if the
+    history cannot keep it."""
+    if history is None:
+        return
+    try:
+        record_check(history, spec, check, entry, measured, out["target"])
+    except AiioError as exc:
+        out["error"] = f"history not updated: {exc}"
 
 
 def _count(out: dict[str, Any]) -> None:
@@ -250,3 +305,17 @@ def exit_code(out: dict[str, Any]) -> int:
     if out["status"] == "interrupted":
         return 130
     return 0 if out["status"] == "pass" else 1
+
+
+def judged_checks(spec: Spec, checks: tuple[Check, ...],
+                  out: dict[str, Any]) -> list[tuple[Record, list[str]]]:
+    """Each check run, as a history record with its regressed figures, then the spec as a
+    whole (kind `accept`: its status and pass/fail): what the monitoring export writes."""
+    by_name = {c.name: c for c in checks}
+    judged = []
+    for entry in out["checks"]:
+        rec = check_record(by_name[entry["name"]], entry, out["target"], spec.name)
+        judged.append((rec, [r["figure"] for r in entry["regressions"]]))
+    whole = Record(kind="accept", name=spec.name, target=out["target"], status=out["status"],
+                   passed=out["status"] == "pass", spec=spec.name)
+    return [*judged, (whole, [])]

@@ -1,7 +1,8 @@
 """A sweep's two charts, PNG and SVG, drawn from its table (matplotlib, Agg, no pyplot).
 
-aggregate:  aggregate MiB/s (first done, with the repeats' range) against clients, beside the
-            ideal linear line through the baseline and the threshold share of it.
+aggregate:  aggregate MiB/s (first done, with the repeats' range) against clients on log-log
+            axes, beside the ideal linear line through the baseline (slope 1: straight) and the
+            threshold share of it; below, E(N) per count against the threshold.
 per_client: per-client MiB/s (mean, with the slowest and fastest client) against clients, and
             for training a second panel with AU (mean and lowest client) and the AU goal.
 
@@ -18,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a window; must precede any figure
 
 from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -53,9 +55,9 @@ def _save(fig: Figure, folder: Path, stem: str) -> list[str]:
 
 
 def _axes_for_clients(ax: Any, counts: list[int]) -> None:
-    """Client counts on x; a log-2 axis when they span a wide range (1..64)."""
-    if counts[-1] / counts[0] > 16:
-        ax.set_xscale("log", base=2)
+    """Client counts on a log-2 axis, each count labelled."""
+    ax.set_xscale("log", base=2)
+    ax.minorticks_off()  # only the counts measured are labelled
     ax.set_xticks(counts)
     ax.set_xticklabels([str(n) for n in counts])
     ax.set_xlabel("clients (emulated accelerators)")
@@ -63,32 +65,48 @@ def _axes_for_clients(ax: Any, counts: list[int]) -> None:
 
 
 def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -> Figure:
-    """Measured aggregate against the ideal linear line."""
+    """Measured aggregate against the ideal linear line on log-log axes, where linear scaling
+    is a straight line of slope 1; below it, E(N) per count against the threshold."""
     counts = [r["clients"] for r in rows]
     agg = [r["aggregate_mib_s"] for r in rows]
     lo = [r["aggregate_mib_s"] - r["aggregate_spread"]["min"] for r in rows]
     hi = [r["aggregate_spread"]["max"] - r["aggregate_mib_s"] for r in rows]
     base_n, base = counts[0], agg[0]
     ideal = [base * n / base_n for n in counts]
-    fig = Figure(figsize=(7, 4.5))
-    ax = fig.add_subplot()
+    fig = Figure(figsize=(7, 6.2))
+    ax, eff = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 1.2]})
     ax.plot(counts, ideal, "--", color="grey", label=f"ideal linear ({base:,.1f} MiB/s "
-            f"x N/{base_n})")
+            f"x N/{base_n}), slope 1")
     ax.fill_between(counts, [threshold * i for i in ideal], ideal, color="grey", alpha=0.12,
                     label=f"within {threshold:.0%} of linear")
     ax.errorbar(counts, agg, yerr=[lo, hi], fmt="o-", color="C0", capsize=3,
                 label="measured (first done)")
     ax.plot(counts, [r["last_done_mib_s"] for r in rows], ".:", color="C0", alpha=0.6,
             label="measured (last done)")
-    for n, a, r in zip(counts, agg, rows, strict=True):
-        ax.annotate(f"E={r['efficiency']:.2f}", (n, a), textcoords="offset points",
-                    xytext=(4, -12), fontsize=8)
     _axes_for_clients(ax, counts)
-    ax.set_ylabel("aggregate bandwidth (MiB/s)")
-    ax.set_ylim(bottom=0)
+    ax.set_xlabel("clients (emulated accelerators, log scale)")
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+    ax.set_ylabel("aggregate bandwidth (MiB/s, log scale)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
+    _efficiency_axes(eff, counts, [r["efficiency"] for r in rows], threshold)
+    fig.subplots_adjust(hspace=0.45)
     return fig
+
+
+def _efficiency_axes(ax: Any, counts: list[int], efficiency: list[float],
+                     threshold: float) -> None:
+    """E(N) as bars per count (red below the threshold) with the threshold dashed."""
+    labels = [str(n) for n in counts]
+    ax.bar(labels, [100 * e for e in efficiency], width=0.6,
+           color=["C3" if e < threshold else "C2" for e in efficiency])
+    ax.axhline(100 * threshold, ls="--", color="grey", label=f"threshold {threshold:.0%}")
+    ax.set_ylim(0, 110 * max(1.0, *efficiency))
+    ax.set_xlabel("clients (emulated accelerators)")
+    ax.set_ylabel("E(N) (%)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
 
 
 def per_client_figure(rows: list[dict[str, Any]], title: str) -> Figure:

@@ -325,7 +325,8 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
             ("time to persist, first / last done (mean)",
              f"{agg['persist_first_done_s']['mean']:.2f} / "
              f"{agg['persist_last_done_s']['mean']:.2f} s"),
-            ("accelerator stall per checkpoint (mean / max)",
+            (f"accelerator stall per checkpoint ({agg.get('stall_model', 'synchronous')}; "
+             "mean / max)",
              f"{agg['stall_s']['mean']:.2f} / {agg['stall_s']['max']:.2f} s"),
         ]
     if "read_mib_s" in agg:
@@ -387,7 +388,8 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
     """What each checkpoint during training cost: stall, read dip, AU lost."""
     ck = agg["checkpoint"]
     return _grid(
-        f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each; AU "
+        f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each, "
+        f"{ck.get('stall_model', 'synchronous').replace('_', '-')} stall; AU "
         f"{_pct(agg['au_mean'])} with them, {_pct(ck.get('au_without_checkpoints_mean'))} "
         "without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",

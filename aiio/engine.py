@@ -214,10 +214,14 @@ class Writer:
     headers (`aiio.blocks`) are stamped in place, so every block written is unique, and with
     `checksum` each block carries its crc32c (that work is timed as the "checksum" op). With
     O_DIRECT a file's unaligned tail is written after dropping O_DIRECT from the descriptor.
+
+    With `count_at_fsync` a file's bytes enter the byte series when its fsync returns, not when
+    each write returns: bytes still in a cache are not yet persisted (checkpoints count those).
     """
 
     def __init__(self, method: str, transfer_size: int, log: OpLog,
-                 counter: callable | None = None, seed: int = 0, checksum: bool = False) -> None:
+                 counter: callable | None = None, seed: int = 0, checksum: bool = False,
+                 count_at_fsync: bool = False) -> None:
         self.direct = method == METHOD_DIRECT
         self.transfer_size = transfer_size
         self.buf = aligned_buffer(transfer_size)
@@ -230,6 +234,8 @@ class Writer:
         self.checksum = checksum
         self.stamper = blocks.Stamper(self.view, checksum)
         self.stop: threading.Event | None = None
+        self.count_at_fsync = count_at_fsync
+        self.synced_ns = 0  # when the last fsync returned (monotonic ns)
         self._buffered: set[int] = set()  # descriptors whose O_DIRECT was dropped for a tail
 
     def create(self, path: str) -> int:
@@ -262,7 +268,7 @@ class Writer:
                 n = os.pwritev(fd, [view[:want]], pos)
             except OSError as exc:
                 raise io_failure(exc, "writing", path, pos) from exc
-            log.add("write", t0, time.monotonic_ns(), n)
+            log.add("write", t0, time.monotonic_ns(), 0 if self.count_at_fsync else n)
             if counter:
                 counter(n)
             done += n
@@ -280,14 +286,30 @@ class Writer:
         self._buffered.add(fd)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~O_DIRECT)
 
-    def fsync(self, fd: int, path: str) -> None:
-        """Make the file durable; timed as "fsync". An error is raised, never swallowed."""
+    def fsync(self, fd: int, path: str, persisted: int = 0) -> None:
+        """Make the file durable; timed as "fsync", carrying the `persisted` bytes it made
+        durable. An error is raised, never swallowed."""
         t0 = time.monotonic_ns()
         try:
             os.fsync(fd)
         except OSError as exc:
             raise io_failure(exc, "fsync of", path) from exc
-        self.log.add("fsync", t0, time.monotonic_ns(), 0)
+        self.synced_ns = time.monotonic_ns()
+        self.log.add("fsync", t0, self.synced_ns, persisted)
+
+    def fsync_dir(self, path: str) -> None:
+        """Make a folder's entries durable (new files' names); timed as "dir_fsync"."""
+        t0 = time.monotonic_ns()
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise io_failure(exc, "fsync of the folder", path) from exc
+        self.synced_ns = time.monotonic_ns()
+        self.log.add("dir_fsync", t0, self.synced_ns, 0)
 
     def write_file(self, path: str, size: int, tag: int, sync: bool = True) -> int:
         """Create, write `size` bytes, fsync, drop the file's cached pages, close."""
@@ -295,7 +317,7 @@ class Writer:
         try:
             done = self.write_range(fd, path, 0, size, tag)
             if sync:
-                self.fsync(fd, path)
+                self.fsync(fd, path, done if self.count_at_fsync else 0)
                 # Clean pages can be dropped now, so a later read starts cold.
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:

@@ -346,17 +346,18 @@ def _au_pass(run: dict[str, Any], au_goal: float, where: str) -> bool:
 
 
 def measured_checkpoint(doc: dict[str, Any], where: str) -> MeasuredCheckpoint:
-    """The best aggregate write rate of a checkpoint run or sweep (last done: all ranks)."""
+    """The best aggregate write rate of a checkpoint run or sweep: the checkpoint phase's
+    `write_mib_s`, all bytes over the windows until every client's shard was durable."""
     runs = _runs(doc, where)
     warnings = result_warnings(run for _, run in runs)
     best: MeasuredCheckpoint | None = None
     for n, run in runs:
-        rate = run.get("aggregate", {}).get("write", {}).get("last_done", {}).get("mib_s")
+        rate = run.get("aggregate", {}).get("write_mib_s")
         if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
             if best is None or rate > best.write_mib_s:
                 best = MeasuredCheckpoint(where, n, float(rate), warnings=warnings)
     if best is None:
-        return MeasuredCheckpoint(where, 0, None, f"{where} has no aggregate.write.last_done.mib_s;"
+        return MeasuredCheckpoint(where, 0, None, f"{where} has no aggregate.write_mib_s;"
                                   " checkpoint time not computed", warnings)
     return best
 

@@ -23,6 +23,7 @@ SHUFFLES = ("sample", "file", "off")
 PREP_MODES = ("shards", "randrw")
 CHECKPOINT_UNITS = ("epochs", "steps")
 AU_RULES = ("mean", "min")  # MLPerf passes on the mean over ranks; min is stricter
+STALL_MODELS = ("synchronous", "per_client")
 
 
 def key(kind: str, default: Any, help: str, *, min: float | None = None,
@@ -136,6 +137,9 @@ class CheckpointSpec:
     every: int = key("int", 0, "train phase: checkpoint every N epochs or steps "
                      "(--checkpoint-every; 0: never)", min=0)
     every_unit: str = key("str", "epochs", "unit of `every`", choices=CHECKPOINT_UNITS)
+    stall_model: str = key("str", "synchronous", "synchronous: every accelerator waits until "
+                           "the last shard is durable (MLPerf Storage); per_client: each waits "
+                           "for its own shard", choices=STALL_MODELS)
 
 
 @dataclass(frozen=True)

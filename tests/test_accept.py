@@ -214,6 +214,13 @@ def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_pa
     out = _accept_result(results)
     assert out["status"] == "interrupted" and out["not_run"] == ["long", "never"]
     assert [c["name"] for c in out["checks"]] == ["quick"]
+    # the interrupted check and its partial run are in the history, neither counted as passing
+    with History(results / "history.sqlite") as h:
+        checks = {r.name: r for r in h.records(kind="check")}
+        runs = h.records(kind="run")
+    assert checks["quick"].status == "pass"
+    assert (checks["long"].status, checks["long"].passed) == ("interrupted", False)
+    assert [r.status for r in runs] == ["ok", "interrupted"]
 
 
 # --- the spec ------------------------------------------------------------------------------

@@ -111,3 +111,47 @@ def test_train_rejects_verify_and_prep_rejects_stagger(target: Path) -> None:
     assert proc.returncode == 2 and "--verify" in proc.stderr
     proc = run_cli("run", "--phase", "prep", "--stagger", "1s", "-t", str(target))
     assert proc.returncode == 2 and "--stagger does not apply" in proc.stderr
+
+
+def test_first_done_counts_only_durable_bytes(target: Path, results: Path) -> None:
+    """Buffered writes return long before the data is durable: first done must count only
+    the files whose fsync had returned when the fastest client's shard was persisted."""
+    size = 24 * MiB
+    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+                   "--clients", "3", "--checkpoints", "2", "--set", f"checkpoint.size={size}",
+                   "--set", "checkpoint.files_per_client=2", "--cache", "fadvise_dontneed",
+                   "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    agg = res["aggregate"]
+    for k, ck in enumerate(agg["checkpoints"]):
+        w = ck["write"]
+        bursts = [c["checkpoints"][k]["write"] for c in res["clients"]]
+        first_end = min(b["end_s"] for b in bursts)
+        durable = sum(n for b in bursts for t, n in b["durable"] if t <= first_end)
+        assert w["first_done"]["bytes"] == durable <= size
+        assert w["first_done"]["seconds"] == w["first_done_s"] == first_end - w["start_s"]
+        assert w["last_done"]["bytes"] == size
+        assert w["last_done"]["seconds"] == w["last_done_s"] == w["end_s"] - w["start_s"]
+        for b in bursts:
+            # each shard is persisted after its files and then its folders were fsynced
+            assert b["histograms"]["dir_fsync"]["count"] == 2
+            assert max(t for t, _ in b["durable"]) <= b["end_s"]
+        assert w["dir_fsync_s"] == sum(b["dir_fsync_s"] for b in bursts)
+    # the one stall model of the run, applied to its stall figure
+    assert agg["stall_model"] == "synchronous"
+    assert agg["stall_s"] == agg["persist_last_done_s"]
+
+
+def test_per_client_stall_model_is_each_clients_time_to_persist(target: Path,
+                                                               results: Path) -> None:
+    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+                   "--clients", "3", "--checkpoints", "2", "--set", "checkpoint.size=6MiB",
+                   "--set", "checkpoint.stall_model=per_client", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    agg = res["aggregate"]
+    own = [r["write"]["elapsed_s"] for c in res["clients"] for r in c["checkpoints"]]
+    assert agg["stall_model"] == "per_client"
+    assert agg["stall_s"]["n"] == 6
+    assert agg["stall_s"]["max"] == max(own) and agg["stall_s"]["min"] == min(own)

@@ -12,6 +12,8 @@ import time
 
 import psutil
 
+from aiio.history import History
+
 from .conftest import REPO, TINY_ARGS, client_processes
 
 
@@ -61,3 +63,7 @@ def test_ctrl_c_saves_interrupted_result(target, results):
     assert res["status"] == "interrupted"
     # the clients measured until they were stopped, and their figures were kept
     assert len(res["clients"]) == 2 and all(c["bytes"] > 0 for c in res["clients"])
+    # and the history keeps it, as interrupted and not passing
+    with History(results / "history.sqlite") as h:
+        (rec,) = h.records()
+    assert (rec.status, rec.passed, rec.result_id) == ("interrupted", False, res["id"])

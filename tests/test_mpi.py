@@ -249,3 +249,22 @@ def test_scale_sweep_across_three_ranks(target, results):
         assert [h["clients"] for h in run["hosts"]] == split
         assert sum(h["aggregate"].get("bytes", 0) for h in run["hosts"]) == \
             run["aggregate"]["bytes"] > 0
+
+
+@needs_mpi
+def test_synchronous_checkpoints_during_training_across_ranks(target, results):
+    """The barrier of a synchronous checkpoint spans every host; a duration-bound run still
+    ends when the deadline falls while some clients wait at it."""
+    for bound in (("--epochs", "2"), ("--duration", "2s")):
+        done = mpi_run(2, *_run_args(target, results, "--clients", "3", *bound,
+                                     "--set", "checkpoint.size=3MiB", "--checkpoint-every",
+                                     "2steps", "-q"))
+        assert done.returncode == 0, done.stderr
+    for res in saved_results(results):
+        ck = res["aggregate"]["checkpoint"]
+        assert ck["stall_model"] == "synchronous" and ck["completed"] >= 1
+        for k, p in enumerate(ck["checkpoints"]):
+            for c in res["clients"]:
+                r = c["checkpoints"][k]
+                assert r["start_s"] + r["own_shard_s"] + r["wait_for_others_s"] \
+                    >= p["write"]["end_s"]

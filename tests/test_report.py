@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import math
 import os
 import re
 import signal
@@ -174,14 +175,37 @@ def test_run_writes_report_beside_result(run2: Path) -> None:
     res = result.load(run2)
     assert page.startswith("<!DOCTYPE html>")
     assert res["id"] in page
-    # Honesty first: the warnings box comes before what was measured and the figures.
-    assert page.index('id="warnings"') < page.index("What was measured") \
-        < page.index("Headline figures")
+    # The answer first: the verdict, the warnings and the headline figures, then the
+    # configuration.
+    assert page.index('id="verdict"') < page.index('id="warnings"') \
+        < page.index("Headline figures") < page.index("What was measured")
     assert page.count("<svg") >= 6  # 2 bandwidth, 2 latency (read, open), AU, wait per step
     assert "could not be drawn" not in page
     for c in res["clients"]:
         assert f"{c['mib_s']:,.1f} MiB/s" in page
     assert "first done" in page and "Jain" in page and "AU verdict" in page
+
+
+def test_run_verdict_states_the_goal_and_the_headline_figures(run2: Path) -> None:
+    res = result.load(run2)
+    page = _text(run2 / "report.html")
+    verdict = page[page.index('id="verdict"'):page.index('id="warnings"')]
+    agg = res["aggregate"]
+    word = "PASS" if agg["au_pass"] else "FAIL"
+    assert f"{word}:" in verdict and f"{agg['au_goal'] * 100:.0f} %" in verdict
+    assert f"{agg['first_done']['mib_s']:.1f} MiB/s" in verdict
+    assert "aggregate MiB/s (first done)" in verdict and "AU of the least busy client" in verdict
+
+
+def test_unset_values_read_not_set(run2: Path) -> None:
+    """train.duration is unset (the run goes by epochs): it reads "not set", never "0.000 s",
+    in the workload table and in the whole resolved workload."""
+    res = result.load(run2)
+    assert res["workload"]["train"]["duration"] == 0
+    page = _text(run2 / "report.html")
+    assert re.search(r">duration</td><td[^>]*>not set<", page)
+    assert re.search(r"&#160;duration</td><td[^>]*>not set<", page)
+    assert "0.000 s" not in page
 
 
 def test_report_is_self_contained(run2: Path) -> None:
@@ -326,6 +350,80 @@ def test_sweep_report(sweep: Path) -> None:
     for row in res["table"]:
         assert f"{row['aggregate_mib_s']:,.1f} MiB/s" in page
     assert page.index(">1 clients, repeat 1") < page.index(">2 clients, repeat 1")
+    # the answer first: the verdict, the warnings, the scaling; the configuration after
+    assert page.index('id="verdict"') < page.index('id="warnings"') \
+        < page.index('id="scaling"') < page.index('id="measured"')
+    assert "scaling efficiency E(N) against the threshold" in page
+
+
+def _linear_rows(eff_at_16: float = 1.0) -> list[dict]:
+    """Table rows of a sweep whose aggregate grows exactly in proportion to the clients (the
+    last count optionally short of it), to check how the charts draw them."""
+    rows = []
+    for n in (1, 2, 4, 8, 16):
+        agg = 100.0 * n * (eff_at_16 if n == 16 else 1.0)
+        rows.append({"clients": n, "aggregate_mib_s": agg, "last_done_mib_s": agg,
+                     "efficiency": agg / (100.0 * n),
+                     "per_client_mib_s": {"mean": agg / n, "min": agg / n, "max": agg / n}})
+    return rows
+
+
+def _polylines(svg: str) -> list[list[tuple[float, float]]]:
+    """The drawn lines of a matplotlib SVG with three points or more (grid lines have two)."""
+    out = []
+    for d in re.findall(r'<g id="line2d_\d+">\s*<path d="([^"]+)"', svg):
+        pts = [tuple(map(float, xy)) for xy in re.findall(r"([-\d.]+) ([-\d.]+)", d)]
+        if len(pts) >= 3:
+            out.append(pts)
+    return out
+
+
+def _straight(pts: list[tuple[float, float]]) -> bool:
+    (x0, y0), (x1, y1) = pts[0], pts[-1]
+    length = math.hypot(x1 - x0, y1 - y0)
+    return all(abs((x1 - x0) * (y - y0) - (y1 - y0) * (x - x0)) / length < 0.5
+               for x, y in pts)  # within half a pixel of the chord
+
+
+def test_linear_scaling_draws_as_a_straight_line() -> None:
+    """Perfectly linear scaling and the ideal line are straight on the aggregate chart, and
+    the ideal has slope 1 in the chart's own axes (log-log)."""
+    from aiio.report import sweep as sweep_view
+
+    aggregate = sweep_view.scaling_charts(_linear_rows(), 0.9)[0]
+    lines = _polylines(aggregate)
+    assert len(lines) >= 2  # measured first done, last done, the ideal
+    assert all(_straight(line) for line in lines), lines
+    # both axes logarithmic: the ideal N/N0 x aggregate(N0) has slope 1 in them
+    assert "log scale, both axes" in aggregate
+
+
+def test_sweep_chart_files_draw_linear_scaling_straight() -> None:
+    """The aggregate chart written beside a sweep: log-log, measured and ideal lines straight
+    on screen, and E(N) in its own panel against the threshold."""
+    from aiio import charts as files
+
+    rows = _linear_rows(eff_at_16=0.8)
+    for r in rows:
+        r["aggregate_spread"] = {"min": r["aggregate_mib_s"], "max": r["aggregate_mib_s"]}
+    fig = files.aggregate_figure(rows, 0.9, "t")
+    ax, eff = fig.axes
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    ideal = [100.0 * r["clients"] for r in rows]
+    on_screen = ax.transData.transform(list(zip([r["clients"] for r in rows], ideal,
+                                                strict=True)))
+    assert _straight([tuple(p) for p in on_screen])
+    assert [round(b.get_height()) for b in eff.patches] == [100, 100, 100, 100, 80]
+    assert any("threshold 90%" in t.get_text() for t in eff.get_legend().get_texts())
+
+
+def test_efficiency_has_its_own_chart_against_the_threshold() -> None:
+    from aiio.report import sweep as sweep_view
+
+    charts = sweep_view.scaling_charts(_linear_rows(eff_at_16=0.8), 0.9)
+    (eff,) = [c for c in charts if "scaling efficiency E(N) against the threshold" in c]
+    assert "threshold 90%" in eff
+    assert eff.count("#cf222e") >= 1  # the count at 80 % is below the threshold: red
 
 
 def test_partial_sweep_reads_its_points(sweep: Path) -> None:
@@ -348,8 +446,28 @@ def test_acceptance_run_report(acceptance: Path) -> None:
     assert html.escape(failed["failures"][0]) in page
     assert "headroom against each threshold" in page and "could not be drawn" not in page
     for check in res["checks"]:  # every check links to its run's page, and the page is there
-        assert f'href="../{check["result_id"]}/report.html"' in page
-        assert (acceptance.parent / check["result_id"] / "report.html").exists()
+        assert f'href="../{check["result_folder"]}/report.html"' in page
+        assert (acceptance.parent / check["result_folder"] / "report.html").exists()
+
+
+def test_accept_links_follow_suffixed_folders(area: Path, tmp_path: Path) -> None:
+    """Runs that start in a second whose folder is taken get a -2 suffix; the acceptance
+    page's links (and the run pages it writes) must follow the folder, not the id."""
+    results = tmp_path / "reports"
+    now = time.time()
+    for t in range(-1, 240):  # take every folder name the check's run could be given
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now + t))
+        (results / f"{stamp}-train-demo-c2").mkdir(parents=True)
+    spec = REPO / "workloads" / "acceptance" / "tiny.toml"
+    out = run_cli("accept", str(spec), "--target", str(area / "target"), "--results",
+                  str(results), "-q", "--no-history")
+    assert out.returncode == 0, out.stderr
+    (folder,) = [f for f in results.glob("*/") if "-accept-" in f.name]
+    (check,) = result.load(folder)["checks"]
+    run_folder = results / check["result_folder"]
+    assert run_folder.name == f"{check['result_id']}-2"
+    assert (run_folder / "report.html").exists()
+    assert f'href="../{run_folder.name}/report.html"' in _text(folder / "report.html")
 
 
 def test_accept_report_errors_and_regressions(run2: Path, tmp_path: Path) -> None:
@@ -387,6 +505,19 @@ def test_history_report(tmp_path: Path) -> None:
     assert "Latest run regressed" in page and "train-2-au / au_min" in page
     assert page.count("<svg") == 2
     assert page.index("train-2-au") < page.index("train-2-bandwidth")  # regressions first
+
+
+def test_history_page_marks_failures_without_a_value(tmp_path: Path) -> None:
+    """A run that failed with no figure is counted and drawn (a red x on the time axis), and
+    when it is the latest, it is the check's latest verdict."""
+    failed = {"check": "train-2-au", "time": "2026-11-08T02:00:00", "figure": None,
+              "value": None, "passed": False, "regression": False, "status": "error"}
+    page = _text(report.write_history([*HISTORY, failed], tmp_path / "h.html"))
+    summary = page[page.index('id="summary"'):page.index('id="trends"')]
+    row = summary[summary.index("train-2-au"):summary.index("</tr>", summary.index("train-2-au"))]
+    assert ">ERROR<" in row and "none: it failed" in row
+    assert "failed, no value" in page and "1 run(s) that failed with no value" in page
+    assert "had no usable time or value" not in page
 
 
 def test_history_command(area: Path, run1: Path, run2: Path) -> None:
@@ -579,6 +710,35 @@ def test_phase_report_in_chromium(phase: str, area: Path, browser: Browser,
     assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
     browser.screenshot(Path(os.environ.get("AIIO_SCREENSHOTS", tmp_path)) /
                        f"report-phase-{phase}.png")
+
+
+FIRST_SCREEN = """(function(sel){var e=document.querySelector(sel);
+ if(!e) return null; var r=e.getBoundingClientRect();
+ return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;})"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("name, shown", [
+    ("run", ["#verdict .notice", "#verdict .cards"]),
+    ("sweep", ["#verdict .notice", "#verdict table"])])
+def test_first_screen_shows_verdict_and_headline(name: str, shown: list, pages: dict,
+                                                 browser: Browser, tmp_path: Path) -> None:
+    """At 1280x800 the page opens on its answer: the verdict and the headline figures."""
+    assert browser.load(pages[name][0].as_uri(), width=1280, height=800) == []
+    for sel in shown:
+        assert browser.eval(f"{FIRST_SCREEN}({json.dumps(sel)})"), sel
+    browser.screenshot(Path(os.environ.get("AIIO_SCREENSHOTS", tmp_path)) /
+                       f"first-screen-{name}.png")
+
+
+@needs_chromium
+def test_wide_tables_scroll_inside_their_box(pages: dict, browser: Browser) -> None:
+    """On a narrow window the per-client table scrolls in its own box; the page does not."""
+    assert browser.load(pages["run"][0].as_uri(), width=560, height=800) == []
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    box = "document.querySelector('#clients .scroll')"
+    assert browser.eval(f"{box}.scrollWidth > {box}.clientWidth")
+    assert browser.eval(f"getComputedStyle({box}).overflowX") == "auto"
 
 
 @needs_chromium

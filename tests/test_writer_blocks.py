@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,7 @@ from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, choose_method, io
 from aiio.errors import RunFailed
 from aiio.phases import ckptio
 from aiio.phases.ckptio import CheckpointPlan, split_sizes
+from aiio.stats import ByteSeries
 from aiio.target import Target, probe
 
 
@@ -137,3 +139,37 @@ def test_writer_reports_a_full_filesystem_as_such() -> None:
     assert isinstance(err, RunFailed)
     assert str(err) == "the filesystem filled up (ENOSPC) writing /t/x at offset 4096"
 
+
+
+def test_bytes_count_when_the_fsync_returns(tmp_path: Path) -> None:
+    """With count_at_fsync every byte of a file enters the series at its fsync's return, none
+    at the writes' (those may still sit in a cache); the writes are still timed one by one."""
+    start = time.monotonic_ns()
+    log = OpLog(start, series=ByteSeries(bucket_s=1e-6))
+    wr = Writer(METHOD_FADVISE, 1 << 20, log, seed=2, count_at_fsync=True)
+    size = 8 * (1 << 20)
+    assert wr.write_file(str(tmp_path / "d.bin"), size, tag=3) == size
+    wr.close()
+    log.flush()
+    synced = (wr.synced_ns - start) / 1e9
+    assert log.hist["write"].count == 8 and log.nbytes == size
+    assert log.series.total == size
+    assert log.series.bytes_before(synced - 2e-6) == 0  # nothing before the fsync returned
+    assert log.series.bytes_before(synced + 2e-6) == size
+
+
+def test_checkpoint_burst_fsyncs_its_folders_and_times_each_file_durable(tmp_path: Path) -> None:
+    """A shard is persisted after its files' fsyncs and the fsync of the folders naming them;
+    each file's durable instant is kept, inside the burst, on the run's clock."""
+    plan = _plan(tmp_path / "ck", 6 * (1 << 20), clients=2, files=3, method=METHOD_FADVISE)
+    ctx = SimpleNamespace(index=0, add_bytes=lambda n: None, stop=threading.Event())
+    writers = ckptio.make_writers(plan, ctx)
+    os.makedirs(plan.folder)
+    run_ns = time.monotonic_ns()
+    fig = ckptio.write_burst(plan, 0, 0, writers, run_ns, run_ns)
+    for wr in writers:
+        wr.close()
+    assert fig["histograms"]["dir_fsync"]["count"] == 2  # ckpt-0, and the run's folder
+    assert fig["dir_fsync_s"] > 0 and fig["dir_fsync_latency"]["count"] == 2
+    assert sorted(n for _, n in fig["durable"]) == sorted(plan.sizes(0))
+    assert all(fig["start_s"] <= t <= fig["end_s"] for t, _ in fig["durable"])

@@ -27,15 +27,18 @@ from aiio.errors import AiioError, ConfigError
 @history_options
 @click.option("--fail-on-regression", is_flag=True,
               help="exit 1 when a check regressed, even if it passed its thresholds")
+@click.option("--prometheus", "prom_path", default=None, metavar="FILE.prom",
+              help="also write the checks' figures for node_exporter's textfile collector")
 @click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--no-report", is_flag=True, help="do not write report.html pages")
 def accept(spec_path: str, target: str | None, junit_path: str | None, names: tuple[str, ...],
            results: str, history_path: str | None, no_history: bool,
-           fail_on_regression: bool, as_json: bool, quiet: bool, no_report: bool) -> None:
+           fail_on_regression: bool, prom_path: str | None, as_json: bool, quiet: bool,
+           no_report: bool) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
     from aiio import accept as acc
-    from aiio import runner
+    from aiio import monitoring, runner
     from aiio.console import RichUI
     from aiio.history import History
     from aiio.junit import write_junit
@@ -48,6 +51,8 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
     target = os.path.abspath(target)
     Target(target).check_usable()
+    if prom_path:
+        monitoring.check_path(prom_path)
     for check in checks:  # refuse what cannot fit before anything runs
         runner.check_memory(check.workload, max(check.clients))
     history = None if no_history else History(default_history(results, history_path))
@@ -67,12 +72,16 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     if junit_path:
         junit.append(write_junit(out, junit_path))
     pages = [] if no_report else _write_reports(out, folder, Path(results))
+    if prom_path:
+        monitoring.write(prom_path, acc.judged_checks(spec, checks, out))
     if as_json:
         emit_json(out)
     else:
         print_accept(out, folder, junit[-1])
         for page in pages:
             click.echo(f"report:  {page}")
+        if prom_path:
+            click.echo(f"prometheus: {prom_path}")
     _end(out, folder, fail_on_regression)
 
 
@@ -82,9 +91,9 @@ def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Pat
     from aiio.cli.run import write_report
 
     for check in out["checks"]:
-        run = results / str(check.get("result_id") or "")
-        if check.get("result_id") and (run / "result.json").exists() \
-                and not (run / "report.html").exists():
+        where = check.get("result_folder") or check.get("result_id")
+        run = results / str(where or "")
+        if where and (run / "result.json").exists() and not (run / "report.html").exists():
             try:
                 write_report(result.load(run), run)
             except AiioError:  # an unreadable run result costs its page, not the others

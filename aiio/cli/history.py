@@ -12,7 +12,7 @@ from aiio.cli.common import emit_json
 from aiio.errors import ConfigError
 
 SPARKS = "▁▂▃▄▅▆▇█"
-SPARK_MAX = 12  # values in the overview's sparkline; --check lists them all
+SPARK_MAX = 12  # records in the overview's sparkline; --check lists them all
 
 
 def default_history(results: str, history: str | None) -> str:
@@ -61,13 +61,17 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
 @click.option("--baseline-runs", default=None, type=click.IntRange(min=1),
               help="baseline: median of this many last passing records  [default: 5]")
 @click.option("--json", "as_json", is_flag=True, help="print records and regressions as JSON")
+@click.option("--prometheus", "prom_path", default=None, metavar="FILE.prom",
+              help="write the latest record of every series for node_exporter's textfile "
+              "collector, instead of the tables")
 def history(history_path: str | None, results: str, name: str | None, target: str | None,
             figure: str | None, last: int, fraction: float | None, baseline_runs: int | None,
-            as_json: bool) -> None:
+            as_json: bool, prom_path: str | None) -> None:
     """Show the history: each check's trend, or one check over time with --check."""
     import os
 
     from aiio import history as hist
+    from aiio import monitoring
     from aiio.figures import FIGURES
 
     path = default_history(results, history_path)
@@ -76,6 +80,8 @@ def history(history_path: str | None, results: str, name: str | None, target: st
                           "(or pass --history PATH)")
     if figure is not None and figure not in FIGURES:
         raise ConfigError(f"--figure {figure}: unknown; figures: {', '.join(FIGURES)}")
+    if prom_path:
+        monitoring.check_path(prom_path)
     with hist.History(path) as h:
         records = h.records(target=os.path.abspath(target) if target else None)
     judged = hist.with_regressions(records, fraction or hist.DEFAULT_FRACTION,
@@ -86,6 +92,11 @@ def history(history_path: str | None, results: str, name: str | None, target: st
             names = sorted({r.name for r in records})
             raise ConfigError(f"no records of {name!r} in {path}; known: "
                               f"{', '.join(names) or 'none'}")
+    if prom_path:
+        latest = monitoring.latest(judged)
+        monitoring.write(prom_path, latest)
+        click.echo(f"prometheus: {prom_path} ({len(latest)} series)")
+        return
     if as_json:
         emit_json([_as_dict(r, regs) for r, regs in judged])
         return
@@ -154,7 +165,27 @@ def spark(values: list[float]) -> str:
 
 
 STATUS = {"pass": "[green]pass[/]", "ok": "[green]ok[/]", "fail": "[red]fail[/]",
-          "error": "[red]error[/]"}
+          "error": "[red]error[/]", "failed": "[red]failed[/]",
+          "interrupted": "[yellow]interrupted[/]"}
+FAILED_MARK = "×"  # in a sparkline: a record that failed without the trended figure
+
+
+def trend(records: list, figure: str | None) -> str:
+    """The sparkline of `figure` over records, failures in red: a failed check's bar, or
+    FAILED_MARK for a failed or interrupted run that has no value to draw."""
+    values = [r.figures[figure] for r in records if figure in r.figures]
+    bars = iter(spark(values))
+    out = []
+    for rec in records:
+        mark = next(bars) if figure in rec.figures else FAILED_MARK if not rec.passed else ""
+        out.append(f"[red]{mark}[/]" if mark and not rec.passed else mark)
+    return "".join(out)
+
+
+def _count(series: list) -> str:
+    """'(12)', or '(12, 3 failed)' when records of the series did not pass."""
+    failed = sum(not rec.passed for rec, _ in series)
+    return f"({len(series)}{f', {failed} failed' if failed else ''})"
 
 
 def _by(items: list, key: Any) -> dict[Any, list]:
@@ -182,16 +213,17 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
                              no_wrap=col != "series", min_width=10 if col == "series" else None)
         for name, series in _by(items, lambda j: j[0].name).items():
             rec, regs = series[-1]
-            fig = headline(rec, figure)
+            # a failed last record may lack the figure: trend by what the series measured
+            fig = next(filter(None, (headline(r, figure) for r, _ in reversed(series))), None)
             base = baseline([r for r, _ in series[:-1]], fig, runs) if fig else None
-            shown = [r.figures[fig] for r, _ in series[-last:] if fig in r.figures]
+            shown = [r for r, _ in series[-min(last, SPARK_MAX):]]
             value = _value(fig, rec.figures.get(fig)) if fig else "-"
             if any(r.figure == fig for r in regs):
                 value = f"[bold yellow]!{value}[/]"
-            table.add_row(f"{name} [dim]({len(series)})[/]",
+            table.add_row(f"{name} [dim]{_count(series)}[/]",
                           time.strftime("%m-%d %H:%M", time.localtime(rec.ts)),
                           STATUS.get(rec.status, rec.status), fig or "-", value,
-                          _value(fig, base[0]) if base else "-", spark(shown[-SPARK_MAX:]))
+                          _value(fig, base[0]) if base else "-", trend(shown, fig))
         tables.append(table)
     return tables
 

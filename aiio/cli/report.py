@@ -71,10 +71,14 @@ def _history_records(db: Path) -> list[dict]:
         worse = {r.figure for r in regs}
         # A series is a name on a target; name the target only where it tells series apart.
         check = rec.name if len(targets[rec.name]) == 1 else f"{rec.name} on {rec.target}"
-        for figure in history.watched(rec) or sorted(rec.figures):
+        figures = history.watched(rec) or sorted(rec.figures)
+        for figure in figures:
             out.append({"check": check, "time": rec.ts, "figure": figure,
                         "value": rec.figures[figure], "passed": rec.passed,
-                        "regression": figure in worse})
+                        "regression": figure in worse, "status": rec.status})
+        if not figures:  # a failed or interrupted run with nothing to draw is still a failure
+            out.append({"check": check, "time": rec.ts, "figure": None, "value": None,
+                        "passed": rec.passed, "regression": False, "status": rec.status})
     return out
 
 

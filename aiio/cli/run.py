@@ -65,14 +65,21 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         options["space_check"] = False
     ui = RichUI(quiet=quiet or as_json)
     written: list = []
-    on_saved = None if no_report else lambda res, folder: written.extend(
-        write_report(res, folder))
+    saved: list = []
+
+    def on_saved(res: dict, folder) -> None:
+        saved.append(res)
+        if not no_report:
+            written.extend(write_report(res, folder))
+
     req = runner.RunRequest(phase, workload, target, results, method, options,
                             on_saved=on_saved)
-    res, folder = runner.run(req, ui)
-    if not no_history:
-        from aiio.history import run_record
-        record_in_history([run_record(res)], results, history_path)
+    try:
+        res, folder = runner.run(req, ui)
+    finally:  # a failed or interrupted run is saved too, and its trend must show it
+        if saved and not no_history:
+            from aiio.history import run_record
+            record_in_history([run_record(saved[-1])], results, history_path)
     if as_json:
         emit_json(res)
     else:

@@ -1,6 +1,10 @@
 """Checkpoint shards on the target, shared by the checkpoint phase and checkpoints during
 training: the size (from the model or given), the per-client shard plan, write bursts (write and
-fsync every file), restore bursts (page cache defeated), retention, and burst summaries.
+fsync every file, then the folders), restore bursts (page cache defeated), retention, and burst
+summaries.
+
+A written byte counts when its file's fsync has returned (it is durable then, not when the write
+call returned into a cache); a client's shard is persisted once its folders are fsynced too.
 
 Layout: TARGET/aiio/checkpoints/<run>/ckpt-<n>/client<c>-part<f>.bin
 """
@@ -25,6 +29,7 @@ from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
 ALIGN = 4096
+SAME_START_S = 0.001  # bursts whose clients started within this count as one common start
 
 
 def new_run_tag() -> str:
@@ -93,6 +98,7 @@ class CheckpointPlan:
     restore_within: float = 30.0
     every: int = 0
     every_unit: str = "epochs"
+    stall_model: str = "synchronous"
     _sizes: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -132,7 +138,7 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
         transfer_size=c.transfer_size, method=rc.method, seed=w.run.seed,
         checksum=bool(rc.options.get("verify")), count=c.count, keep=c.keep,
         restore=c.restore, restore_within=c.restore_within, every=c.every,
-        every_unit=c.every_unit)
+        every_unit=c.every_unit, stall_model=c.stall_model)
     for name, value in changes.items():
         setattr(plan, name, value)
     return plan
@@ -155,7 +161,8 @@ def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Writer]:
     out = []
     for i in range(n):
         wr = Writer(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes,
-                    seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum)
+                    seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum,
+                    count_at_fsync=True)
         wr.stop = PolledStop(ctx.stop)
         out.append(wr)
     return out
@@ -173,16 +180,26 @@ def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Reader]:
 
 def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer],
                 burst_ns: int, run_ns: int) -> dict[str, Any]:
-    """Write and fsync every file of this client's shard of checkpoint k."""
-    os.makedirs(os.path.join(plan.folder, f"ckpt-{k}"), exist_ok=True)
+    """Write and fsync every file of this client's shard of checkpoint k, then fsync the
+    folders that name them; the burst ends when all of that has returned (persisted)."""
+    folder = os.path.join(plan.folder, f"ckpt-{k}")
+    os.makedirs(folder, exist_ok=True)
     items = list(enumerate(plan.sizes(client)))
+    durable: list[list[float]] = []  # [seconds since the run's start, bytes] per file
 
     def work(wr: Writer, item: tuple[int, int]) -> None:
         f, size = item
-        wr.write_file(plan.path(k, client, f), size, plan.tag(k, client, f))
+        done = wr.write_file(plan.path(k, client, f), size, plan.tag(k, client, f))
+        durable.append([(wr.synced_ns - run_ns) / 1e9, done])
 
     logs = run_parallel(items, writers, work, burst_ns)
-    return burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write", len(items))
+    # New names are durable only once their folder is: ckpt-k's entries, and ckpt-k's own
+    # entry in the run's folder (it may be new in this burst).
+    writers[0].fsync_dir(folder)
+    writers[0].fsync_dir(plan.folder)
+    fig = burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write", len(items))
+    fig["durable"] = sorted(durable)
+    return fig
 
 
 def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
@@ -219,12 +236,12 @@ def burst_figures(logs: list[OpLog], burst_ns: int, end_ns: int, run_ns: int, op
     """One client's figures for one burst; times are seconds since the run's common start."""
     fig = client_io_figures(logs, burst_ns, end_ns, main_op=op)
     fig.update(start_s=(burst_ns - run_ns) / 1e9, end_s=(end_ns - run_ns) / 1e9, files=files)
-    for extra in ("fsync", "checksum", "verify"):
+    for extra in ("fsync", "dir_fsync", "checksum", "verify"):
         if extra in fig["histograms"]:
             h = Histogram.from_dict(fig["histograms"][extra])
             fig[f"{extra}_s"] = h.sum / 1e9
-            if extra == "fsync":
-                fig["fsync_latency"] = h.summary()
+            if extra.endswith("fsync"):
+                fig[f"{extra}_latency"] = h.summary()
     return fig
 
 
@@ -250,18 +267,30 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
 # --- the parent side -----------------------------------------------------------------------
 
 def burst_aggregate(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """All clients' figures for one burst: first done (fastest client durable or restored),
-    last done (every client), and the aggregate MiB/s over the last-done time."""
+    """All clients' figures for one burst, over its real window from the first client's start:
+    first done (until the fastest client was done), last done (until the slowest was: MLPerf's
+    duration), and the aggregate MiB/s over the last-done window. Written bytes count from
+    their file's fsync on."""
     agg = io_aggregate(entries)
-    elapsed = [e["elapsed_s"] for e in entries]
-    agg.update(first_done_s=min(elapsed), last_done_s=max(elapsed),
-               start_s=min(e["start_s"] for e in entries),
-               end_s=max(e["end_s"] for e in entries),
-               mib_s=mib_per_s(agg["bytes"], max(elapsed)))
-    for extra in ("fsync_s", "checksum_s", "verify_s"):
+    start = min(e["start_s"] for e in entries)
+    first, last = min(e["end_s"] for e in entries), max(e["end_s"] for e in entries)
+    if all("durable" in e for e in entries):
+        durable = sum(n for e in entries for t, n in e["durable"] if t <= first)
+        agg["first_done"] = _window(durable, first - start)
+        agg["last_done"] = _window(agg["bytes"], last - start)
+    if max(e["start_s"] for e in entries) - start > SAME_START_S:
+        # each client's series starts at its own burst start: their sum would mix instants
+        del agg["series_mib_s"]
+    agg.update(first_done_s=first - start, last_done_s=last - start, start_s=start, end_s=last,
+               mib_s=mib_per_s(agg["bytes"], last - start))
+    for extra in ("fsync_s", "dir_fsync_s", "checksum_s", "verify_s"):
         if any(extra in e for e in entries):
             agg[extra] = sum(e.get(extra, 0.0) for e in entries)
     return agg
+
+
+def _window(nbytes: float, seconds: float) -> dict[str, float]:
+    return {"seconds": seconds, "bytes": nbytes, "mib_s": mib_per_s(nbytes, seconds)}
 
 
 def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
@@ -275,18 +304,22 @@ def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str
             one["read"] = burst_aggregate([e["read"] for e in entries])
             one["restore_gap_s"] = one["read"]["start_s"] - one["write"]["end_s"]
         per.append(one)
-    out: dict[str, Any] = {"plan": plan.describe(), "checkpoints": per, "completed": rounds}
+    out: dict[str, Any] = {"plan": plan.describe(), "checkpoints": per, "completed": rounds,
+                           "stall_model": plan.stall_model}
     if not per:
         return out
     writes = [p["write"] for p in per]
+    if plan.stall_model == "synchronous":  # every accelerator waits for the last shard
+        stalls = [w["last_done_s"] for w in writes]
+    else:  # each accelerator waits for its own shard
+        stalls = [c["checkpoints"][k]["write"]["elapsed_s"] for c in clients for k in range(rounds)]
     out.update(
         write_bytes=sum(w["bytes"] for w in writes),
         write_mib_s=mib_per_s(sum(w["bytes"] for w in writes),
                               sum(w["last_done_s"] for w in writes)),
         persist_first_done_s=stats.spread([w["first_done_s"] for w in writes]),
         persist_last_done_s=stats.spread([w["last_done_s"] for w in writes]),
-        # Synchronous checkpointing: every accelerator waits until the last shard is durable.
-        stall_s=stats.spread([w["last_done_s"] for w in writes]))
+        stall_s=stats.spread(stalls))
     reads = [p["read"] for p in per if "read" in p]
     if reads:
         out.update(

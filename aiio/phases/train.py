@@ -225,6 +225,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
                         w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     _accelerate(ctx, args, loader, start_ns, totals, hook)
+    if hook is not None:
+        hook.finish()  # a synchronous checkpoint may be waiting for this client
     end_ns = time.monotonic_ns()
     loader.stop.set()
     for _ in loader.threads:

@@ -3,6 +3,11 @@ stops after every N-th step or epoch and writes and fsyncs its shard (deleting c
 older than `keep`), while its loader threads keep reading ahead. The result shows what that
 costs: the accelerator's stall, the aggregate read bandwidth during each checkpoint against the
 rest of the run (the dip), and the AU during each checkpoint against the rest (the AU lost).
+
+One stall model per run (`checkpoint.stall_model`): "synchronous" (MLPerf Storage's, the
+default) makes every client wait, at a barrier, until every client's shard is durable;
+"per_client" lets each resume once its own shard is. The stall each client really spent is
+what its AU and the stall figures both count.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import math
 import time
 from typing import Any
 
-from aiio import honesty
+from aiio import honesty, stats
+from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
 from aiio.phases import ckptio
@@ -38,14 +44,10 @@ def plan(rc: RunContext, samples: int) -> CheckpointPlan | None:
     w = rc.workload
     if w.checkpoint.every <= 0:
         return None
-    p = ckptio.make_plan(rc, ckptio.new_run_tag(), restore=False)
-    expected = None
-    if w.train.duration <= 0:  # epoch-bound: the number of checkpoints is known
-        per_epoch = steps_per_epoch(samples, rc.clients, 0, w.train.batch_size)
-        units = w.train.epochs if p.every_unit == "epochs" else w.train.epochs * per_epoch
-        expected = max(units // p.every, 1)
-        p.count = expected
-    ckptio.require_space(rc, p, min(expected or p.keep + 1, p.keep + 1))
+    p = ckptio.make_plan(rc, ckptio.new_run_tag(), restore=False, count=0)
+    if w.train.duration <= 0:  # epoch-bound: every client takes the same number, known now
+        p.count = due_checkpoints(p, w.train.epochs, samples, rc.clients, w.train.batch_size)
+    ckptio.require_space(rc, p, min(p.count or p.keep + 1, p.keep + 1))
     rc.note(f"checkpoint every {p.every} {p.every_unit[:-1] if p.every == 1 else p.every_unit}"
             f": {format_size(p.total_bytes)} each")
     return p
@@ -58,7 +60,18 @@ def checkpointer(ctx: Any, args: Any) -> TrainCheckpointer | None:
         return None
     w = args.workload
     return TrainCheckpointer(p, ctx, steps_per_epoch(args.dataset.num_samples, ctx.count,
-                                                     ctx.index, w.train.batch_size))
+                                                     ctx.index, w.train.batch_size),
+                             args.duration_s if args.epochs is None else None)
+
+
+def due_checkpoints(p: CheckpointPlan, epochs: int, samples: int, clients: int,
+                    batch_size: int) -> int:
+    """Checkpoints every client reaches in an epoch-bound run: with `steps` as the unit, the
+    client with the fewest steps decides (a synchronous checkpoint needs every client)."""
+    if p.every_unit == "epochs":
+        return epochs // p.every
+    return min(epochs * steps_per_epoch(samples, clients, c, batch_size)
+               for c in range(clients)) // p.every
 
 
 def warnings(rc: RunContext, p: CheckpointPlan | None, out: dict[str, Any]) -> list[dict]:
@@ -74,14 +87,18 @@ def remove(rc: RunContext, p: CheckpointPlan) -> None:
 class TrainCheckpointer:
     """Decides when a client checkpoints, writes the shard, and keeps its records."""
 
-    def __init__(self, plan: CheckpointPlan, ctx: Any, steps_per_epoch: int) -> None:
-        self.plan, self.index = plan, ctx.index
+    def __init__(self, plan: CheckpointPlan, ctx: Any, steps_per_epoch: int,
+                 duration_s: float | None = None) -> None:
+        self.plan, self.ctx, self.index = plan, ctx, ctx.index
         self.steps_per_epoch = steps_per_epoch
+        self.duration_s = duration_s  # duration-bound runs: the common deadline
+        self.synchronous = plan.stall_model == "synchronous"
         self.writers = ckptio.make_writers(plan, ctx)
         self.retention = OpLog(0)
         self.rounds: list[dict[str, Any]] = []
         self.steps = 0
         self.run_ns = 0
+        self.released_ns: int | None = None  # the last barrier's common release instant
 
     def after_step(self, epoch: int, step: int) -> None:
         """Called after every computed step; checkpoints when one is due."""
@@ -91,20 +108,44 @@ class TrainCheckpointer:
             due = self.steps % every == 0
         else:
             due = step == self.steps_per_epoch - 1 and (epoch + 1) % every == 0
-        if due:
+        # epoch-bound runs stop at the count every client reaches (count 0: duration-bound)
+        if due and (self.duration_s or len(self.rounds) < self.plan.count):
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Write and fsync this client's shard now; the accelerator waits (the stall)."""
+        """Write and fsync this client's shard now; the accelerator waits (the stall): for its
+        own shard, or (synchronous) until every client's shard is durable."""
         k = len(self.rounds)
         t0 = time.monotonic_ns()
         fig = ckptio.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
+        t1 = opened = t2 = time.monotonic_ns()
+        if self.synchronous:
+            self.released_ns = self.ctx.sync()
+            t2 = time.monotonic_ns()
+            # The barrier opened (every shard durable) a fixed lead before its common release
+            # instant; that lead is the emulator's way to start clients together, not a stall.
+            opened = t2 if self.released_ns is None else \
+                min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
             ckptio.retire(self.plan, k - self.plan.keep, self.index, self.retention)
-        t1 = time.monotonic_ns()
-        self.rounds.append({"n": k, "write": fig, "stall_s": (t1 - t0) / 1e9,
+        t3 = time.monotonic_ns()
+        self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
+                            "own_shard_s": (t1 - t0) / 1e9,
+                            "wait_for_others_s": (opened - t1) / 1e9,
+                            "release_lead_s": (t2 - opened) / 1e9, "retire_s": (t3 - t2) / 1e9,
                             "start_s": (t0 - self.run_ns) / 1e9,
-                            "end_s": (t1 - self.run_ns) / 1e9})
+                            "end_s": (t3 - self.run_ns) / 1e9})
+
+    def finish(self) -> None:
+        """The accelerator loop ended. In a duration-bound synchronous run, a client may be
+        waiting at the barrier of a checkpoint this one will never reach: arrive there once,
+        unless the last barrier already opened at or after the deadline (then every client
+        has left its loop and no checkpoint is pending)."""
+        if not (self.synchronous and self.duration_s):
+            return
+        deadline = self.run_ns + int(self.duration_s * 1e9)
+        if self.released_ns is None or self.released_ns < deadline:
+            self.released_ns = self.ctx.sync()
 
     def figures(self, out: dict[str, Any]) -> dict[str, Any]:
         """This client's checkpoint records, and its AU with the stalls counted."""
@@ -113,6 +154,7 @@ class TrainCheckpointer:
         stall = sum(r["stall_s"] for r in self.rounds)
         wall = out["compute_s"] + out["wait_s"]
         return {"checkpoints": self.rounds, "checkpoint_stall_s": stall,
+                "stall_model": self.plan.stall_model,
                 "retention": retention_figures(self),
                 "au_without_checkpoints": out["au"],
                 "au": out["compute_s"] / (wall + stall)
@@ -136,13 +178,17 @@ def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
     reads = _read_impact(clients, windows, end)
     aus = _au_impact(clients, windows, end)
     for k, one in enumerate(agg["checkpoints"]):
+        stalls = [c["checkpoints"][k]["stall_s"] for c in clients]
         one.update(window_s=windows[k][1] - windows[k][0], start_s=windows[k][0],
-                   accelerator_s_lost=sum(c["checkpoints"][k]["stall_s"] for c in clients),
+                   stall_s=stats.spread(stalls), accelerator_s_lost=sum(stalls),
                    **reads[k], **aus[k])
     per = agg["checkpoints"]
     agg.update(read_dip_mean=sum(p["read_dip"] for p in per) / rounds,
                au_lost_mean=None if per[0]["au_lost"] is None
                else sum(p["au_lost"] for p in per) / rounds,
+               # the stalls the clients really spent, as their AU counts them
+               stall_s=stats.spread([c["checkpoints"][k]["stall_s"] for c in clients
+                                     for k in range(rounds)]),
                stall_s_total=sum(c["checkpoint_stall_s"] for c in clients),
                au_without_checkpoints_mean=_mean_au(clients))
     return agg

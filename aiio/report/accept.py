@@ -156,7 +156,9 @@ def checks_section(cs: Sequence[Mapping[str, Any]]) -> Html:
         why = c.get("failures") or ([c["reason"]] if c.get("reason") else [])
         n_reg = len(h.items(c.get("regressions")))
         run_id = c.get("result_id")
-        link = h.tag("a", run_id, href=f"../{run_id}/report.html") if run_id else "not saved"
+        # the folder, not the id: a run that started in the same second got a -2 suffix
+        where = c.get("result_folder") or run_id
+        link = h.tag("a", run_id, href=f"../{where}/report.html") if run_id else "not saved"
         rows.append([h.num(str(i + 1), i + 1),
                      h.Cell(h.join([h.tag("strong", c.get("name", "?")), Html("<br>"),
                                     c.get("description") or ""]), str(c.get("name"))),

@@ -175,34 +175,83 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
 
 def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], str]], *,
             title: str, ylabel: str, caption: str,
-            band: tuple[Sequence[float], Sequence[float], str] | None = None) -> Html:
-    """Figures against client count; style '--' draws a reference line (ideal, goal)."""
+            band: tuple[Sequence[float], Sequence[float], str] | None = None,
+            loglog: bool = False) -> Html:
+    """Figures against client count; style '--' draws a reference line (ideal, goal). With
+    loglog both axes are logarithmic, so proportional growth (linear scaling) is a straight
+    line of slope 1; otherwise the value axis is linear from zero (for flat ideals)."""
     fig, ax = _new()
     if band is not None:
         lo, hi, label = band
         ax.fill_between(clients, lo, hi, color="#0969da", alpha=0.15, label=label)
     for label, ys, style in lines:
+        # a log axis has no zero: a missing (0) value is left out, not drawn at the bottom
+        pts = [(c, y) for c, y in zip(clients, ys, strict=True) if y > 0 or not loglog]
+        xs, ys = [c for c, _ in pts], [y for _, y in pts]
         if style == "--":
-            ax.plot(clients, ys, linestyle="--", color="#57606a", linewidth=1.2, label=label)
+            ax.plot(xs, ys, linestyle="--", color="#57606a", linewidth=1.2, label=label)
         else:
-            ax.plot(clients, ys, marker="o", linewidth=1.8, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(clients), [str(c) for c in clients])
-    ax.minorticks_off()
-    ax.set(title=title, xlabel="clients (emulated accelerators, log scale)", ylabel=ylabel)
-    top = max([max(ys, default=0) for _, ys, _ in lines] + [max(band[1], default=0)
-                                                            if band else 0])
-    ax.set_ylim(0, top * 1.12 or 1.0)  # room above a flat line and for the legend
+            ax.plot(xs, ys, marker="o", linewidth=1.8, label=label)
+    _client_axis(ax, clients)
+    ax.set(title=title, ylabel=ylabel,
+           xlabel=f"clients (emulated accelerators, log scale{', both axes' if loglog else ''})")
+    values = [y for _, ys, _ in lines for y in ys] + (list(band[1]) if band else [])
+    if loglog:
+        _log_values(ax, [v for v in values if v > 0])
+    else:
+        ax.set_ylim(0, max(values, default=0) * 1.12 or 1.0)  # room for the legend
     ax.legend(fontsize=8)
     return to_svg(fig, caption)
 
 
+def _client_axis(ax: Any, clients: Sequence[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(clients), [str(c) for c in clients])
+    ax.minorticks_off()
+
+
+def _log_values(ax: Any, values: Sequence[float]) -> None:
+    """A log-2 value axis over the values with plain number labels and room for the legend."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    lo, hi = (min(values), max(values)) if values else (1.0, 2.0)
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(lo / 1.5, hi * 2.5)
+    ax.yaxis.set_major_locator(LogLocator(base=2))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+    ax.minorticks_off()
+
+
+def efficiency(clients: Sequence[int], values: Sequence[float], threshold: float | None, *,
+               caption: str) -> Html:
+    """Scaling efficiency E(N) at each client count against its threshold, as bars (red
+    below it): a small chart of its own, since a ratio near 1 is lost on a bandwidth axis."""
+    fig, ax = _new(height=2.6)
+    colours = ["#cf222e" if threshold is not None and v < threshold else "#1a7f37"
+               for v in values]
+    ax.bar([str(c) for c in clients], [v * 100 for v in values], color=colours, width=0.6)
+    if threshold is not None:
+        ax.axhline(threshold * 100, color="#57606a", linestyle="--", linewidth=1.2,
+                   label=f"threshold {threshold:.0%}")
+        ax.legend(fontsize=8, loc="lower left")
+    ax.set_ylim(0, max([v * 100 for v in values] + [100.0]) * 1.1)
+    ax.set(title="scaling efficiency E(N) against the threshold",
+           xlabel="clients (emulated accelerators)", ylabel="E(N) (%)")
+    return to_svg(fig, caption)
+
+
 def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool | None],
-          regression: Sequence[bool], *, title: str, ylabel: str, caption: str) -> Html:
-    """A figure over time: passing runs green, failing red, regressions circled."""
+          regression: Sequence[bool], *, title: str, ylabel: str, caption: str,
+          failed_at: Sequence[Any] = ()) -> Html:
+    """A figure over time: passing runs green, failing red, regressions circled; runs that
+    failed with no value (failed_at) as red x on the time axis."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
     fig, ax = _new(height=2.8)
+    if failed_at:
+        ax.scatter(failed_at, [0.04] * len(failed_at), transform=ax.get_xaxis_transform(),
+                   color="#cf222e", marker="x", s=40, zorder=3, clip_on=False,
+                   label="failed, no value")
     ax.plot(times, values, color="#57606a", linewidth=1)
     for cond, colour, label, marker in (
             (lambda p: p is True, "#1a7f37", "pass", "o"),
@@ -216,8 +265,9 @@ def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool |
     if reg:
         ax.scatter(*zip(*reg, strict=True), s=170, facecolors="none", edgecolors="#cf222e",
                    linewidths=1.8, zorder=4, label="regression")
-    if len(set(times)) == 1:  # one run: a day around it, not the locator's years
-        ax.set_xlim(times[0] - dt.timedelta(hours=12), times[0] + dt.timedelta(hours=12))
+    every = [*times, *failed_at]
+    if len(set(every)) == 1:  # one run: a day around it, not the locator's years
+        ax.set_xlim(every[0] - dt.timedelta(hours=12), every[0] + dt.timedelta(hours=12))
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))

@@ -104,6 +104,37 @@ def warnings_section(warnings: list[Any], scope: str, finished: bool = True) -> 
                     anchor="warnings")
 
 
+NOT_SET = "not set"
+
+
+def _off_when_zero(section: str) -> set[str]:
+    """The section's duration keys for which 0 means "not set" (train.duration: run by
+    epochs; load.stagger: all at once), read from the workload's own key declarations."""
+    import dataclasses
+    import typing
+
+    from aiio.workload import Workload
+
+    spec = typing.get_type_hints(Workload).get(section)
+    if spec is None or not dataclasses.is_dataclass(spec):
+        return set()
+    return {f.name for f in dataclasses.fields(spec) if f.metadata.get("kind") == "duration"
+            and f.default == 0 and f.metadata.get("min") == 0}
+
+
+def mark_unset(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload with each unset value replaced by "not set", so no table shows it as a
+    zero with a unit ("0.000 s")."""
+    out: dict[str, Any] = {}
+    for name, section in workload.items():
+        if isinstance(section, Mapping):
+            off = _off_when_zero(str(name))
+            section = {k: NOT_SET if v is None or (k in off and v == 0) else v
+                       for k, v in section.items()}
+        out[name] = section
+    return out
+
+
 def section_pairs(section: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A workload section as (key, value) rows, each with the unit its key implies."""
     rows = []
@@ -144,6 +175,7 @@ def environment_pairs(env: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
     """Target, filesystem, workload, clients, cache-defeat method and environment."""
     w = get(res, "workload", default={})
+    w = mark_unset(w) if isinstance(w, Mapping) else w
     phase = res.get("phase", h.MISSING)
     method = res.get("method")
     what = [

@@ -78,6 +78,8 @@ def seconds(value: Any) -> str:
     x = finite(value)
     if x is None:
         return MISSING
+    if 0 < abs(x) < 0.001:  # "0.000 s" would read as nothing at all, or as unset
+        return format_latency_ns(x * 1e9)
     if x < 10:
         return f"{x:.3f} s"
     return f"{x:,.1f} s" if x < 120 else f"{x:,.1f} s ({format_duration(x)})"
@@ -351,6 +353,10 @@ th{background:var(--alt)}tbody tr:nth-child(even){background:#fbfcfd}
 td.n{text-align:right;white-space:nowrap}table.kv td.k{font-weight:500}
 td.v{overflow-wrap:anywhere}.grid{display:grid;gap:0 18px;
 grid-template-columns:repeat(auto-fit,minmax(340px,1fr))}.grid .scroll{margin:.2em 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(165px,1fr));gap:8px;
+margin:.6em 0}.card{border:1px solid var(--line);border-radius:4px;padding:6px 10px}
+.card b{display:block;font-size:1.4em;font-variant-numeric:tabular-nums}
+.card span{color:var(--muted);font-size:.85em}
 caption{text-align:left;color:var(--muted);padding:2px 0}
 table.sortable th{cursor:pointer}table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
 table.sortable th[aria-sort=descending]::after{content:" \\25BC"}

@@ -1,5 +1,6 @@
-"""The report of one run: warnings, what was measured, headline, clients, time series, latency,
-accelerator utilization, and anything else the phase recorded."""
+"""The report of one run: the verdict and headline figures first, then warnings, what was
+measured, clients, time series, latency, accelerator utilization, and anything else the phase
+recorded."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from aiio.report.common import (
     measured_section,
     missing_notice,
     other_section,
-    status_notice,
     warnings_section,
 )
 from aiio.report.hosts import hosts_section
 from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import IOSection, aggregate_sections, client_subsections
+from aiio.report.verdict import run_verdict
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -60,16 +61,17 @@ def clean(res: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_body(res: Mapping[str, Any]) -> list[Html]:
-    """Every section of a run report, honesty first; each survives damage to the others."""
+    """Every section of a run report: the answer, the reasons to doubt it and the headline
+    figures first, the configuration after them; each survives damage to the others."""
     res = clean(res)
     return [
         header(res, title(res)),
-        status_notice(res, "run"),
-        missing_notice(res, EXPECTED),
+        guarded("verdict", run_verdict, res),
         warnings_section(res.get("warnings") or [], "run", res.get("status") == "ok"),
-        guarded("measured", measured_section, res, clients_line(res)),
+        missing_notice(res, EXPECTED),
         guarded("headline", headline_section, res),
         guarded("hero", hero_section, res),
+        guarded("measured", measured_section, res, clients_line(res)),
         guarded("hosts", hosts_section, res),
         guarded("clients", clients_section, res),
         guarded("bandwidth", bandwidth_section, res),

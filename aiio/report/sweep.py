@@ -62,10 +62,10 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
     return [
         header(res, title(res)),
         status_notice(res, "sweep"),
-        missing_notice(res, EXPECTED),
-        warnings_section(sweep_warnings(res), "sweep", res.get("status") == "ok"),
         guarded("verdict", verdict_section, res.get("verdict")),
-        guarded("scaling", scaling_section, data),
+        warnings_section(sweep_warnings(res), "sweep", res.get("status") == "ok"),
+        missing_notice(res, EXPECTED),
+        guarded("scaling", scaling_section, data, get(res, "sweep", "threshold")),
         guarded("measured", measured_section, _base(res), clients_text(res, data)),
         guarded("sweep parameters", parameters_section, res.get("sweep")),
         guarded("points", points_section, points(res)),
@@ -193,12 +193,13 @@ def _row(n: int, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # --- charts and table ---------------------------------------------------------------------
 
-def scaling_section(data: Sequence[Mapping[str, Any]]) -> Html:
+def scaling_section(data: Sequence[Mapping[str, Any]], threshold: Any = None) -> Html:
     data = [r for r in data if h.finite(r.get("aggregate_mib_s")) is not None]
     if not data:
         return h.section("Scaling", h.notice("warn", "No client count has aggregate figures."),
                          anchor="scaling")
-    return h.section("Scaling", h.figures(*scaling_charts(data)), table(data),
+    return h.section("Scaling", h.figures(*scaling_charts(data, h.finite(threshold))),
+                     table(data),
                      anchor="scaling",
                      note="Aggregate: all clients' bytes over the window in which every "
                           "client was running (first done), mean over repeats.")
@@ -208,7 +209,8 @@ def _pc(r: Mapping[str, Any], key: str) -> float:
     return h.finite(get(r, "per_client_mib_s", key)) or 0.0
 
 
-def scaling_charts(data: Sequence[Mapping[str, Any]]) -> list[Html]:
+def scaling_charts(data: Sequence[Mapping[str, Any]],
+                   threshold: float | None = None) -> list[Html]:
     n = [int(r["clients"]) for r in data]
     n0, a0 = n[0], float(data[0]["aggregate_mib_s"])
     spread = [r.get("aggregate_spread") or {} for r in data]
@@ -221,8 +223,10 @@ def scaling_charts(data: Sequence[Mapping[str, Any]]) -> list[Html]:
         ("aggregate, last done", [h.finite(r.get("last_done_mib_s")) or 0 for r in data], "-"),
         (f"linear from {n0} client(s)", [a0 * c / n0 for c in n], "--")],
         band=band, title="aggregate bandwidth against clients", ylabel="aggregate MiB/s",
-        caption="Does the aggregate grow in proportion to the clients? The dashed line is "
-                "linear scaling from the smallest count.")
+        loglog=True,
+        caption="Does the aggregate grow in proportion to the clients? Both axes are "
+                "logarithmic, so linear scaling is a straight line: the dashed one, of slope "
+                "1, from the smallest count. A line that bends below it has stopped scaling.")
     mean = [_pc(r, "mean") for r in data]
     per = charts.scaling(n, [("per-client mean", mean, "-"),
                              (f"constant at {n0} client(s)", [mean[0]] * len(n), "--")],
@@ -231,7 +235,7 @@ def scaling_charts(data: Sequence[Mapping[str, Any]]) -> list[Html]:
                          title="per-client bandwidth against clients", ylabel="MiB/s per client",
                          caption="Does each client keep its bandwidth as clients are added? "
                                  "Mean, and the band from the slowest to the fastest client.")
-    out = [agg, per]
+    out = [agg, _efficiency_chart(data, threshold), per]
     if any(r.get("au_min") is not None for r in data):
         goal = h.finite(data[0].get("au_goal"))
         lines = [("AU mean", [(h.finite(r.get("au_mean")) or 0) * 100 for r in data], "-"),
@@ -243,6 +247,21 @@ def scaling_charts(data: Sequence[Mapping[str, Any]]) -> list[Html]:
                                   ylabel="AU (%)", caption="Mean and lowest client AU at each "
                                   "count, against the workload's goal."))
     return out
+
+
+def _efficiency_chart(data: Sequence[Mapping[str, Any]],
+                      threshold: float | None) -> Html | None:
+    """E(N) per count beyond the first (the baseline, 100 % by definition) against the
+    threshold."""
+    pts = [(int(r["clients"]), h.finite(r.get("efficiency"))) for r in data[1:]]
+    pts = [(n, e) for n, e in pts if e is not None]
+    if not pts:
+        return None
+    n0 = int(data[0]["clients"])
+    return charts.efficiency([n for n, _ in pts], [e for _, e in pts], threshold,
+                             caption=f"E(N) = aggregate(N) / (N/{n0} x aggregate({n0})): the "
+                                     "share of linear scaling reached at each count; red bars "
+                                     "are below the threshold.")
 
 
 def _lat(r: Mapping[str, Any], key: str) -> Any:

@@ -28,10 +28,25 @@ def when(value: Any) -> dt.datetime | None:
         return None
 
 
+def failures(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per check, its records that failed with no figure to draw (figure None), oldest first."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        t = when(r.get("time"))
+        if r.get("figure") is None and r.get("passed") is False and t is not None:
+            out.setdefault(str(r.get("check", "?")), []).append(dict(r, time=t))
+    for rows in out.values():
+        rows.sort(key=lambda r: r["time"])
+    return out
+
+
 def group(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Records by (check, figure), oldest first; records without a time or value are dropped."""
+    """Records by (check, figure), oldest first; records without a time or value are dropped
+    (failures without a figure are read by `failures`)."""
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
+        if r.get("figure") is None and r.get("passed") is False:
+            continue
         t, v = when(r.get("time")), h.finite(r.get("value"))
         if t is None or v is None:
             continue
@@ -67,20 +82,21 @@ def shown(figure: str, value: float) -> str:
 
 
 def render_body(records: Sequence[Mapping[str, Any]], source: str) -> list[Html]:
-    groups = group(records)
-    dropped = len(records) - sum(len(v) for v in groups.values())
+    groups, failed = group(records), failures(records)
+    dropped = len(records) - sum(len(v) for v in groups.values()) \
+        - sum(len(v) for v in failed.values())
     parts = [h.tag("h1", "aiio history: the trend of every check"),
              h.tag("p", f"{len(records)} records from {source}", class_="meta")]
     if dropped:
         parts.append(h.notice("warn", f"{dropped} records had no usable time or value and are "
                               "not shown."))
-    if not groups:
+    if not groups and not failed:
         parts.append(h.notice("warn", "The history holds no records yet: run `aiio accept` "
                               "(or a run or sweep) to start one."))
         return parts
     parts.append(regressions_notice(groups))
-    parts.append(summary_section(groups))
-    parts.append(charts_section(groups))
+    parts.append(summary_section(groups, failed))
+    parts.append(charts_section(groups, failed))
     return parts
 
 
@@ -93,33 +109,60 @@ def regressions_notice(groups: Mapping[tuple[str, str], list[dict[str, Any]]]) -
     return h.notice("fail", "Latest run regressed against its own baseline:", regressed)
 
 
-def summary_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]]) -> Html:
+def summary_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]],
+                    failed: Mapping[str, list[dict[str, Any]]]) -> Html:
     rows = []
-    order = sorted(groups.items(), key=lambda kv: (not kv[1][-1].get("regression"), kv[0]))
-    for (check, figure), recs in order:
-        last = recs[-1]
-        status = "regression" if last.get("regression") else \
-            "pass" if last.get("passed") else "fail" if last.get("passed") is False else "n/a"
+    keys = list(groups) + [(c, "(no figure)") for c in failed if c not in {k[0] for k in groups}]
+    order = sorted(keys, key=lambda k: (not _last(groups, failed, k).get("regression"), k))
+    for check, figure in order:
+        recs, fails = groups.get((check, figure), []), failed.get(check, [])
+        last = _last(groups, failed, (check, figure))
+        status = _verdict(last)
         n_reg = sum(bool(r.get("regression")) for r in recs)
-        rows.append([check, figure, h.num(str(len(recs)), len(recs)),
+        n_bad = sum(r.get("passed") is False for r in recs) + len(fails)
+        value = h.num(shown(figure, last["value"]), last["value"]) \
+            if h.finite(last.get("value")) is not None else h.Cell("none: it failed")
+        rows.append([check, figure, h.num(str(len(recs) + len(fails)), len(recs) + len(fails)),
                      h.Cell(f"{last['time']:%Y-%m-%d %H:%M}", last["time"].isoformat()),
-                     h.num(shown(figure, last["value"]), last["value"]),
-                     h.Cell(h.badge(status), status), h.num(str(n_reg), n_reg)])
+                     value, h.Cell(h.badge(status), status), h.num(str(n_bad), n_bad),
+                     h.num(str(n_reg), n_reg)])
     return h.section("Checks", h.table(["check", "figure", "runs", "latest run", "latest value",
-                                        "latest verdict", "regressions"], rows, sortable=True),
-                     note="Checks whose latest run regressed first.", anchor="summary")
+                                        "latest verdict", "failed", "regressions"], rows,
+                                       sortable=True),
+                     note="Checks whose latest run regressed first. Failed counts every run "
+                          "that did not pass: failed thresholds, and runs that failed, errored "
+                          "or were interrupted (those have no value to draw; the charts mark "
+                          "them with a red x on the time axis).", anchor="summary")
 
 
-def charts_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]]) -> Html:
+def _last(groups: Mapping[tuple[str, str], list[dict[str, Any]]],
+          failed: Mapping[str, list[dict[str, Any]]], key: tuple[str, str]) -> dict[str, Any]:
+    """The latest record of a check's figure, or its later failure without a figure."""
+    recs = groups.get(key, []) + failed.get(key[0], [])
+    return max(recs, key=lambda r: r["time"])
+
+
+def _verdict(last: Mapping[str, Any]) -> str:
+    if last.get("regression"):
+        return "regression"
+    if last.get("figure") is None:
+        return str(last.get("status") or "failed")
+    return "pass" if last.get("passed") else "fail" if last.get("passed") is False else "n/a"
+
+
+def charts_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]],
+                   failed: Mapping[str, list[dict[str, Any]]]) -> Html:
     figs = []
     for (check, figure), recs in groups.items():
         unit, k = unit_of(figure)
+        fails = [r["time"] for r in failed.get(check, [])]
         figs.append(charts.trend(
             [r["time"] for r in recs], [r["value"] * k for r in recs],
             [r.get("passed") if isinstance(r.get("passed"), bool) else None for r in recs],
             [bool(r.get("regression")) for r in recs],
-            title=f"{check}: {figure}", ylabel=f"{figure} ({unit})",
+            title=f"{check}: {figure}", ylabel=f"{figure} ({unit})", failed_at=fails,
             caption=f"{check}, {figure} ({unit}) over {len(recs)} "
                     f"run{'s' * (len(recs) != 1)}; circled: a regression against the check's "
-                    "own baseline."))
+                    "own baseline" + (f"; red x on the time axis: {len(fails)} run(s) that "
+                                      "failed with no value" if fails else "") + "."))
     return h.section("Trends", h.figures(*figs), anchor="trends")

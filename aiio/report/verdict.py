@@ -1,0 +1,56 @@
+"""The answer a run report opens with: did the run finish, did it meet its goal, and the
+headline figures as large numbers, before any configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiio.figures import FIGURES, run_figures
+from aiio.report import html as h
+from aiio.report.common import get, status_notice
+from aiio.report.html import Html
+
+# The figures shown as cards, in this order, when the result has them.
+CARDS = ("aggregate_mib_s", "client_mib_s_min", "au_min", "cv", "p99_ms", "checkpoint_s",
+         "restore_s", "load_s", "hero_fraction")
+
+
+def run_verdict(res: Mapping[str, Any]) -> Html:
+    """One coloured line saying what the run answers, then its headline figures."""
+    if res.get("status") != "ok":  # why it stopped is the answer
+        notice = status_notice(res, "run")
+    else:
+        notice = h.notice(*_answer(res))
+    return h.tag("section", h.join([notice, cards(res)]), id="verdict")
+
+
+def _answer(res: Mapping[str, Any]) -> tuple[str, str]:
+    """(notice kind, sentence) of a finished run: the phase's own goal if it has one."""
+    agg = get(res, "aggregate", default={})
+    if isinstance(agg, Mapping) and "au_pass" in agg:
+        goal, least = h.pct(agg.get("au_goal"), 0), h.pct(agg.get("au_min"))
+        if agg.get("au_pass"):
+            return "ok", (f"PASS: the storage kept every accelerator at least {goal} busy "
+                          f"(the least busy client: {least}).")
+        below = h.items(agg.get("clients_below_goal"))
+        return "fail", (f"FAIL: {len(below)} of {len(h.items(res.get('clients')))} clients "
+                        f"were below the {goal} accelerator-utilization goal (the least busy: "
+                        f"{least}); the storage did not keep up.")
+    return "info", (f"Finished: the {res.get('phase', '?')} phase has no pass/fail goal of its "
+                    "own; its headline figures are below (aiio accept judges them against "
+                    "thresholds).")
+
+
+def cards(res: Mapping[str, Any]) -> Html:
+    """The headline figures as large numbers with their labels and units."""
+    try:
+        figs = run_figures(dict(res))
+    except (AttributeError, KeyError, TypeError, ValueError):  # a damaged result: no cards
+        return Html("")
+    shown = [(FIGURES[n].label, FIGURES[n].format(figs[n])) for n in CARDS if n in figs]
+    if not shown:
+        return Html("")
+    return h.tag("div", h.join(h.tag("div", h.join([h.tag("b", value), h.tag("span", label)]),
+                                      class_="card") for label, value in shown),
+                 class_="cards")

@@ -1,0 +1,158 @@
+"""Monitoring export: the node_exporter textfile that `aiio accept --prometheus` and `aiio
+history --prometheus` write, read back with prometheus_client's own parser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from aiio.history import History, Record
+
+from .conftest import run_cli
+from .test_accept import _check, _spec
+
+LABELS = ("check", "kind", "target", "phase", "workload", "clients")
+REQUIRED = {"good": ("au_min", 0.05), "bad": ("aggregate_mib_s", 1e9)}
+
+
+def _samples(path: Path) -> dict[str, list]:
+    """Every sample of the file by metric name; the parser refuses a malformed file."""
+    out: dict[str, list] = {}
+    for family in text_string_to_metric_families(path.read_text()):
+        assert family.type == "gauge", family.name
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append(sample)
+    return out
+
+
+def _one(samples: dict[str, list], name: str, **labels: str):
+    found = [s for s in samples.get(name, [])
+             if all(s.labels.get(k) == v for k, v in labels.items())]
+    assert len(found) == 1, (name, labels, samples.get(name))
+    return found[0]
+
+
+def test_accept_writes_every_check_figure_and_its_verdict(target, results, tmp_path):
+    spec = _spec(tmp_path, _check("good", "min_au = 0.05"),
+                 _check("bad", "min_aggregate_mib_s = 1e9"))
+    prom = tmp_path / "textfile" / "aiio.prom"
+    prom.parent.mkdir()
+    proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+                   "--quiet", "--prometheus", str(prom))
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(next(results.glob("*-accept-*/result.json")).read_text())
+    samples = _samples(prom)
+    assert [p.name for p in prom.parent.iterdir()] == ["aiio.prom"]  # no temporary left
+    for check in out["checks"]:
+        labels = {"check": check["name"], "kind": "check", "target": str(target),
+                  "phase": "train", "workload": "demo", "clients": "2"}
+        assert check["measured"], check
+        for figure, value in check["measured"].items():
+            sample = _one(samples, f"aiio_{figure}", **labels)
+            assert set(sample.labels) == set(LABELS)
+            assert sample.value == value
+        assert _one(samples, "aiio_passed", **labels).value == (check["status"] == "pass")
+        assert _one(samples, "aiio_status", status=check["status"], **labels).value == 1
+        assert _one(samples, "aiio_regression", **labels).value == 0
+        figure, required = REQUIRED[check["name"]]
+        assert _one(samples, "aiio_required", figure=figure, **labels).value == required
+    assert {c["status"] for c in out["checks"]} == {"pass", "fail"}
+    whole = _one(samples, "aiio_passed", kind="accept", check="t")
+    assert whole.value == 0
+
+
+def test_bad_export_path_is_refused_before_anything_runs(target, results, tmp_path):
+    spec = _spec(tmp_path, _check("good", "min_au = 0.05"))
+    for path, words in ((tmp_path / "aiio.txt", "only *.prom files"),
+                        (tmp_path / "nowhere" / "aiio.prom", "does not exist")):
+        proc = run_cli("accept", str(spec), "--target", str(target), "--results",
+                       str(results), "--quiet", "--prometheus", str(path))
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not results.exists()
+
+
+def _rec(name: str, value: float, ts: float, status: str = "pass") -> Record:
+    return Record(kind="check", name=name, target="/mnt/a", status=status,
+                  passed=status == "pass", figures={"aggregate_mib_s": value, "au_min": 0.9},
+                  required={"aggregate_mib_s": 50.0}, phase="train", workload="demo",
+                  clients="8", ts=ts)
+
+
+def test_history_exports_the_latest_of_every_series(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        for i, value in enumerate((100, 101, 99, 100, 70)):   # the last one regressed
+            h.add(_rec("nightly", value, 1000.0 + i))
+        h.add(_rec("weekly", 40, 900.0, status="fail"))
+        h.add(Record(kind="run", name="run train demo c2", target="/mnt/a", status="failed",
+                     passed=False, phase="train", workload="demo", clients="2", ts=1100.0))
+    prom = tmp_path / "aiio.prom"
+    proc = run_cli("history", "--history", str(db), "--prometheus", str(prom))
+    assert proc.returncode == 0, proc.stderr
+    samples = _samples(prom)
+    assert [s.value for s in samples["aiio_aggregate_mib_s"]
+            if s.labels["check"] == "nightly"] == [70]
+    assert _one(samples, "aiio_regression", check="nightly").value == 1
+    assert _one(samples, "aiio_timestamp_seconds", check="nightly").value == 1004.0
+    assert _one(samples, "aiio_passed", check="weekly").value == 0
+    assert _one(samples, "aiio_regression", check="weekly").value == 0
+    failed = _one(samples, "aiio_status", check="run train demo c2", kind="run")
+    assert failed.labels["status"] == "failed" and failed.value == 1
+    assert _one(samples, "aiio_passed", check="run train demo c2").value == 0
+
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _scrape(port: int, proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.mark.skipif(NODE_EXPORTER is None, reason="node_exporter is not installed "
+                    "(Debian: prometheus-node-exporter)")
+def test_node_exporter_serves_the_history_export(tmp_path):
+    """The real consumer: node_exporter's textfile collector reads the file without error."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        for i, value in enumerate((100, 101, 99)):
+            h.add(_rec("nightly", value, 1000.0 + i))
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+    assert run_cli("history", "--history", str(db), "--prometheus",
+                   str(folder / "aiio.prom")).returncode == 0
+    port = _free_port()
+    proc = subprocess.Popen([NODE_EXPORTER, "--collector.disable-defaults",
+                             "--collector.textfile",
+                             f"--collector.textfile.directory={folder}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        text = _scrape(port, proc)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "node_textfile_scrape_error 0" in text and "level=error" not in err
+    assert 'aiio_aggregate_mib_s{check="nightly"' in text
