@@ -1,6 +1,6 @@
 """A sweep's two charts, PNG and SVG, drawn from its table (matplotlib, Agg, no pyplot).
 
-aggregate:  aggregate MiB/s (first done, with the repeats' range) against clients on log-log
+aggregate:  aggregate MiB/s (the judged figure, with the repeats' range) against clients on log-log
             axes, beside the ideal linear line through the baseline (slope 1: straight) and the
             threshold share of it; below, E(N) per count against the threshold.
 per_client: per-client MiB/s (mean, with the slowest and fastest client) against clients, and
@@ -30,7 +30,8 @@ def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
     if not rows:
         return []
     title = _title(sweep)
-    names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title), folder,
+    names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title,
+                                   JUDGED.get(sweep["phase"], "first done")), folder,
                   "aggregate")
     names += _save(per_client_figure(rows, title), folder, "per_client")
     return names
@@ -54,6 +55,10 @@ def _save(fig: Figure, folder: Path, stem: str) -> list[str]:
     return names
 
 
+# What the plotted aggregate is, for phases not judged on first done (see sweep_figures).
+JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write, first done"}
+
+
 def _axes_for_clients(ax: Any, counts: list[int]) -> None:
     """Client counts on a log-2 axis, each count labelled."""
     ax.set_xscale("log", base=2)
@@ -64,9 +69,11 @@ def _axes_for_clients(ax: Any, counts: list[int]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -> Figure:
-    """Measured aggregate against the ideal linear line on log-log axes, where linear scaling
-    is a straight line of slope 1; below it, E(N) per count against the threshold."""
+def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
+                     judged: str = "first done") -> Figure:
+    """Measured aggregate (the figure the verdict judges) against the ideal linear line on
+    log-log axes, where linear scaling is a straight line of slope 1; below it, E(N) per
+    count against the threshold."""
     counts = [r["clients"] for r in rows]
     agg = [r["aggregate_mib_s"] for r in rows]
     lo = [r["aggregate_mib_s"] - r["aggregate_spread"]["min"] for r in rows]
@@ -80,7 +87,7 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str) -
     ax.fill_between(counts, [threshold * i for i in ideal], ideal, color="grey", alpha=0.12,
                     label=f"within {threshold:.0%} of linear")
     ax.errorbar(counts, agg, yerr=[lo, hi], fmt="o-", color="C0", capsize=3,
-                label="measured (first done)")
+                label=f"measured ({judged})")
     ax.plot(counts, [r["last_done_mib_s"] for r in rows], ".:", color="C0", alpha=0.6,
             label="measured (last done)")
     _axes_for_clients(ax, counts)

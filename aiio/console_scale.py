@@ -14,6 +14,7 @@ from rich.table import Table
 
 from aiio.console import print_warnings
 from aiio.scaling import efficiency_text
+from aiio.sweep_figures import EXTRAS
 from aiio.units import format_latency_ns
 
 
@@ -33,12 +34,14 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
     if repeats > 1:
         cols.insert(2, f"range over {repeats}")
     cols += ["AU mean", "AU min"] if has_au else []
-    cols += ["CPU %"]
+    extras = [(key, title) for key, title, _ in EXTRAS.get(sweep["phase"], ())
+              if all(key in r.get("figures", {}) for r in rows)]
+    cols += [title for _, title in extras] + ["CPU %"]
     for c in cols:
         table.add_column(c, justify="right")
     t = sweep["sweep"]["threshold"]
     for r in rows:
-        cells = [str(r["clients"]), f"{r['aggregate_mib_s']:,.1f}",
+        cells = [str(r["clients"]), f"{r.get('first_done_mib_s', r['aggregate_mib_s']):,.1f}",
                  f"{r['last_done_mib_s']:,.1f}",
                  _mark(r["efficiency"], t, text=efficiency_text(r["efficiency"], t)),
                  _mark(r["consistency"], t, text=efficiency_text(r["consistency"], t))]
@@ -48,9 +51,15 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
         if has_au:
             cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"],
                                                    text=f"{r['au_min']:.1%}")]
+        cells += [_figure(r["figures"][key]["mean"]) for key, _ in extras]
         cells.append(f"{r['cpu_percent']:.0f}")
         table.add_row(*cells)
     return table
+
+
+def _figure(value: float) -> str:
+    """Seconds and rates alike: three significant figures, thousands separated."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def client_table(sweep: dict[str, Any]) -> Table:
@@ -60,7 +69,9 @@ def client_table(sweep: dict[str, Any]) -> Table:
         table.add_column(c, justify="right")
     for r in sweep["table"]:
         pc = r["per_client_mib_s"]
-        op = "read" if "read" in r["latency"] else next(iter(r["latency"]), "-")
+        # the phase's data operation (read, else write: checkpoints), not its metadata calls
+        op = next((o for o in ("read", "write") if o in r["latency"]),
+                  next(iter(r["latency"]), "-"))
         lat = r["latency"].get(op, {})
         table.add_row(str(r["clients"]), f"{pc['mean']:,.1f}", f"{pc['min']:,.1f}",
                       f"{pc['max']:,.1f}", f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,
@@ -87,6 +98,8 @@ def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
                   highlight=False)
     for line in v["statements"]:
         console.print(f"  - {line}", highlight=False)
+    if sweep.get("search", {}).get("statement"):
+        console.print(f"[bold]find-max[/]: {sweep['search']['statement']}", highlight=False)
     for line in v["caveats"]:
         console.print(f"  [yellow]caveat[/]: {line}", highlight=False)
     print_warnings(console, [{"code": w["code"], "message": f"{w['message']} (at "

@@ -12,9 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aiio import hero_pairing as pairing
+
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
+# The first fio test each phase is set against (prep in shards mode also against seq_write,
+# in randrw mode against rand_mix: see hero_pairing).
 HERO_TEST = {"train": "seq_read", "load": "seq_read", "checkpoint": "seq_write",
-             "prep": "rand_mix"}
+             "prep": "seq_read"}
 
 
 def same_target(a: str, b: str) -> bool:
@@ -41,9 +45,11 @@ def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, An
     return found
 
 
-def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike) -> dict | None:
-    """The matching hero aggregate from the latest fio result on this target, or None."""
-    test = HERO_TEST.get(phase)
+def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike,
+             test: str | None = None, streams: int | None = None) -> dict | None:
+    """The latest fio result on this target holding `test` (by default the phase's first),
+    at `streams` = fio jobs x iodepth when given; None when there is none."""
+    test = test or HERO_TEST.get(phase)
     if test is None:
         return None
     for folder, res in reversed(fio_results(results_dir)):
@@ -52,37 +58,18 @@ def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike) -> di
         agg = entry.get("aggregate") or {}
         if not path or "mib_s" not in agg or not same_target(path, target_path):
             continue  # a result without the figure is passed over, never fails a run
+        jobs, depth = len(entry.get("clients", [])), int(res.get("options", {}).get("iodepth", 1))
+        if streams is not None and jobs * depth != streams:
+            continue
         return {"test": test, "description": entry.get("description", test),
                 "fio_mib_s": agg["mib_s"], "fio_iops": agg.get("iops", 0.0),
                 "fio_per_client_mib_s": agg.get("per_client_mib_s", {}).get("mean", 0.0),
-                "fio_clients": len(entry.get("clients", [])), "fio_latency": agg.get("latency"),
+                "fio_clients": jobs, "fio_iodepth": depth,
+                "block_size": entry.get("block_size"), "fio_latency": agg.get("latency"),
                 "fio_result_id": res.get("id", folder.name), "fio_result": str(folder),
                 "fio_version": res.get("fio_version"), "method": res.get("method"),
                 "finished": res.get("finished")}
     return None
-
-
-def phase_mib_s(res: dict[str, Any]) -> float | None:
-    """A run's headline aggregate MiB/s, the figure set against the hero number: first done
-    (the fair number) for streaming phases, the write rate for checkpoints, reads plus writes
-    for data preparation."""
-    agg = res.get("aggregate") or {}
-    phase = res.get("phase")
-    if phase == "checkpoint":
-        return _number(agg.get("write_mib_s"))
-    if phase == "prep":
-        parts = [p for p in (_number(agg.get(k)) for k in ("read_mib_s", "write_mib_s"))
-                 if p is not None]
-        return sum(parts) if parts else None
-    first = agg.get("first_done")
-    return float(first["mib_s"]) if isinstance(first, dict) else None
-
-
-def _number(value: Any) -> float | None:
-    """A figure or the mean of a spread of figures (one per checkpoint)."""
-    if isinstance(value, dict):
-        value = value.get("mean")
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 def percent(value: float, hero: float) -> float | None:
@@ -91,47 +78,107 @@ def percent(value: float, hero: float) -> float | None:
 
 
 def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
-    """The `hero` field of a run result: its aggregate as % of the matching fio number."""
+    """The `hero` field of a run result: its last-done aggregate as % of the fio test of the
+    same pattern at the same concurrency, stating what was paired with what."""
     target, phase = res["target"]["path"], res.get("phase", "")
     if phase == "all":
         return _stages_entry(res, results_dir)
-    if phase not in HERO_TEST:
+    sides = pairing.sides(res)
+    if not sides:
         return {"text": f"no fio hero number matches phase {phase!r}"}
-    found = hero_for(target, phase, results_dir)
+    pairs = [_pair(res, side, target, results_dir) for side in sides]
+    missing = [p["test"] for p in pairs if p.get("fio_mib_s") is None]
+    if missing:
+        return {"test": "+".join(p["test"] for p in pairs),
+                "text": _no_hero_text(res, target, missing, results_dir)}
+    if len(pairs) == 1:
+        return pairs[0]
+    low = min(pairs, key=lambda p: p["percent"] if p["percent"] is not None else float("inf"))
+    text = "; ".join(f"{p['direction']}: {p['text']}" for p in pairs)
+    return {**{k: low[k] for k in ("test", "window", "fio_mib_s", "phase_mib_s", "percent",
+                                   "fio_result_id", "fio_clients", "pairing")},
+            "pairs": pairs, "text": f"{text}; the lower, {p_text(low['percent'])}, is the "
+            "headline"}
+
+
+def p_text(pct: float | None) -> str:
+    return "n/a" if pct is None else f"{pct:.1f} %"
+
+
+def _pair(res: dict[str, Any], side: pairing.Side, target: str,
+          results_dir: str | os.PathLike) -> dict[str, Any]:
+    """One direction against its fio test at the run's concurrency."""
+    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    found = hero_for(target, res.get("phase", ""), results_dir, side.test, clients * streams)
+    out: dict[str, Any] = {"direction": side.direction, "test": side.test, "window": pairing.WINDOW,
+                           "phase_mib_s": side.phase_mib_s}
     if found is None:
-        return {"text": f"no fio result for this target; run: aiio fio --target {target}",
-                "test": HERO_TEST[phase]}
-    mine = phase_mib_s(res)
-    pct = percent(mine, found["fio_mib_s"]) if mine is not None else None
-    return {"test": found["test"], "fio_mib_s": found["fio_mib_s"], "phase_mib_s": mine,
-            "percent": pct, "fio_result_id": found["fio_result_id"],
-            "fio_clients": found["fio_clients"],
-            "text": _hero_text(found, phase, mine, pct, target)}
+        return out
+    pct = percent(side.phase_mib_s, found["fio_mib_s"]) if side.phase_mib_s is not None \
+        else None
+    out.update(fio_mib_s=found["fio_mib_s"], percent=pct, fio_result_id=found["fio_result_id"],
+               fio_clients=found["fio_clients"],
+               pairing={"clients": clients, "streams_per_client": streams,
+                        "fio_jobs": found["fio_clients"], "fio_iodepth": found["fio_iodepth"],
+                        "block_size": found["block_size"],
+                        "pattern": pairing.PATTERN.get(side.test, side.test)})
+    out["text"] = _hero_text(found, res.get("phase", ""), out, target)
+    return out
 
 
 def _stages_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
     """The lifecycle run: each stage against its own hero number."""
-    stages = {name: hero_entry({"phase": name, "target": res["target"], "aggregate": agg},
-                               results_dir)
+    stages = {name: hero_entry({**res, "phase": name, "aggregate": agg}, results_dir)
               for name, agg in (res.get("aggregate") or {}).items()
               if name in HERO_TEST and isinstance(agg, dict)}
     text = "; ".join(f"{name}: {entry['text']}" for name, entry in stages.items())
     return {"stages": stages, "text": text or "no stage of this run has a fio hero number"}
 
 
-def _hero_text(found: dict[str, Any], phase: str, mine: float | None, pct: float | None,
-               target: str) -> str:
-    test, fio_id = found["test"], found["fio_result_id"]
+def _no_hero_text(res: dict[str, Any], target: str, missing: list[str],
+                  results_dir: str | os.PathLike) -> str:
+    """Why there is no % of hero, and the command that makes a matching one."""
+    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    command = pairing.fio_command(target, res, missing)
+    other = hero_for(target, res.get("phase", ""), results_dir, missing[0])
+    if other is None:
+        return f"no fio result for this target; run: {command}"
+    return (f"no fio {'/'.join(missing)} at this run's concurrency ({_clients(clients)} x "
+            f"{_streams(streams)} = {clients * streams}; the latest, {other['fio_result_id']}, "
+            f"ran {other['fio_clients']} fio jobs x iodepth {other['fio_iodepth']}); "
+            f"run: {command}")
+
+
+def _clients(n: int) -> str:
+    return f"{n} client" + ("" if n == 1 else "s")
+
+
+def _streams(n: int) -> str:
+    return f"{n} stream" + ("" if n == 1 else "s")
+
+
+def _hero_text(found: dict[str, Any], phase: str, pair: dict[str, Any], target: str) -> str:
+    test, fio_id, mine, pct = found["test"], found["fio_result_id"], pair["phase_mib_s"], \
+        pair["percent"]
     if mine is None:
-        return f"this {phase} result has no aggregate MiB/s to set against fio {test}"
+        return f"this {phase} result has no last-done MiB/s to set against fio {test}"
     if pct is None:
         return f"fio {test} in {fio_id} measured 0 MiB/s"
+    p = pair["pairing"]
     text = (f"{pct:.1f} % of fio {test} ({mine:,.1f} of {found['fio_mib_s']:,.1f} MiB/s, "
-            f"{found['fio_clients']} fio jobs, {fio_id})")
+            f"both last done; {_clients(p['clients'])} x {_streams(p['streams_per_client'])} "
+            f"against {p['fio_jobs']} fio jobs x iodepth {p['fio_iodepth']}, "
+            f"{p['pattern']}, {_block(p['block_size'])}; {fio_id})")
     if pct > ABOVE_HERO:
         # a phase cannot really beat fio at its own pattern: the hero is stale or was disturbed
         text += f"; above the hero number: re-run aiio fio --target {target} on a quiet system"
     return text
+
+
+def _block(size: int | None) -> str:
+    if not size:
+        return "fio block size unknown"
+    return f"{size // 1024} KiB blocks" if size < 2**20 else f"{size / 2**20:g} MiB blocks"
 
 
 # --- aiio compare: the phase's figures next to the hero's ----------------------------------
@@ -157,7 +204,8 @@ def fio_result_for(run: dict[str, Any], run_folder: Path) -> dict[str, Any] | No
 
 def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency."""
-    test = HERO_TEST.get(run.get("phase", ""), "seq_read")
+    sides = pairing.sides(run)
+    test = sides[0].test if sides else "seq_read"
     entry = fio_res["tests"].get(test)
     if entry is None:
         return []
@@ -166,9 +214,9 @@ def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str,
     spread, fspread = agg.get("per_client_mib_s") or {}, fagg.get("per_client_mib_s") or {}
     lat, flat = (agg.get("latency") or {}).get(op) or {}, fagg.get("latency") or {}
     rows = [("clients / fio jobs", len(run.get("clients", [])), len(entry["clients"]), None),
-            ("aggregate MiB/s (the % of hero figure)", phase_mib_s(run), fagg["mib_s"],
-             "MiB/s"),
-            ("aggregate MiB/s, last done", (agg.get("last_done") or {}).get("mib_s"),
+            ("aggregate MiB/s (the % of hero figure)", sides[0].phase_mib_s if sides else None,
+             fagg["mib_s"], "MiB/s"),
+            ("aggregate MiB/s, first done", (agg.get("first_done") or {}).get("mib_s"),
              fagg["mib_s"], "MiB/s"),
             ("per client MiB/s, mean", spread.get("mean"), fspread.get("mean"), "MiB/s"),
             ("per client MiB/s, min", spread.get("min"), fspread.get("min"), "MiB/s"),

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio import result, runner, scaling
+from aiio import result, runner, scaling, sweep_figures
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.phases import get_phase
 from aiio.phases.base import now_iso
-from aiio.stats import Histogram, spread
+from aiio.stats import spread
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, probe
 from aiio.workload import Workload
@@ -121,11 +122,12 @@ class SweepRequest:
     method: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
     charts: bool = True
+    find_max: bool = False  # search for the largest count at the AU goal (clients: [1, max])
 
 
 def plan(req: SweepRequest) -> tuple[Workload, float | None]:
     """Check the request; returns the workload every point starts from and the point length."""
-    get_phase(req.phase)
+    phase = get_phase(req.phase)
     check_clients(list(req.clients), "client list")
     if req.repeat < 1:
         raise ConfigError(f"--repeat {req.repeat}: must be at least 1")
@@ -133,6 +135,8 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
     runner.check_memory(req.workload, max(req.clients))
+    if hasattr(phase, "validate"):
+        phase.validate(req.workload, req.options)  # the phase's own checks, before any point
     key = duration_key(req.phase, req.workload)
     if key is None:
         if req.duration_s is not None:
@@ -166,34 +170,59 @@ class SweepStopped(AiioError):
         self.sweep, self.folder, self.exit_code = sweep, folder, exit_code
 
 
-def sweep(req: SweepRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
-    """Run every point, save, judge and chart; raises SweepStopped after saving a partial."""
+class _PointStopped(Exception):
+    """A point ended the sweep (failed or interrupted); the reason is in `stop`."""
+
+
+Measure = Callable[[int], dict[str, Any]]
+
+
+def every_count(req: SweepRequest, measure: Measure, out: dict[str, Any]) -> None:
+    """The plain sweep: every listed count, in order."""
+    for n in req.clients:
+        measure(n)
+
+
+def sweep(req: SweepRequest, ui: Any = None,
+          driver: Callable[[SweepRequest, Measure, dict[str, Any]], None] = every_count
+          ) -> tuple[dict[str, Any], Path]:
+    """Run the points the driver asks for (measure(n) runs n's repeats and returns its table
+    row), save, judge and chart; raises SweepStopped after saving a partial."""
     ui = ui or runner.QuietUI()
     base, seconds = plan(req)
     out = _skeleton(req, base, seconds)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
     result.save(out, folder)  # a sweep killed outright still leaves its skeleton
     stop: tuple[str, int] | None = None
-    try:
-        for n in req.clients:
-            for r in range(req.repeat):
-                stop = _run_point(req, with_clients(base, n), r, folder, out, ui)
-                if stop:
-                    break
+
+    def measure(n: int) -> dict[str, Any]:
+        nonlocal stop
+        for r in range(req.repeat):
+            stop = _run_point(req, with_clients(base, n), r, folder, out, ui)
             if stop:
-                break
+                raise _PointStopped
+        return _row(n, [p["result"] for p in out["points"] if p["clients"] == n], req.phase)
+
+    try:
+        driver(req, measure, out)
+    except _PointStopped:
+        pass
     except KeyboardInterrupt:  # between points, or before the clients started
         stop = _stopped(out, "interrupted", "interrupted by the user",
                         RunInterrupted.exit_code)
+    except BaseException as exc:  # an unforeseen error still leaves a finished result
+        _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
+        _save_final(out, folder)
+        raise
     return _finish(req, out, folder, stop)
 
 
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                out: dict[str, Any], ui: Any) -> tuple[str, int] | None:
     """One point; appends it and saves. Returns (message, exit code) when the sweep must end."""
-    n, total = w.run.clients, len(req.clients) * req.repeat
+    n, total = w.run.clients, _planned(req)
     seconds = out["sweep"]["duration_s"]
-    ui.note(f"point {len(out['points']) + 1}/{total}: {n} client{'' if n == 1 else 's'}"
+    ui.note(f"point {len(out['points']) + 1}{total}: {n} client{'' if n == 1 else 's'}"
             + (f", repeat {repeat + 1}/{req.repeat}" if req.repeat > 1 else "")
             + (f", {seconds:g} s" if seconds else ""))
     run_req = runner.RunRequest(req.phase, w, req.target, str(folder / "points"), req.method,
@@ -211,6 +240,11 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                           "folder": str(point_folder.relative_to(folder))})
     result.save(out, folder)
     return None
+
+
+def _planned(req: SweepRequest, sep: str = "/") -> str:
+    """'/N' points planned; nothing for a search, whose points depend on what it finds."""
+    return "" if req.find_max else f"{sep}{len(req.clients) * req.repeat}"
 
 
 def _stopped(out: dict[str, Any], status: str, message: str, code: int) -> tuple[str, int]:
@@ -235,6 +269,24 @@ def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str
     }
 
 
+def _judge(req: SweepRequest, out: dict[str, Any], folder: Path) -> None:
+    """Table, verdict, warnings and charts from the finished points."""
+    if not out["points"]:
+        return
+    out["table"] = table_rows(out["points"], req.phase)
+    out["verdict"] = verdict(out, req.threshold)
+    out["warnings"] = merge_warnings(out["points"])
+    if req.charts:
+        from aiio import charts  # matplotlib is loaded only when charts are drawn
+        out["charts"] = charts.draw(out, folder)
+
+
+def _save_final(out: dict[str, Any], folder: Path) -> None:
+    out["finished"] = now_iso()
+    out["saved_at"] = time.time()
+    result.save(out, folder)
+
+
 def _excluded(phase: str, seconds: float | None) -> str:
     """What each point leaves out of its figures, stated in the result."""
     text = ("bandwidth counts every byte from the common start instant, after every client "
@@ -251,42 +303,29 @@ def _finish(req: SweepRequest, out: dict[str, Any], folder: Path,
     """Table, verdict, warnings and charts from the finished points; save; raise if stopped."""
     if out["status"] == "running":
         out["status"] = "ok"
-    if out["points"]:
-        out["table"] = table_rows(out["points"])
-        out["verdict"] = verdict(out, req.threshold)
-        out["warnings"] = merge_warnings(out["points"])
-        if req.charts:
-            from aiio import charts  # matplotlib is loaded only when charts are drawn
-            out["charts"] = charts.draw(out, folder)
-    out["finished"] = now_iso()
-    out["saved_at"] = time.time()
-    result.save(out, folder)
+    try:
+        _judge(req, out, folder)
+    except BaseException as exc:  # Ctrl-C or an error while judging: saved as such, not running
+        out["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        out["error"] = out["error"] or f"while judging the points: {exc}"
+        raise
+    finally:
+        _save_final(out, folder)
     if stop:
         message, code = stop
         done = len(out["points"])
-        raise SweepStopped(f"sweep {out['status']} after {done} of "
-                           f"{len(req.clients) * req.repeat} points ({message}); finished "
+        raise SweepStopped(f"sweep {out['status']} after {done}{_planned(req, ' of ')} "
+                           f"points ({message}); finished "
                            f"points saved in {folder}", out, folder, code)
     return out, folder
 
 
 # --- per-point table and verdict ----------------------------------------------------------
 
-def io_view(agg: dict[str, Any]) -> dict[str, Any]:
-    """The part of a run's aggregate that holds first_done / per_client_mib_s: the aggregate
-    itself, or the first sub-section that has them (phases with several stages)."""
-    if "first_done" in agg:
-        return agg
-    for value in agg.values():
-        if isinstance(value, dict) and "first_done" in value:
-            return value
-    raise AiioError("this phase's result has no first-done aggregate to judge scaling by")
-
-
-def table_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[str, Any]]:
     """One row per client count; with repeats, means and spreads over the repeats."""
     counts = sorted({p["clients"] for p in points})
-    rows = [_row(n, [p["result"] for p in points if p["clients"] == n]) for n in counts]
+    rows = [_row(n, [p["result"] for p in points if p["clients"] == n], phase) for n in counts]
     base = rows[0]
     for row in rows:
         row["efficiency"] = scaling.efficiency(row["aggregate_mib_s"], row["clients"],
@@ -296,22 +335,25 @@ def table_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(n: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    views = [io_view(r["aggregate"]) for r in runs]
-    pcs = [v["per_client_mib_s"] for v in views]
-    first = [v["first_done"]["mib_s"] for v in views]
+def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
+    figs = [sweep_figures.point_figures(phase, r["aggregate"]) for r in runs]
+    pcs = [f["per_client_mib_s"] for f in figs]
+    heads = [f["headline_mib_s"] for f in figs]
     row: dict[str, Any] = {
         "clients": n, "repeats": len(runs),
-        "aggregate_mib_s": sum(first) / len(first),
-        "aggregate_spread": spread(first),
-        "last_done_mib_s": sum(v["last_done"]["mib_s"] for v in views) / len(views),
+        "aggregate_mib_s": _mean(heads),
+        "aggregate_spread": spread(heads),
+        "first_done_mib_s": _mean([f["first_done_mib_s"] for f in figs]),
+        "last_done_mib_s": _mean([f["last_done_mib_s"] for f in figs]),
         "per_client_mib_s": {"mean": _mean([p["mean"] for p in pcs]),
                              "min": min(p["min"] for p in pcs),
                              "max": max(p["max"] for p in pcs),
                              "cv": _mean([p["cv"] for p in pcs])},
-        "jain": _mean([v["jain"] for v in views]),
-        "jain_min": min(v["jain"] for v in views),
-        "latency": merged_latency(views),
+        "jain": _mean([f["jain"] for f in figs]),
+        "jain_min": min(f["jain"] for f in figs),
+        "latency": merged_latency(figs),
+        "figures": {k: spread([f["extras"][k] for f in figs])
+                    for k in figs[0]["extras"] if all(k in f["extras"] for f in figs)},
         "cpu_percent": _mean([r.get("monitor", {}).get("cpu_percent_mean", 0.0)
                               for r in runs]),
         "cpu_percent_max": max(r.get("monitor", {}).get("cpu_percent_max", 0.0) for r in runs),
@@ -341,10 +383,7 @@ def _compute_pace(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 / p99 / max per operation from the runs' histograms, merged across repeats."""
-    merged: dict[str, Histogram] = {}
-    for v in views:
-        for op, d in v.get("histograms", {}).items():
-            merged.setdefault(op, Histogram()).merge(Histogram.from_dict(d))
+    merged = sweep_figures.merge_histograms([v.get("histograms", {}) for v in views])
     return {op: {k: s[k] for k in ("count", "p50_ns", "p99_ns", "max_ns")}
             for op, h in merged.items() for s in [h.summary()]}
 
@@ -359,14 +398,15 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
         cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
         process_busy="client_process_busy" in r["warnings"],
-        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"))
+        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),
+        agg_min=r["aggregate_spread"]["min"], agg_max=r["aggregate_spread"]["max"],
+        repeats=r["repeats"])
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""
     v = scaling.judge(pts, threshold, accelerator).to_dict()
-    v["basis"] = ("aggregate MiB/s over the first-done window (until the first client "
-                  "finished), mean over repeats; E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = "
-                  f"{rows[0]['clients']}")
+    v["basis"] = (f"{sweep_figures.basis(out['phase'])}, mean over repeats; "
+                  f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "
                                f"{len(rows)} client counts that finished")

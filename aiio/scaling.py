@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiio import knee
+from aiio.knee import efficiency_text
+
 # Points from the plateau's start on stay within this share of the plateau's mean aggregate.
 PLATEAU_BAND = 0.10
 # An aggregate this far above linear is suspicious (a cache serving reads, a noisy baseline).
@@ -38,6 +41,9 @@ class Point:
     process_busy: bool = False       # a client process used a whole core
     compute_s: float | None = None   # measured emulated compute per step (training)
     compute_nominal_s: float | None = None
+    agg_min: float | None = None     # lowest and highest aggregate over the repeats
+    agg_max: float | None = None
+    repeats: int = 1
 
 
 @dataclass
@@ -51,6 +57,8 @@ class Verdict:
     linear_up_to: int | None = None
     knee: int | None = None
     plateau: dict[str, Any] | None = None
+    dips: list[int] = field(default_factory=list)
+    demand_bound_up_to: int | None = None
     peak: dict[str, Any] | None = None
     au: dict[str, Any] | None = None
     caveats: list[str] = field(default_factory=list)
@@ -136,13 +144,29 @@ def judge(points: Sequence[Point], threshold: float = 0.9,
     peak_i = max(range(len(aggs)), key=aggs.__getitem__)
     v.peak = {"clients": counts[peak_i], "mib_s": aggs[peak_i]}
     v.au = au_capacity(points)
+    notes: list[str] = []
     if len(points) >= 2:
-        effs = [v.efficiency[n] for n in counts]
-        v.linear_up_to, v.knee = linear_up_to(counts, effs, threshold)
+        call = knee.call_knee(points, v.efficiency, threshold)
+        v.linear_up_to, v.knee, v.dips, notes = call.linear_up_to, call.knee, call.dips, \
+            call.notes
+        v.demand_bound_up_to = _demand_bound_up_to(points)
         v.shape, v.plateau = _shape(counts, aggs, v.knee)
+        if all(knee.demand_bound(p) for p in points):
+            v.shape = "demand_bound"
     v.statements = _statements(v, points, accelerator)
+    v.statements[1:1] = notes  # each point below the threshold, right after the headline
     v.caveats = _caveats(v, points)
     return v
+
+
+def _demand_bound_up_to(points: Sequence[Point]) -> int | None:
+    """The largest count up to which every point was demand-bound, or None."""
+    last = None
+    for p in points:
+        if not knee.demand_bound(p):
+            break
+        last = p.clients
+    return last
 
 
 def _shape(counts: Sequence[int], aggs: Sequence[float],
@@ -162,12 +186,6 @@ def _shape(counts: Sequence[int], aggs: Sequence[float],
 
 def _mib(x: float) -> str:
     return f"{x:,.1f} MiB/s"
-
-
-def efficiency_text(e: float, threshold: float) -> str:
-    """E with two decimals, or three when two would round it onto the threshold."""
-    text = f"{e:.2f}"
-    return f"{e:.3f}" if text == f"{threshold:.2f}" and e != threshold else text
 
 
 def _clients(n: int) -> str:
@@ -202,29 +220,54 @@ def _statements(v: Verdict, points: Sequence[Point], accelerator: str) -> list[s
 
 def _scaling_sentence(v: Verdict, by_n: dict[int, Point], base: Point, last: Point) -> str:
     t = v.threshold
-    ideal = f"{last.clients / base.clients:g} x {_mib(base.aggregate_mib_s)} at " \
-            f"{_clients(base.clients)}"
+    bound = _demand_sentence(v, by_n)
+    if v.shape == "demand_bound":
+        return bound
+    lead = bound + "; " if bound else ""
     if v.knee is None:
         e = v.efficiency[last.clients]
-        return (f"scales linearly up to {_clients(last.clients)} (the largest tested): "
-                f"E(N) >= {t:.2f} at every point; E({last.clients}) = {efficiency_text(e, t)} "
+        ideal = f"{last.clients / base.clients:g} x {_mib(base.aggregate_mib_s)} at " \
+                f"{_clients(base.clients)}"
+        every = "at every storage-bound point" if bound else "at every point"
+        if v.dips:
+            every += f" but {', '.join(map(str, v.dips))} (see below)"
+        return (f"{lead}scales linearly up to {_clients(last.clients)} (the largest tested): "
+                f"E(N) >= {t:.2f} {every}; E({last.clients}) = {efficiency_text(e, t)} "
                 f"({_mib(last.aggregate_mib_s)} against {ideal})")
     k = by_n[v.knee]
     e = v.efficiency[v.knee]
     ideal_k = k.clients / base.clients * base.aggregate_mib_s
-    return (f"scales linearly up to {_clients(v.linear_up_to)}; the knee is at "
-            f"{_clients(v.knee)}: E({v.knee}) = {efficiency_text(e, t)} < {t:.2f} "
-            f"({_mib(k.aggregate_mib_s)} against an ideal {_mib(ideal_k)})")
+    head = (f"scales linearly up to {_clients(v.linear_up_to)}; the knee"
+            if v.linear_up_to is not None else "below linear at the first storage-bound "
+            "point; the knee")
+    return (f"{lead}{head} is at {_clients(v.knee)}: E({v.knee}) = {efficiency_text(e, t)} "
+            f"< {t:.2f} ({_mib(k.aggregate_mib_s)} against an ideal {_mib(ideal_k)})")
+
+
+def _demand_sentence(v: Verdict, by_n: dict[int, Point]) -> str:
+    """Demand-bound points, stated apart: they measure compute pacing, not storage."""
+    k = v.demand_bound_up_to
+    if k is None:
+        return ""
+    text = (f"not limited by storage up to {_clients(k)}: every client met its AU goal, so "
+            "each was paced by its own compute time and the aggregate there is the "
+            f"accelerators' demand ({_mib(by_n[k].aggregate_mib_s)} at {k}), not the "
+            "storage's limit; such points never count toward linear scaling")
+    if v.shape == "demand_bound":
+        text += f"; the storage's limit lies above {_mib(v.peak['mib_s'])}"
+    return text
 
 
 def _consistency_sentence(v: Verdict, base: Point, last: Point) -> str:
     c = v.consistency[last.clients]
-    worst_n = min(v.consistency, key=v.consistency.__getitem__)
+    # a dip the verdict did not count as a knee does not count here either
+    kept = {n: c for n, c in v.consistency.items() if n not in v.dips}
+    worst_n = min(kept, key=kept.__getitem__)
     text = (f"per-client bandwidth at {_clients(last.clients)} is {c:.2f} of that at "
             f"{_clients(base.clients)} (mean {_mib(last.per_client_mib_s)} against "
             f"{_mib(base.per_client_mib_s)}; slowest client {_mib(last.per_client_min_mib_s)}, "
             f"Jain fairness {last.jain:.3f})")
-    if v.consistency[worst_n] >= v.threshold:
+    if kept[worst_n] >= v.threshold:
         return "each client keeps its bandwidth: " + text
     return "each client's bandwidth falls as clients are added: " + text
 
@@ -244,16 +287,25 @@ def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) 
     if fail is None:
         return text + f"; {k} is the largest count tested"
     return text + (f"; with {_clients(fail['clients'])} the lowest client AU fell to "
-                   f"{fail['au_min']:.1%}" + need)
+                   f"{fail['au_min']:.1%}" + need + _au_recovery(fail, points))
+
+
+def _au_recovery(fail: dict[str, Any], points: Sequence[Point]) -> str:
+    """A failure that later counts pass again: with one repeat, that single run decided."""
+    later = [p for p in points if p.clients > fail["clients"] and knee.demand_bound(p)]
+    failed = next(p for p in points if p.clients == fail["clients"])
+    if not later:
+        return ""
+    again = ", ".join(str(p.clients) for p in later)
+    if failed.repeats < 2:
+        return (f"; cannot tell with one repeat whether {fail['clients']} is noise: the goal "
+                f"holds again at {again}; --repeat 3 tells")
+    return f"; the goal holds again at {again}, yet {fail['clients']} failed in its repeats"
 
 
 def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:
     """Reasons the verdict may describe something other than the storage."""
     out = []
-    if v.au is not None and v.au["all_pass"]:
-        out.append("every client met its AU goal at every point, so each was paced by its own "
-                   "compute time: the aggregate is the accelerators' demand, and the storage's "
-                   f"limit lies above {_mib(v.peak['mib_s'])}")
     slow = [p for p in points if p.compute_s and p.compute_nominal_s
             and p.compute_s > COMPUTE_OVERRUN * p.compute_nominal_s]
     if slow:
@@ -261,6 +313,8 @@ def _caveats(v: Verdict, points: Sequence[Point]) -> list[str]:
         out.append(f"the emulated compute ran long at client counts {names} against "
                    f"{slow[0].compute_nominal_s * 1e3:.1f} ms asked: the client machine could "
                    "not keep pace, so those clients read less for their own reasons")
+    if len(points) >= 2 and (fast := knee.fast_baseline(points, v.efficiency, v.threshold)):
+        out.append(fast)
     over = [(n, e) for n, e in v.efficiency.items() if e > SUPERLINEAR]
     if over:
         n, e = max(over, key=lambda x: x[1])

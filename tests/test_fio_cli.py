@@ -83,9 +83,12 @@ def test_keep_leaves_the_files(tmp_path):
     assert not (target / "aiio" / "fio" / "hero").exists()
 
 
+ONE_STREAM = (*TINY_ARGS, "--read-threads", "1")  # 2 clients x 1 stream, as the suite's jobs
+
+
 def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
     proc = run_cli("run", "--target", str(suite["target"]), "--results", str(suite["results"]),
-                   "--json", "--quiet", *TINY_ARGS)
+                   "--json", "--quiet", *ONE_STREAM)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     h = res["hero"]
@@ -93,11 +96,11 @@ def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
     assert h["test"] == "seq_read" and h["fio_result_id"] == suite["res"]["id"]
     assert h["fio_mib_s"] == seq_read
     assert h["percent"] == pytest.approx(
-        100 * res["aggregate"]["first_done"]["mib_s"] / seq_read)
+        100 * res["aggregate"]["last_done"]["mib_s"] / seq_read)
     assert f"{h['percent']:.1f} % of fio seq_read" in h["text"]
     # the terminal table shows it too
     shown = run_cli("run", "--target", str(suite["target"]), "--results", str(tmp_path),
-                    "--quiet", *TINY_ARGS)
+                    "--quiet", *ONE_STREAM)
     assert "no fio result for this target" in shown.stdout  # other results folder: none
 
 
@@ -106,7 +109,8 @@ def test_run_without_hero_says_how_to_make_one(target, results):
                    "--quiet", *TINY_ARGS)
     assert proc.returncode == 0, proc.stderr
     h = json.loads(proc.stdout)["hero"]
-    assert h["text"] == f"no fio result for this target; run: aiio fio --target {target}"
+    assert h["text"] == (f"no fio result for this target; run: aiio fio --target {target} "
+                         "--clients 2 --iodepth 2 --tests seq_read")
     assert "percent" not in h
 
 
@@ -114,7 +118,7 @@ def test_compare_lists_phase_next_to_hero(suite):
     runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
     if not runs:
         proc = run_cli("run", "--target", str(suite["target"]), "--results",
-                       str(suite["results"]), "--quiet", *TINY_ARGS)
+                       str(suite["results"]), "--quiet", *ONE_STREAM)
         assert proc.returncode == 0, proc.stderr
         runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
     run_dir = runs[0]
@@ -125,7 +129,7 @@ def test_compare_lists_phase_next_to_hero(suite):
     run = json.loads((run_dir / "result.json").read_text())
     rows = {r["figure"]: r for r in item["rows"]}
     first = rows["aggregate MiB/s (the % of hero figure)"]
-    assert first["phase"] == run["aggregate"]["first_done"]["mib_s"]
+    assert first["phase"] == run["aggregate"]["last_done"]["mib_s"]
     assert first["fio"] == suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
     assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
     assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
@@ -169,7 +173,7 @@ def test_hero_for_picks_the_latest_on_the_same_target(suite, tmp_path):
     assert train["fio_result_id"] == "20200104-000000-fio-c2"  # latest holding seq_read
     ckpt = hero.hero_for(target, "checkpoint", results)
     assert ckpt["test"] == "seq_write" and ckpt["fio_result_id"] == "20200102-000000-fio-c2"
-    assert hero.hero_for(target, "prep", results)["test"] == "rand_mix"
+    assert hero.hero_for(target, "prep", results)["test"] == "seq_read"  # shards mode
     assert hero.hero_for("/nowhere", "train", results) is None
     assert hero.hero_for(target, "train", tmp_path / "missing") is None
 
@@ -262,8 +266,9 @@ def test_ctrl_c_saves_an_interrupted_result_and_removes_the_files(tmp_path):
 
 
 def test_above_the_hero_number_says_so(suite):
-    run = {"phase": "train", "target": suite["res"]["target"],
-           "aggregate": {"first_done": {"mib_s": 1e9}}}
+    run = {"phase": "train", "target": suite["res"]["target"], "clients_requested": 2,
+           "workload": {"train": {"read_threads": 1}},
+           "aggregate": {"last_done": {"mib_s": 1e9}}}
     h = hero.hero_entry(run, suite["results"])
     assert h["percent"] > 100 and "above the hero number" in h["text"]
 
@@ -272,9 +277,9 @@ def test_above_the_hero_number_says_so(suite):
     ("checkpoint", ("--set", "checkpoint.size=4MiB"), "seq_write",
      lambda agg: agg["write_mib_s"]),
     ("load", ("--set", "load.size=4MiB", "--set", "load.files=2"), "seq_read",
-     lambda agg: agg["first_done"]["mib_s"]),
+     lambda agg: agg["last_done"]["mib_s"]),
     ("prep", ("--set", "prep.mode=randrw", "--set", "prep.file_size=2MiB", "--set",
-              "prep.duration=300ms"), "rand_mix",
+              "prep.duration=300ms", "--set", "prep.threads=1"), "rand_mix",
      lambda agg: agg["read_mib_s"] + agg["write_mib_s"]),
 ])
 def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
@@ -292,15 +297,18 @@ def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
 
 def test_lifecycle_run_sets_each_stage_against_its_hero(suite):
     proc = run_cli("run", "--phase", "all", "--target", str(suite["target"]), "--results",
-                   str(suite["results"]), *TINY_ARGS, "--set", "checkpoint.size=2MiB",
+                   str(suite["results"]), *ONE_STREAM, "--set", "prep.threads=1",
+                   "--set", "checkpoint.size=2MiB",
                    "--set", "load.size=2MiB", "--set", "prep.shard_size=256KiB")
     assert proc.returncode == 0, proc.stderr
     [folder] = [p for p in suite["results"].iterdir() if "-all-" in p.name]
     res = json.loads((folder / "result.json").read_text())
     stages = res["hero"]["stages"]
-    assert {k: v["test"] for k, v in stages.items()} == {
-        "prep": "rand_mix", "train": "seq_read", "load": "seq_read"}
-    train = res["aggregate"]["train"]["first_done"]["mib_s"]
+    assert {k: v["test"] for k, v in stages.items() if k != "prep"} == {
+        "train": "seq_read", "load": "seq_read"}
+    # prep in shards mode: its reads against seq_read, its writes against seq_write
+    assert {p["test"] for p in stages["prep"]["pairs"]} == {"seq_read", "seq_write"}
+    train = res["aggregate"]["train"]["last_done"]["mib_s"]
     assert stages["train"]["percent"] == pytest.approx(
         100 * train / suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"])
     assert proc.stdout.count("% of fio hero") == 3  # one row in each stage's table

@@ -21,7 +21,7 @@ LIMIT = 40 * MiB
 # threads each keeping 1 MiB reads queued, so even one client keeps the throttle busy while the
 # backing disk (shared with whatever else runs on the machine) is slow to answer. The headline
 # counts consumed batches, so the batches still being read at the end are delivered but not
-# consumed: one-sample batches and 5 s keep that lag well inside the tolerance.
+# consumed: one-sample batches keep that lag small.
 WORKLOAD = """
 [workload]
 name = "throttled"
@@ -42,21 +42,28 @@ h100 = 0.001
 REASON = can_build_storage()
 
 
+def _scale_on_throttled_disk(tmp_path, spec, *args: str) -> subprocess.CompletedProcess:
+    """`aiio scale` with 3 s points on a loop device limited to LIMIT; the image lives in RAM
+    (a tmpfs), so the only limit is the throttle, not a backing disk other work keeps busy."""
+    with small_tmpfs(tmp_path, 112) as ram, throttled_disk(ram, LIMIT, size_mib=96) as disk:
+        # the aiio process joins the throttled group before it starts; its clients inherit it
+        return subprocess.run(
+            disk.command(sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
+                         "--duration", "3s", "--target", str(disk.mount),
+                         "--results", str(tmp_path / "reports"), "-q", *args),
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, COLUMNS="160"))
+
+
 @pytest.mark.root
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     spec = tmp_path / "throttled.toml"
     spec.write_text(WORKLOAD)
-    # The image lives in RAM (a tmpfs), so the only limit on the loop device is the throttle,
-    # not a backing disk that other work on the machine may be keeping busy.
-    with small_tmpfs(tmp_path, 112) as ram, throttled_disk(ram, LIMIT, size_mib=96) as disk:
-        # the aiio process joins the throttled group before it starts; its clients inherit it
-        proc = subprocess.run(
-            disk.command(sys.executable, "-m", "aiio", "scale", "--workload", str(spec),
-                         "--clients", "1,2,4", "--duration", "5s", "--target", str(disk.mount),
-                         "--results", str(tmp_path / "reports"), "-q"),
-            cwd=REPO, capture_output=True, text=True, timeout=300,
-            env=dict(os.environ, COLUMNS="160"))
+    # 5 s points (the later --duration wins): the batches still being read at the end of a
+    # point are delivered, not consumed, and must stay well inside the tolerance
+    proc = _scale_on_throttled_disk(tmp_path, spec, "--clients", "1,2,4", "--repeat", "2",
+                                    "--duration", "5s")
     assert proc.returncode == 0, proc.stderr
     # the results folder also holds the history database: take the sweep's folder
     (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
@@ -71,7 +78,32 @@ def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     assert v["shape"] == "saturated", v["statements"]
     assert v["knee"] == 2 and v["linear_up_to"] == 1
     assert v["plateau"]["from_clients"] == 1
+    # two repeats per count: the drop at 2 is judged against their spread, and is far outside
+    assert any("E(2)" in s and "outside the spread of 2 repeats" in s for s in v["statements"])
     assert v["efficiency"][-1]["efficiency"] < 0.5
     assert "saturated" in proc.stdout and "scales linearly up to 4" not in proc.stdout
     assert sorted(sweep["charts"]) == ["aggregate.png", "aggregate.svg", "per_client.png",
                                        "per_client.svg"]
+
+
+# Each client asks 16 MiB/s (one 1 MiB sample per 62.5 ms of compute) of a disk limited to
+# 40 MiB/s: two clients (32 MiB/s) keep the AU goal, three (48 MiB/s) cannot (AU at most
+# 40/48 = 83 % < 90 %). The truth is 2.5 clients: the search must bracket it as (2, 3).
+PACED = WORKLOAD.replace("batch_size = 2", "batch_size = 1").replace(
+    "read_threads = 4", "read_threads = 1").replace("h100 = 0.001", "h100 = 0.0625")
+
+
+@pytest.mark.root
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_find_max_brackets_the_known_answer(tmp_path):
+    spec = tmp_path / "paced.toml"
+    spec.write_text(PACED)
+    proc = _scale_on_throttled_disk(tmp_path, spec, "--find-max", "--max-clients", "8",
+                                    "--no-charts", "--no-history")
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
+    search = result.load(folder)["search"]
+    assert [p["clients"] for p in search["probes"]] == [1, 2, 4, 3]  # doubling, then bisecting
+    assert (search["max_clients_at_goal"], search["first_not_held"]) == (2, 3), search
+    assert "holds up to 2 clients" in proc.stdout and "with 3 it does not" in proc.stdout
+    assert "one repeat per count" in proc.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiio import scale, scaling
+from aiio import scale, scaling, sweep_figures
 from aiio.scaling import Point, judge
 from aiio.stats import Histogram
 
@@ -116,8 +116,8 @@ def test_au_capacity():
 
 def test_all_pass_is_stated_as_a_lower_bound_and_as_demand():
     v = judge(pts([100, 200, 400, 800], au=[0.99] * 4), accelerator="a100")
-    assert "at least 8 a100 accelerators" in v.statements[-1]
-    assert any("paced by its own compute" in c for c in v.caveats)
+    assert "at least 8 a100 accelerators" in " ".join(v.statements)
+    assert any("paced by its own compute" in c for c in v.statements)
 
 
 def test_superlinear_and_busy_client_caveats():
@@ -179,9 +179,9 @@ def test_rows_fairness_and_repeats():
 
 def test_io_view_finds_a_stage():
     stage = {"first_done": {"mib_s": 1}}
-    assert scale.io_view({"write": stage, "note": 1}) is stage
+    assert sweep_figures.io_view({"write": stage, "note": 1}) is stage
     with pytest.raises(Exception, match="no first-done"):
-        scale.io_view({"x": 1})
+        sweep_figures.io_view({"x": 1})
 
 
 def test_efficiency_text_never_rounds_onto_the_threshold():
@@ -189,7 +189,7 @@ def test_efficiency_text_never_rounds_onto_the_threshold():
     assert scaling.efficiency_text(0.9, 0.9) == "0.90"
     assert scaling.efficiency_text(0.75, 0.9) == "0.75"
     v = judge(pts([100, 179.78, 360, 720]))
-    assert "E(2) = 0.899 < 0.90" in v.statements[0]
+    assert "E(2) = 0.899 < 0.90" in " ".join(v.statements)
 
 
 def test_compute_overrun_caveat():
@@ -200,3 +200,87 @@ def test_compute_overrun_caveat():
     points[3].compute_s = 0.0132
     v = judge(points)
     assert any("ran long at client counts 8 (13.2 ms) against 10.0 ms" in c for c in v.caveats)
+
+
+# --- the verdict respects the noise -----------------------------------------------------
+
+COUNTS5 = (1, 2, 4, 8, 16)
+
+
+def with_repeats(points, lo, hi):
+    """Give each point the range of its repeats' aggregates (lo/hi as shares of the mean)."""
+    for p, a, b in zip(points, lo, hi, strict=True):
+        p.agg_min, p.agg_max, p.repeats = a * p.aggregate_mib_s, b * p.aggregate_mib_s, 3
+    return points
+
+
+def test_one_noisy_point_is_no_knee_with_one_repeat():
+    v = judge(pts([100, 200, 350, 800, 1600], counts=COUNTS5))
+    assert v.knee is None and v.shape == "linear" and v.linear_up_to == 16
+    text = " ".join(v.statements)
+    assert "knee at 4" not in text and "knee is at 4" not in text
+    assert "cannot tell with one repeat" in text and "E(4) = 0.88 < 0.90" in text
+    assert "E(16) = 1.00" in text
+    assert "each client keeps its bandwidth" in text
+
+
+def test_a_dip_within_the_spread_of_repeats_is_no_knee():
+    points = with_repeats(pts([100, 200, 350, 800, 1600], counts=COUNTS5),
+                          [0.97, 0.95, 0.90, 0.96, 0.97], [1.03, 1.05, 1.10, 1.04, 1.03])
+    v = judge(points)
+    assert v.knee is None and v.shape == "linear"
+    assert "within the spread of its repeats" in " ".join(v.statements)
+    assert "cannot tell with one repeat" not in " ".join(v.statements)
+
+
+def test_a_drop_outside_the_spread_of_repeats_is_a_knee():
+    points = with_repeats(pts([100, 200, 300, 320, 330], counts=COUNTS5),
+                          [0.98] * 5, [1.02] * 5)
+    v = judge(points)
+    assert (v.knee, v.linear_up_to, v.shape) == (4, 2, "saturated")
+    assert "outside the spread of" in " ".join(v.statements)
+
+
+def test_a_single_last_point_below_cannot_tell_with_one_repeat():
+    v = judge(pts([100, 200, 400, 700]))
+    assert v.knee == 8
+    assert "cannot tell with one repeat" in " ".join(v.statements)
+    # two points below in a row are more than one run deciding
+    v = judge(pts([100, 190, 300, 480]))
+    assert v.knee == 4 and "cannot tell" not in " ".join(v.statements)
+
+
+def test_a_fast_baseline_gets_its_caveat():
+    # the one-client point ran 15 % fast; every later point is linear among themselves
+    v = judge(pts([115, 200, 400, 800]))
+    assert v.efficiency[8] == pytest.approx(0.87, abs=0.005)
+    caveat = " ".join(v.caveats)
+    assert "baseline" in caveat and "1 client" in caveat
+    assert "against 2 clients" in caveat and "E(8) = 1.00" in caveat
+    assert "cannot tell with one repeat" in caveat
+    # a baseline in line with the rest gets no such caveat
+    assert not any("baseline" in c for c in judge(pts([100, 200, 400, 800])).caveats)
+
+
+def test_demand_bound_points_are_stated_apart_and_never_scale_linearly():
+    v = judge(pts([100, 200, 400, 800], au=[0.99] * 4), accelerator="a100")
+    assert v.shape == "demand_bound" and v.linear_up_to is None
+    text = " ".join(v.statements)
+    assert "scales linearly" not in text
+    assert "not limited by storage up to 8 clients" in text
+    # demand-bound up to 4, then storage-bound and below linear at 8 and 16
+    v = judge(pts([100, 200, 400, 500, 520], counts=COUNTS5, au=[.99, .98, .95, .6, .3]))
+    text = " ".join(v.statements)
+    assert "not limited by storage up to 4 clients" in text
+    assert "scales linearly" not in text
+    assert v.knee == 8 and v.linear_up_to is None
+
+
+def test_an_au_failure_that_later_counts_recover_from_cannot_tell_with_one_repeat():
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.85, 0.93, 0.95]))
+    assert v.au["max_clients_at_goal"] == 1  # the claim still holds only up to 1
+    assert ("cannot tell with one repeat whether 2 is noise: the goal holds again at 4, 8"
+            in " ".join(v.statements))
+    # a failure that stays failed needs no such remark
+    v = judge(pts([100, 200, 390, 500], au=[0.99, 0.97, 0.93, 0.71]))
+    assert "is noise" not in v.statements[-1]

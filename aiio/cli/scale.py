@@ -33,6 +33,9 @@ def sweep_workload_options(func):
               help=f"increasing client counts, e.g. 1,2,4,8 [default: {DEFAULT_CLIENTS}]")
 @click.option("--max-clients", type=int, default=None,
               help="powers of two up to N (and N itself), instead of --clients")
+@click.option("--find-max", is_flag=True,
+              help="search (doubling, then bisecting) for the largest client count at the "
+              "AU goal, up to --max-clients")
 @click.option("--duration", default=None,
               help="length of each point of a time-based phase, e.g. 30s "
               "[default: the workload's, else 10s]")
@@ -51,12 +54,13 @@ def sweep_workload_options(func):
 @click.option("--json", "as_json", is_flag=True, help="print the sweep result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @history_options
-def scale(phase: str, clients_text: str | None, max_clients: int | None, duration: str | None,
-          repeat: int, threshold: float, target: str, results: str, method: str,
-          no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
+def scale(phase: str, clients_text: str | None, max_clients: int | None, find_max: bool,
+          duration: str | None, repeat: int, threshold: float, target: str, results: str,
+          method: str, no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
           history_path: str | None, no_history: bool, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
+    from aiio import find_max as fm
     from aiio import scale as sc
     from aiio.console import RichUI
     from aiio.console_scale import print_sweep
@@ -66,17 +70,22 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, duratio
     get_phase(phase)
     if clients_text is not None and max_clients is not None:
         raise ConfigError("give either --clients 1,2,4,... or --max-clients N, not both")
-    counts = (sc.powers_of_two(max_clients) if max_clients is not None
-              else sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text))
+    if find_max:
+        counts = [1, fm.check(phase, max_clients)]
+    elif max_clients is not None:
+        counts = sc.powers_of_two(max_clients)
+    else:
+        counts = sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text)
     seconds = parse_duration(duration) if duration is not None else None
     workload = resolve_workload(kwargs)
     req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
-                          results, method, charts=not no_charts)
+                          results, method, charts=not no_charts, find_max=find_max)
     sc.plan(req)  # every input error before anything is created
     if target == DEFAULT_TARGET:
         _make_default_target(target)
     try:
-        out, folder = sc.sweep(req, RichUI(quiet=quiet or as_json))
+        out, folder = sc.sweep(req, RichUI(quiet=quiet or as_json),
+                               fm.driver if find_max else sc.every_count)
     except sc.SweepStopped as stopped:
         if not no_history:
             _record(stopped.sweep, results, history_path)

@@ -1,0 +1,109 @@
+"""`aiio scale --find-max`: the largest client count at which the AU goal holds, found in about
+log2 steps (double the count until it fails, then bisect between the last hold and the first
+failure) instead of a full sweep.
+
+Each probed count runs `--repeat R` times. It holds when every repeat passed the AU goal, fails
+when none did, and straddles when the repeats disagree: the goal sits inside their spread, and
+the search treats it as not held (the claim "holds at N" must hold run after run). With one
+repeat a single run decides each probe, and the result says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiio.errors import ConfigError
+from aiio.stats import spread
+
+HOLDS, FAILS, STRADDLES = "holds", "fails", "straddles"
+
+
+def decide(passes: list[bool]) -> str:
+    """holds (every repeat passed), fails (none did) or straddles (they disagree)."""
+    if not passes:
+        raise ValueError("no repeats to decide on")
+    if all(passes):
+        return HOLDS
+    return FAILS if not any(passes) else STRADDLES
+
+
+def search(probe: Callable[[int], str], upper: int) -> tuple[int | None, int | None]:
+    """(largest count that holds, smallest count above it that does not), probing 1, 2, 4, ...
+    up to `upper`, then bisecting; (None, 1) when one client already fails, (upper, None)
+    when every probe up to `upper` holds."""
+    good, bad, n = None, None, 1
+    while True:
+        if probe(n) == HOLDS:
+            good = n
+            if n >= upper:
+                return good, None
+            n = min(2 * n, upper)
+        else:
+            bad = n
+            break
+    while good is not None and bad - good > 1:
+        mid = (good + bad) // 2
+        if probe(mid) == HOLDS:
+            good = mid
+        else:
+            bad = mid
+    return good, bad
+
+
+def check(phase: str, upper: int | None) -> int:
+    """The search's upper bound; --find-max needs training (the AU goal) and --max-clients."""
+    if phase != "train":
+        raise ConfigError(f"--find-max searches for the AU goal, which only the train phase has "
+                          f"(got --phase {phase})")
+    if upper is None or upper < 2:
+        raise ConfigError("--find-max needs --max-clients N (at least 2): the largest count "
+                          "the search may try")
+    return upper
+
+
+def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, Any]) -> None:
+    """The search as a sweep driver: probes counts, records each decision in out['search']."""
+    upper = req.clients[-1]
+    probes: list[dict[str, Any]] = []
+    found: dict[str, Any] = {"upper": upper, "repeats": req.repeat, "probes": probes}
+    out["search"] = found
+
+    def probe(n: int) -> str:
+        row = measure(n)
+        runs = [p["result"]["aggregate"] for p in out["points"] if p["clients"] == n]
+        entry = {"clients": n, "decision": decide([bool(a.get("au_pass")) for a in runs]),
+                 "au_min": spread([a["au_min"] for a in runs]),
+                 "au_mean": spread([a["au_mean"] for a in runs]),
+                 "goal": row.get("au_goal")}
+        probes.append(entry)
+        return entry["decision"]
+
+    good, bad = search(probe, upper)
+    found.update(max_clients_at_goal=good, first_not_held=bad,
+                 statement=statement(found, good, bad))
+
+
+def statement(found: dict[str, Any], good: int | None, bad: int | None) -> str:
+    """The answer with its bracketing points and their spreads."""
+    by_n = {p["clients"]: p for p in found["probes"]}
+    steps = f"{len(found['probes'])} counts probed"
+    one = ("; one repeat per count: a single run decided each probe (--repeat 3 shows "
+           "the spread)") if found["repeats"] < 2 else ""
+    if good is None:
+        return (f"the AU goal does not hold even with 1 client ({_au(by_n[1])}); "
+                f"{steps}{one}")
+    head = (f"the AU goal holds up to {good} client{'s' if good != 1 else ''} "
+            f"({_au(by_n[good])})")
+    if bad is None:
+        return f"{head}, the largest allowed (--max-clients {found['upper']}); {steps}{one}"
+    return f"{head}; with {bad} it does not ({_au(by_n[bad])}); {steps}{one}"
+
+
+def _au(p: dict[str, Any]) -> str:
+    """The probe's AU figures: the lowest client's AU, as a range over its repeats."""
+    lo, hi = p["au_min"]["min"], p["au_min"]["max"]
+    rng = f"{lo:.1%}" if p["au_min"]["n"] == 1 else f"{lo:.1%} to {hi:.1%} over " \
+                                                     f"{p['au_min']['n']} repeats"
+    goal = f" against {p['goal']:.0%}" if p.get("goal") is not None else ""
+    return f"{p['decision']}: lowest client AU {rng}{goal}"

@@ -1,0 +1,90 @@
+"""Which fio hero test a run is set against, with which of its figures, at which concurrency.
+
+Like for like: fio's figure is all bytes over the slowest job (last done), so the phase side is
+its last-done figure too; fio jobs x iodepth must equal clients x streams per client; and the
+pattern is the phase's: sequential 1 MiB reads for training and model loading, sequential
+writes for checkpoints, sequential reads plus writes for data preparation in shards mode, the
+4 KiB random mix for randrw. Reads results only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiio.errors import AiioError
+
+WINDOW = "last done"
+PATTERN = {"seq_read": "sequential read", "seq_write": "sequential write",
+           "rand_mix": "random 70/30 read/write mix"}
+# The workload key holding a client's concurrent I/O streams, per phase.
+STREAMS = {"train": ("train", "read_threads"), "load": ("load", "threads"),
+           "checkpoint": ("checkpoint", "threads"), "prep": ("prep", "threads")}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One direction of a run set against one fio test."""
+
+    direction: str
+    test: str
+    phase_mib_s: float | None
+
+
+def streams_per_client(res: dict[str, Any]) -> int:
+    """Concurrent I/O streams in one client (loader or writer threads); 1 when unknown."""
+    section, key = STREAMS.get(res.get("phase", ""), ("", ""))
+    value = (res.get("workload") or {}).get(section, {}).get(key)
+    return int(value) if isinstance(value, int) and value > 0 else 1
+
+
+def clients_of(res: dict[str, Any]) -> int:
+    """The run's client count (as asked; the clients list when that is missing)."""
+    if res.get("clients_requested"):
+        return int(res["clients_requested"])
+    return len(res.get("clients") or [])
+
+
+def prep_mode(res: dict[str, Any]) -> str:
+    agg = res.get("aggregate") or {}
+    return agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode", "shards")
+
+
+def sides(res: dict[str, Any]) -> list[Side]:
+    """The run's figures, each with the fio test it is set against; [] when none matches."""
+    phase, agg = res.get("phase"), res.get("aggregate") or {}
+    if phase in ("train", "load"):
+        return [Side("read", "seq_read", _last_done(agg))]
+    if phase == "checkpoint":
+        return [Side("write", "seq_write", _checkpoint_rate(agg))]
+    if phase == "prep" and prep_mode(res) == "randrw":
+        parts = [agg.get("read_mib_s"), agg.get("write_mib_s")]
+        total = sum(p for p in parts if isinstance(p, (int, float))) if any(
+            isinstance(p, (int, float)) for p in parts) else None
+        return [Side("read+write", "rand_mix", total)]
+    if phase == "prep":
+        return [Side("read", "seq_read", _last_done(agg.get("read") or {})),
+                Side("write", "seq_write", _last_done(agg.get("write") or {}))]
+    return []
+
+
+def _last_done(view: dict[str, Any]) -> float | None:
+    last = view.get("last_done")
+    return float(last["mib_s"]) if isinstance(last, dict) and "mib_s" in last else None
+
+
+def _checkpoint_rate(agg: dict[str, Any]) -> float | None:
+    """Bytes over the time to persist: the checkpoint's last-done rate, read through the one
+    accessor for checkpoint results."""
+    from aiio.sweep_figures import checkpoint_figures
+
+    try:
+        return checkpoint_figures(agg)["headline_mib_s"]
+    except AiioError:
+        return None
+
+
+def fio_command(target: str, res: dict[str, Any], tests: list[str]) -> str:
+    """The `aiio fio` command that makes a hero at this run's concurrency."""
+    return (f"aiio fio --target {target} --clients {clients_of(res)} --iodepth "
+            f"{streams_per_client(res)} --tests {','.join(tests)}")

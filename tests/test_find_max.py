@@ -1,0 +1,78 @@
+"""`aiio scale --find-max`: the search for the largest client count at the AU goal, as pure
+functions on a known answer, and on real runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aiio import find_max, result, scale
+
+from .conftest import run_cli, tiny_workload
+
+
+def _probe_with_truth(limit: int, seen: list[int]):
+    def probe(n: int) -> str:
+        seen.append(n)
+        return find_max.HOLDS if n <= limit else find_max.FAILS
+    return probe
+
+
+@pytest.mark.parametrize("limit, upper", [(1, 64), (5, 64), (37, 64), (100, 1024), (63, 64)])
+def test_search_finds_the_largest_count_in_about_log2_steps(limit, upper):
+    seen: list[int] = []
+    good, bad = find_max.search(_probe_with_truth(limit, seen), upper)
+    assert (good, bad) == (limit, limit + 1)
+    assert len(seen) == len(set(seen))  # never probes a count twice
+    assert len(seen) <= 2 * math.ceil(math.log2(upper)) + 1, seen
+
+
+def test_search_bounds():
+    seen: list[int] = []
+    assert find_max.search(_probe_with_truth(0, seen), 64) == (None, 1) and seen == [1]
+    seen = []
+    assert find_max.search(_probe_with_truth(1000, seen), 12) == (12, None)
+    assert seen == [1, 2, 4, 8, 12]
+
+
+def test_a_straddling_probe_is_not_held():
+    assert find_max.decide([True, True, True]) == find_max.HOLDS
+    assert find_max.decide([False, False]) == find_max.FAILS
+    assert find_max.decide([True, False, True]) == find_max.STRADDLES
+    answers = {1: "holds", 2: "holds", 4: "straddles", 3: "holds"}
+    assert find_max.search(answers.__getitem__, 8) == (3, 4)
+
+
+def test_find_max_on_real_runs_with_repeats(ram_target, results):
+    """Clients paced by 100 ms of compute per 64 KiB batch, from RAM: the goal holds at every
+    count the search may try, so it doubles up to the bound and says so, with each probe's
+    spread over its repeats (AU goal 0.5: a busy shared machine still keeps it)."""
+    w = tiny_workload(train__compute_time={"h100": 0.1}, train__batch_size=1,
+                      train__read_threads=1, dataset__sample_size_stdev=0,
+                      train__transfer_size="64KiB", train__au_goal=0.5)
+    req = scale.SweepRequest("train", w, str(ram_target), [1, 3], duration_s=2.0, repeat=2,
+                             results_dir=str(results), charts=False, find_max=True)
+    out, folder = scale.sweep(req, driver=find_max.driver)
+    s = out["search"]
+    assert [p["clients"] for p in s["probes"]] == [1, 2, 3]
+    assert s["max_clients_at_goal"] == 3 and s["first_not_held"] is None
+    for p in s["probes"]:
+        assert p["decision"] == "holds" and p["au_min"]["n"] == 2
+    assert "holds up to 3 clients" in s["statement"] and "the largest allowed" in s["statement"]
+    assert "over 2 repeats" in s["statement"]
+    assert result.load(folder)["search"]["max_clients_at_goal"] == 3
+    assert out["status"] == "ok" and len(out["points"]) == 6
+
+
+def test_find_max_through_the_cli_and_its_bad_input(tmp_path):
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    for args, words in ((("--phase", "load", "--max-clients", "4"), "only the train phase"),
+                        ((), "needs --max-clients"),
+                        (("--max-clients", "4", "--clients", "1,2"), "not both")):
+        proc = run_cli("scale", "--find-max", "--target", str(target), "--results",
+                       str(results), *args)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert not results.exists()

@@ -1,0 +1,96 @@
+"""% of hero is like for like: the same window (last done on both sides), the same concurrency
+(fio jobs x iodepth = clients x streams per client) and the access pattern of the phase and
+its mode; a run says what it was paired with, or which fio command makes a matching hero."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from .conftest import TINY_ARGS, run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+MiB = 2**20
+DATA = TINY_ARGS[:8]  # the tiny dataset, without epochs, batch size and clients
+
+
+@pytest.fixture(scope="module")
+def hero(tmp_path_factory):
+    """A real fio suite: 2 jobs at iodepth 1, the sequential tests and the random mix."""
+    base = tmp_path_factory.mktemp("pairing")
+    target, results = base / "target", base / "reports"
+    target.mkdir()
+    proc = run_cli("fio", "--target", str(target), "--results", str(results), "--clients", "2",
+                   "--runtime", "500ms", "--ramp-time", "0", "--size", "8MiB", "--tests",
+                   "seq_read,seq_write,rand_mix", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    [folder] = [p for p in results.iterdir() if "-fio-" in p.name]
+    return {"target": target, "results": results,
+            "res": json.loads((folder / "result.json").read_text())}
+
+
+def _run(hero: dict, phase: str, *args: str) -> dict:
+    proc = run_cli("run", "--phase", phase, "--target", str(hero["target"]), "--results",
+                   str(hero["results"]), "--json", "--quiet", "--clients", "2", *DATA, *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _fio(hero: dict, test: str) -> float:
+    return hero["res"]["tests"][test]["aggregate"]["mib_s"]
+
+
+def test_training_is_paired_last_done_with_last_done_at_the_same_concurrency(hero):
+    res = _run(hero, "train", "--read-threads", "1", "--epochs", "2")
+    h = res["hero"]
+    assert h["test"] == "seq_read" and h["window"] == "last done"
+    assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["last_done"]["mib_s"])
+    assert h["percent"] == pytest.approx(100 * h["phase_mib_s"] / _fio(hero, "seq_read"))
+    assert h["pairing"] == {"clients": 2, "streams_per_client": 1, "fio_jobs": 2,
+                            "fio_iodepth": 1, "block_size": MiB,
+                            "pattern": "sequential read"}
+    assert "last done" in h["text"] and "2 clients x 1 stream" in h["text"]
+    assert "2 fio jobs x iodepth 1" in h["text"]
+
+
+def test_more_streams_than_the_hero_get_no_percent_but_the_command(hero):
+    res = _run(hero, "train", "--read-threads", "2", "--epochs", "2")
+    h = res["hero"]
+    assert "percent" not in h or h["percent"] is None
+    target = hero["target"]
+    assert (f"aiio fio --target {target} --clients 2 --iodepth 2 --tests seq_read"
+            in h["text"]), h["text"]
+    assert "2 clients x 2 streams" in h["text"]
+
+
+def test_prep_in_shards_mode_is_paired_with_sequential_read_and_write(hero):
+    res = _run(hero, "prep", "--set", "prep.threads=1")
+    h = res["hero"]
+    tests = {p["direction"]: p["test"] for p in h["pairs"]}
+    assert tests == {"read": "seq_read", "write": "seq_write"}
+    agg = res["aggregate"]
+    by_dir = {p["direction"]: p for p in h["pairs"]}
+    assert by_dir["read"]["phase_mib_s"] == pytest.approx(agg["read"]["last_done"]["mib_s"])
+    assert by_dir["write"]["phase_mib_s"] == pytest.approx(agg["write"]["last_done"]["mib_s"])
+    assert by_dir["write"]["percent"] == pytest.approx(
+        100 * by_dir["write"]["phase_mib_s"] / _fio(hero, "seq_write"))
+    assert "rand_mix" not in h["text"]
+
+
+def test_prep_in_randrw_mode_is_paired_with_the_random_mix(hero):
+    res = _run(hero, "prep", "--set", "prep.mode=randrw", "--set", "prep.threads=1",
+               "--set", "prep.file_size=8MiB", "--set", "prep.duration=1s")
+    h = res["hero"]
+    assert h["test"] == "rand_mix"
+    agg = res["aggregate"]
+    assert h["phase_mib_s"] == pytest.approx(agg["read_mib_s"] + agg["write_mib_s"])
+
+
+def test_checkpoint_is_paired_with_sequential_write(hero):
+    res = _run(hero, "checkpoint", "--set", "checkpoint.size=8MiB")
+    h = res["hero"]
+    assert h["test"] == "seq_write" and h["window"] == "last done"
+    assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["write_mib_s"])
+    assert h["pairing"]["streams_per_client"] == 1 and h["pairing"]["fio_jobs"] == 2
