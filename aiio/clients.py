@@ -1,14 +1,17 @@
 """Start N client processes, release them together, gather their results, handle faults.
 
 Each client is one OS process (one emulated accelerator). Clients get ready (open files, start
-loader threads), report ready, and wait; the parent then publishes one start instant slightly
-in the future and every client starts its clock at exactly that instant. Live progress flows
+loader threads), mark themselves ready, and block on a pipe; the parent then publishes one start
+instant slightly in the future, closes the pipe to wake them all, and every client starts its
+clock at exactly that instant. Live progress flows
 through shared counters; results come back through a queue. A client that dies or raises ends
 the run with its name and cause; Ctrl-C stops every client and keeps what they measured.
 """
 
 from __future__ import annotations
 
+import gc
+import importlib
 import multiprocessing as mp
 import os
 import queue
@@ -19,11 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiio import procsetup
 from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
 
-START_LEAD_NS = 50_000_000  # the start instant is published this far ahead of time
+# The start instant is published this far ahead of time, plus a little per client: every
+# client must wake, read it and go back to sleep before it comes.
+START_LEAD_NS = 50_000_000
+START_LEAD_PER_CLIENT_NS = 100_000
 SYNC_LEAD_NS = 20_000_000   # the same for the start of a later stage (`sync`)
 READY_TIMEOUT_S = 300.0
+CHECK_S = 0.1  # how often the parent looks for clients that died
 
 
 @dataclass
@@ -43,9 +51,12 @@ class ClientContext:
 
     def ready_and_wait(self) -> int:
         """Report ready, wait for the common start instant, return it (monotonic ns)."""
-        self._shared.messages.put(("ready", self.slot, None))
-        while not self._shared.go.value:
-            time.sleep(0.001)
+        self._shared.ready[self.slot] = 1
+        # Blocks without waking until the parent closes the pipe's other end: a client that
+        # polled a flag here woke a thousand times a second, and hundreds of them took the
+        # CPUs the parent needed to start the rest.
+        while os.read(self._shared.gate_r, 1):
+            pass
         start_ns = self._shared.start_ns.value
         delay = (start_ns - time.monotonic_ns()) / 1e9
         if delay > 0:
@@ -90,9 +101,11 @@ class ClientContext:
 class _Shared:
     def __init__(self, ctx: mp.context.BaseContext, n: int) -> None:
         self.messages = ctx.Queue()
-        # A plain flag, not an Event: Event.set() waits for every waiter to wake, and waits
-        # forever for one that was killed while waiting (a dead client hung the run).
-        self.go = ctx.RawValue("b", 0)
+        self.ready = ctx.RawArray("b", n)  # 1 once a client waits for the start
+        # The start gate: a pipe whose write end only the parent keeps. Closing it wakes every
+        # waiting client at once. Not an Event: Event.set() waits for every waiter to wake,
+        # and waits forever for one that was killed while waiting (a dead client hung the run).
+        self.gate_r, self.gate_w = os.pipe()
         self.stop = ctx.Event()
         self.start_ns = ctx.RawValue("q", 0)
         self.bytes = ctx.RawArray("q", n)
@@ -103,6 +116,16 @@ class _Shared:
         self.released = ctx.RawValue("q", 0)    # stages released so far; guarded by cond
         self.hosts = ctx.RawValue("b", 0)       # 1: stages are released across hosts
         self.n = n
+
+    def open_gate(self) -> None:
+        """Wake every client waiting for the start (the parent, once; later calls do nothing)."""
+        if self.gate_w >= 0:
+            os.close(self.gate_w)
+            self.gate_w = -1
+
+    def close(self) -> None:
+        self.open_gate()
+        os.close(self.gate_r)
 
 
 def _release(sh: _Shared, stage: int) -> None:
@@ -123,9 +146,12 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the MPI rank's handler: just end
-    _die_with_parent()
-    _own_session()
-    _set_process_name(f"aiio-client-{ctx.index}")
+    os.close(ctx._shared.gate_w)  # only the parent may hold it, or the gate never opens
+    procsetup.die_with_parent()
+    procsetup.own_session()
+    procsetup.set_process_name(f"aiio-client-{ctx.index}")
+    procsetup.exact_timers()
+    gc.enable()  # forked with collection off (see _start_all); the parent's objects stay frozen
     try:
         result = fn(ctx)
         ctx._shared.messages.put(("result", ctx.slot, result))
@@ -134,43 +160,6 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     except BaseException as exc:  # a crash is data: name it and let the parent fail the run
         _send_and_exit(ctx, {"message": f"{type(exc).__name__}: {exc}",
                              "trace": traceback.format_exc(limit=4)})
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this client if its parent dies (a killed MPI rank must not leave
-    clients running, holding the launcher's output pipes open)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    parent = mp.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
-        os._exit(1)  # the parent died before the request took effect
-
-
-def _own_session() -> None:
-    """Run in a session of our own, as each of fio's job processes does.
-
-    With the kernel's autogroup scheduling every session gets its own share of the CPUs; a
-    client left in the caller's session would share one with everything started there, and
-    lose CPU to fio's jobs in a side-by-side comparison. The parent stops clients through
-    shared state and the kernel kills them with it (PDEATHSIG), so no signal from the
-    terminal's process group is needed.
-    """
-    try:
-        os.setsid()
-    except OSError:
-        pass  # already a session leader
-
-
-def _set_process_name(name: str) -> None:
-    """Name the process as top and ps show it (Linux comm, 15 characters at most)."""
-    try:
-        with open("/proc/self/comm", "w") as fh:
-            fh.write(name[:15])
-    except OSError:
-        pass
 
 
 def _send_and_exit(ctx: ClientContext, payload: dict) -> None:
@@ -204,6 +193,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     waits for every host's clients to reach it. Raises RunAborted (cause RunFailed,
     RunInterrupted or Terminated) carrying the partial results, keyed by local slot.
     """
+    procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
     shared = _Shared(ctx, n)
     total = n if total is None else total
@@ -214,14 +204,13 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     results: dict[int, dict] = {}
     errors: dict[int, dict] = {}
     try:
-        for p in procs:
-            p.start()
+        _start_all(procs)
         _wait_ready(procs, shared, errors, first)
         if on_ready:
             on_ready()
-        start_ns = time.monotonic_ns() + START_LEAD_NS
+        start_ns = time.monotonic_ns() + START_LEAD_NS + n * START_LEAD_PER_CLIENT_NS
         shared.start_ns.value = start_ns
-        shared.go.value = 1
+        shared.open_gate()
         _collect(procs, shared, results, errors, on_tick, tick_s, start_ns, first, on_stage)
     except Terminated as exc:
         # The launcher's SIGKILL may follow within a fraction of a second, and it signals the
@@ -232,19 +221,42 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         raise RunAborted(str(exc), results, Terminated) from None
     except KeyboardInterrupt:
         shared.stop.set()
-        shared.go.value = 1
+        shared.open_gate()
         _drain(procs, shared, results, errors, timeout_s=10.0)
         raise RunAborted("interrupted by the user; clients stopped", results,
                          RunInterrupted) from None
     except RunAborted as exc:
         shared.stop.set()
-        shared.go.value = 1
+        shared.open_gate()
         _drain(procs, shared, results, errors, timeout_s=10.0)
         exc.results = results
         raise
     finally:
         _reap(procs)
+        shared.close()
     return [results[i] for i in range(n)], start_ns
+
+
+def _start_all(procs: list) -> None:
+    """Fork every client with the parent's objects frozen out of the garbage collector.
+
+    A collection in a forked child writes to the header of every object it scans, which
+    copies each page of the parent's heap into that child: with hundreds of clients that was
+    most of their memory. Frozen objects are never scanned, so those pages stay shared.
+    """
+    importlib.import_module("numpy.random")  # every client draws from it: import it once
+    gc.disable()  # no collection between the freeze and the forks
+    gc.freeze()
+    try:
+        for p in procs:
+            p.start()
+            # Process.start first polls every child started before (multiprocessing's
+            # _cleanup): 1,024 clients cost half a million waitpid calls. These clients are
+            # reaped here (_reap), so they need not be in its registry.
+            mp.process._children.discard(p)
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 def _describe_death(i: int, p: mp.Process, errors: dict[int, dict], first: int = 0) -> str:
@@ -259,11 +271,9 @@ def _describe_death(i: int, p: mp.Process, errors: dict[int, dict], first: int =
     return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
 
 
-def _handle(msg: tuple, results: dict, errors: dict, ready: set | None = None) -> None:
+def _handle(msg: tuple, results: dict, errors: dict) -> None:
     kind, i, payload = msg
-    if kind == "ready" and ready is not None:
-        ready.add(i)
-    elif kind == "result":
+    if kind == "result":
         results[i] = payload
     elif kind == "error":
         errors[i] = payload
@@ -272,19 +282,23 @@ def _handle(msg: tuple, results: dict, errors: dict, ready: set | None = None) -
 
 
 def _wait_ready(procs: list, shared: _Shared, errors: dict, first: int = 0) -> None:
-    ready: set[int] = set()
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while len(ready) < len(procs):
+    while True:
         try:
-            _handle(shared.messages.get(timeout=0.1), {}, errors, ready)
+            _handle(shared.messages.get(timeout=CHECK_S), {}, errors)
         except queue.Empty:
             pass
+        ready = bytes(shared.ready)
+        if ready.count(1) == len(procs):
+            return
+        # Looking at every process costs a system call each: do it a few times a second,
+        # not after every message (with 1,024 clients that was a million calls).
         for i, p in enumerate(procs):
-            if i not in ready and (i in errors or (p.exitcode is not None)):
+            if not ready[i] and (i in errors or p.exitcode is not None):
                 _pull_pending(shared, {}, errors)
                 raise RunAborted(_describe_death(i, p, errors, first), {}, RunFailed)
         if time.monotonic() > deadline:
-            raise RunAborted(f"only {len(ready)} of {len(procs)} clients got ready in "
+            raise RunAborted(f"only {ready.count(1)} of {len(procs)} clients got ready in "
                              f"{READY_TIMEOUT_S:.0f} s", {}, RunFailed)
 
 
@@ -300,6 +314,7 @@ def _collect(procs: list, shared: _Shared, results: dict, errors: dict,
              on_tick: TickFn | None, tick_s: float, start_ns: int, first: int = 0,
              on_stage: StageFn | None = None) -> None:
     next_tick = time.monotonic() + tick_s
+    next_check = time.monotonic() + CHECK_S
     wait_s = 0.05 if on_stage is None else 0.002  # stages wait on this loop across hosts
     while len(results) < len(procs):
         if on_stage is not None:
@@ -311,16 +326,24 @@ def _collect(procs: list, shared: _Shared, results: dict, errors: dict,
         if errors:
             i = min(errors)
             raise RunAborted(_describe_death(i, procs[i], errors, first), results, RunFailed)
-        for i, p in enumerate(procs):
-            if i not in results and p.exitcode is not None:
-                _pull_pending(shared, results, errors)
-                if i not in results:
-                    raise RunAborted(_describe_death(i, p, errors, first), results, RunFailed)
+        if time.monotonic() >= next_check:  # as in _wait_ready: not after every message
+            next_check = time.monotonic() + CHECK_S
+            _check_alive(procs, shared, results, errors, first)
         if on_tick and time.monotonic() >= next_tick:
             next_tick += tick_s
             _tick(on_tick, shared, start_ns)
     if on_tick:
         _tick(on_tick, shared, start_ns)  # the final state, so the bar ends where the run did
+
+
+def _check_alive(procs: list, shared: _Shared, results: dict, errors: dict,
+                 first: int) -> None:
+    """Fail the run if a client exited without sending its result."""
+    for i, p in enumerate(procs):
+        if i not in results and p.exitcode is not None:
+            _pull_pending(shared, results, errors)
+            if i not in results:
+                raise RunAborted(_describe_death(i, p, errors, first), results, RunFailed)
 
 
 def _stage_check(shared: _Shared, on_stage: StageFn) -> None:

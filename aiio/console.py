@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rich.console import Console
@@ -16,29 +15,45 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
+from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_size
 
 
+class LiveProgress(Progress):
+    """The progress bar, with the live per-client table under it once the run is long enough."""
+
+    extra: Any = None
+
+    def get_renderables(self):
+        yield from super().get_renderables()
+        if self.extra is not None:
+            yield self.extra
+
+
 class RichUI:
-    """Progress bar with live aggregate MiB/s; notes go to stderr so --json stays clean."""
+    """Progress bar with live aggregate MiB/s, and on a terminal the live per-client view;
+    notes go to stderr so --json stays clean."""
 
     def __init__(self, quiet: bool = False) -> None:
-        self.console = Console(stderr=True)
+        self.console = err_console()
         self.quiet = quiet
-        self.bar: Progress | None = None
+        self.bar: LiveProgress | None = None
         self.task = None
         self.total: int | None = None
         self._last = (0, 0.0)
+        self.rates: ClientRates | None = None
+        self.hero: Hero | None = None
 
     def note(self, message: str) -> None:
         if not self.quiet:
             self.console.print(message, highlight=False)
 
-    def _new_bar(self) -> Progress:
-        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                        TimeRemainingColumn(), console=self.console, transient=False,
-                        disable=self.quiet)
+    def _new_bar(self) -> LiveProgress:
+        return LiveProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                            TimeRemainingColumn(), console=self.console, transient=False,
+                            disable=self.quiet)
 
     def progress(self, label: str, done: int, total: int) -> None:
         """Progress of a preparation step (dataset generation)."""
@@ -51,11 +66,18 @@ class RichUI:
             self.bar.stop()
             self.bar = None
 
-    def start(self, label: str, total: int | None, clients: int) -> None:
+    def start(self, label: str, total: int | None, clients: int, *,
+              compute_s: float | None = None, hero: dict[str, Any] | None = None) -> None:
+        """A run begins; compute_s (training) gives live AU, hero (hero.hero_for) the fio
+        figure to hold the aggregate against."""
         self.bar = self._new_bar()
         self.bar.start()
         self.total = total
         self._last = (0, 0.0)  # a sweep reuses this UI for every point
+        # only where someone watches: a log would get every frame, or the last one
+        live = self.console.is_terminal and not self.quiet
+        self.rates = ClientRates(compute_s) if live else None
+        self.hero = Hero(hero["test"], hero["fio_mib_s"]) if hero else None
         noun = "client" if clients == 1 else "clients"
         self.task = self.bar.add_task(f"{label} ({clients} {noun})", total=total, rate="")
 
@@ -66,10 +88,15 @@ class RichUI:
         last_bytes, last_t = self._last
         rate = (total_bytes - last_bytes) / MiB / (elapsed - last_t) if elapsed > last_t else 0
         self._last = (total_bytes, elapsed)
+        if self.rates is not None:
+            self.rates.add(elapsed, nbytes, units)
+            if elapsed >= SHOW_AFTER_S:
+                self.bar.extra = live_table(self.rates, self.hero)
         self.bar.update(self.task, completed=sum(units), rate=f"{rate:,.0f} MiB/s")
 
     def stop(self) -> None:
         if self.bar is not None:
+            self.bar.extra = None  # the summary follows; the last frame would repeat it
             self.bar.stop()
             self.bar = None
 
@@ -196,7 +223,7 @@ def host_table(res: dict[str, Any]) -> Table:
 
 
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
-    console = Console(file=sys.stdout)
+    console = out_console()
     for t in tables:
         console.print(t)
     if len(res.get("hosts", [])) > 1:

@@ -21,15 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
+from aiio import memcheck
 from aiio.clients import RunAborted, TickFn, run_clients
 from aiio.comm import POLL_S, LocalComm, MpiComm, RankLost, world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
 from aiio.phases import get_phase
 from aiio.sysinfo import Monitor, collect_host, collect_software
 from aiio.target import Target, TargetInfo, probe
-from aiio.units import format_size
 
 STOP_DRAIN_S = 20.0   # how long rank 0 waits for the other hosts' partial results
 TERM_WAIT_S = 0.05    # after SIGTERM: time for the live ranks to say so (SIGKILL is close)
@@ -59,7 +57,7 @@ class Share:
     first: int
     count: int
     total: int
-    need_bytes: int   # memory its clients need
+    client_bytes: int  # memory each of its clients needs
 
 
 def host_entry(comm: LocalComm | MpiComm, info: TargetInfo) -> dict[str, Any]:
@@ -69,14 +67,6 @@ def host_entry(comm: LocalComm | MpiComm, info: TargetInfo) -> dict[str, Any]:
     env["cpu_affinity"] = len(os.sched_getaffinity(0))  # CPUs this rank (and its clients) may use
     return {"rank": comm.rank, "host": comm.host, "environment": env,
             "target": info.to_dict()}
-
-
-def check_memory(need: int, clients: int, host: str) -> None:
-    avail = psutil.virtual_memory().available
-    if need > 0.8 * avail:
-        raise AiioError(f"{clients} clients need about {format_size(need)} of memory on "
-                        f"{host} but only {format_size(avail)} is available; use fewer "
-                        "clients or more hosts")
 
 
 # --- a worker's share --------------------------------------------------------------------
@@ -90,7 +80,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
     entry = host_entry(comm, info)
     results: dict[int, dict] = {}
     try:
-        check_memory(share.need_bytes, share.count, comm.host)
+        memcheck.check_need(share.client_bytes, share.count, comm.host)
         got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
@@ -240,7 +230,7 @@ class _Live:
         self.poll()
 
 
-def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], need: int,
+def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], client_bytes: int,
                    on_tick: TickFn | None = None,
                    tick_s: float = 0.2) -> tuple[list[dict], list[dict], int]:
     """Run the phase's clients on every rank; returns (every client's result in number
@@ -255,7 +245,7 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], ne
     live = _Live(comm, next(_RUNS), split, on_tick, tick_s)
     firsts = first_numbers(split)
     comm.dispatch(serve_share, [Share(live.run, phase_name, args, target, firsts[r], split[r],
-                                      total, need * split[r]) for r in range(comm.size)])
+                                      total, client_bytes) for r in range(comm.size)])
     local: dict[int, dict] = {}
     try:
         got, start_ns = run_clients(split[0], phase.client, args, live.tick, tick_s,

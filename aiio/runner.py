@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from aiio import hero, honesty, hosts, result
+from aiio import hero, honesty, hosts, memcheck, result
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.engine import choose_method
@@ -23,12 +23,7 @@ from aiio.phases import get_phase
 from aiio.phases.base import RunContext, now_iso
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, check_shared, probe
-from aiio.units import MiB, format_size
 from aiio.workload import Workload
-
-# A forked client costs about this much private memory before its buffers (measured: see
-# docs/PERFORMANCE.md); used to refuse client counts the machine cannot hold.
-CLIENT_BASE_BYTES = 40 * MiB
 
 
 class QuietUI:
@@ -40,7 +35,7 @@ class QuietUI:
     def progress(self, label: str, done: int, total: int) -> None:
         pass
 
-    def start(self, label: str, total: int | None, clients: int) -> None:
+    def start(self, label: str, total: int | None, clients: int, **live: Any) -> None:
         pass
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
@@ -63,17 +58,13 @@ class RunRequest:
 
 
 def client_memory_estimate(w: Workload) -> int:
-    """Private bytes one client needs: interpreter, loader buffers, thread stacks."""
-    return CLIENT_BASE_BYTES + w.train.read_threads * (w.train.transfer_size + 256 * 1024)
+    """Bytes one client needs (aiio.memcheck: measured, with a margin)."""
+    return memcheck.client_bytes(w)
 
 
-def check_memory(w: Workload, clients: int) -> None:
-    need = clients * client_memory_estimate(w)
-    avail = psutil.virtual_memory().available
-    if need > 0.8 * avail:
-        raise AiioError(f"{clients} clients need about {format_size(need)} of memory "
-                        f"({format_size(client_memory_estimate(w))} each) but only "
-                        f"{format_size(avail)} is available; use fewer clients or hosts (MPI)")
+def check_memory(w: Workload, clients: int, available: int | None = None) -> None:
+    """Refuse, before anything starts, more clients than this host's memory holds."""
+    memcheck.check_need(memcheck.client_bytes(w), clients, available=available)
 
 
 def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
@@ -108,7 +99,9 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
             monitor.sample()
             ui.tick(nbytes, units, elapsed)
 
-        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients)
+        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
+                 compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
+                 hero=hero.hero_for(str(target.path), req.phase, req.results_dir))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 req.phase, args, str(target.path), split, client_memory_estimate(w), on_tick)

@@ -4,7 +4,6 @@ record the history. Exit 0 when every check passes, 1 when any fails, 2 on bad i
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -176,11 +175,10 @@ def accept_table(out: dict[str, Any]) -> Any:
 
 
 def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
-    from rich.console import Console
-
     from aiio.console import print_warnings
+    from aiio.term.screen import out_console
 
-    console = Console(file=sys.stdout)
+    console = out_console()
     console.print(accept_table(out))
     for check in out["checks"]:
         if check["status"] == "error":

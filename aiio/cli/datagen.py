@@ -18,6 +18,7 @@ def datagen(target: str, force: bool, workers: int | None, **kwargs) -> None:
     from aiio import dataset as ds
     from aiio.console import RichUI
     from aiio.target import Target
+    from aiio.term.screen import out_console
     from aiio.units import format_size
 
     w = resolve_workload(kwargs)
@@ -29,13 +30,14 @@ def datagen(target: str, force: bool, workers: int | None, **kwargs) -> None:
     ui = RichUI()
     existing, why = ds.check(tgt, w)
     if existing is not None and not force:
-        click.echo(f"dataset {w.name} already present and matching: {existing.num_files:,} "
-                   f"files, {format_size(existing.total_bytes)} in {existing.folder}")
+        out_console().print(f"dataset {w.name} already present and matching: "
+                            f"{existing.num_files:,} files, {format_size(existing.total_bytes)}"
+                            f" in {existing.folder}", highlight=False)
         return
     if existing is None:
         ui.note(f"generating dataset {w.name}: {why}")
     data = ds.generate(tgt, w, workers=workers,
                        progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
-    click.echo(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} samples, "
-               f"{format_size(data.total_bytes)} in {data.folder} "
-               f"({data.manifest['generated_s']:.1f} s)")
+    out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
+                        f"samples, {format_size(data.total_bytes)} in {data.folder} "
+                        f"({data.manifest['generated_s']:.1f} s)", highlight=False)

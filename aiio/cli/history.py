@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -100,9 +99,9 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     if as_json:
         emit_json([_as_dict(r, regs) for r, regs in judged])
         return
-    from rich.console import Console
+    from aiio.term.screen import out_console
 
-    console = Console(file=sys.stdout)
+    console = out_console()
     runs = baseline_runs or hist.DEFAULT_BASELINE_RUNS
     tables = (trend_tables(judged, figure, last, runs) if name is None
               else check_tables(judged, name, figure, last))

@@ -74,6 +74,7 @@ class StepTotals:
         self.steps = self.measured = self.samples = self.consumed_bytes = 0
         self.compute_s = self.wait_s = 0.0   # over measured steps
         self.warmup_wait_s = 0.0
+        self.compute_all_s = 0.0             # every step's, warm-up included
         self.epochs = 0
         self.busy = BusySeries(bucket_s)        # every step's compute, warm-up included
         self.consumed = ByteSeries(bucket_s)    # sample bytes, when the accelerator took them
@@ -102,6 +103,7 @@ class StepTotals:
         self.samples += samples
         self.consumed_bytes += nbytes
         self.consumed.add(t1, nbytes)
+        self.compute_all_s += t2 - t1
         if self.computes:
             self.busy.add(t1, t2)
         if self._first_in_epoch(epoch):
@@ -131,7 +133,7 @@ class StepTotals:
         out = {
             "steps": self.steps, "measured_steps": self.measured, "samples": self.samples,
             "epochs": self.epochs, "compute_s": self.compute_s, "wait_s": self.wait_s,
-            "warmup_wait_s": self.warmup_wait_s, "au": au,
+            "warmup_wait_s": self.warmup_wait_s, "compute_all_s": self.compute_all_s, "au": au,
             "consumed_bytes": self.consumed_bytes, "consumed_series": self.consumed.to_dict(),
             "busy": self.busy.to_dict(), "step_log": self.log,
         }

@@ -1,0 +1,47 @@
+"""The memory a client needs, and the refusal of client counts a host cannot hold.
+
+The figures are measured, not guessed: a demo train client (two loader threads, 1 MiB reads)
+in a 64-client run held 5.2 MiB of memory of its own (USS: the pages an added client costs;
+everything else it shares with the parent). 1.3 MiB of that were the pages of its two read
+buffers that the reads touched; the rest, about 4 MiB, is the interpreter's pages the client
+copies, its own objects and its thread stacks. docs/PERFORMANCE.md ("Memory per client") has
+the command that measures it. A client's buffers and threads are counted from the workload at
+their full size, and the whole is given a margin of 1.5 for what one run does not show
+(other formats' libraries, longer runs' logs).
+"""
+
+from __future__ import annotations
+
+import psutil
+
+from aiio.errors import AiioError
+from aiio.units import MiB, format_size
+from aiio.workload import Workload
+
+CLIENT_BASE_BYTES = 4 * MiB   # measured, without the buffers (see above)
+THREAD_BYTES = 256 * 1024     # one I/O thread's stack pages and operation log
+PARENT_BYTES = 128 * MiB      # the parent process (measured about 60 MiB), once per host
+MARGIN = 1.5                  # over the measured figures
+USABLE = 0.8                  # share of the available memory a run may plan to use
+
+
+def client_bytes(w: Workload) -> int:
+    """Bytes one client needs: measured base, plus the buffers of its busiest phase."""
+    io = max(threads * (size + THREAD_BYTES) for threads, size in (
+        (w.train.read_threads, w.train.transfer_size),
+        (w.prep.threads, w.prep.transfer_size),
+        (w.checkpoint.threads, w.checkpoint.transfer_size),
+        (w.load.threads, w.load.transfer_size)))
+    return int(MARGIN * (CLIENT_BASE_BYTES + io))
+
+
+def check_need(each: int, clients: int, host: str | None = None,
+               available: int | None = None) -> None:
+    """Refuse (one line, exit 2) when `clients` clients of `each` bytes cannot fit."""
+    avail = psutil.virtual_memory().available if available is None else available
+    need = PARENT_BYTES + clients * each
+    if need > USABLE * avail:
+        where = f" on {host}" if host else ""
+        raise AiioError(f"{clients} clients need about {format_size(need)} of memory{where} "
+                        f"({format_size(each)} each) but only {format_size(avail)} is "
+                        "available; use fewer clients or more hosts (MPI)")

@@ -1,0 +1,56 @@
+"""The refusal of client counts the host cannot hold: based on measured client memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from aiio import runner
+from aiio.errors import AiioError
+from aiio.units import GiB
+from aiio.workload import load_workload
+
+from .conftest import REPO, client_processes
+
+
+def test_512_demo_clients_fit_on_24_gib():
+    # 256 clients measured 8.4 MiB of PSS each before the client model was slimmed: 512 of
+    # them need about 4.2 GiB, far below 24 GiB.
+    runner.check_memory(load_workload("demo"), 512, available=24 * GiB)
+
+
+def test_more_clients_than_memory_holds_are_refused_with_the_figures():
+    with pytest.raises(AiioError) as info:
+        runner.check_memory(load_workload("demo"), 20_000, available=24 * GiB)
+    message = str(info.value)
+    assert info.value.exit_code == 2
+    assert "20000 clients" in message and "each" in message and "\n" not in message
+
+
+def test_estimate_covers_what_a_real_client_uses(tmp_path):
+    """Each client of a real run stays within the per-client figure the refusal uses: its
+    own memory (USS), what one more client adds; the rest it shares with the parent."""
+    target = tmp_path / "target"
+    target.mkdir()
+    cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
+           str(tmp_path / "reports"), "--quiet", "--clients", "4", "--duration", "4s"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    peak = 0
+    try:
+        while proc.poll() is None:
+            for kid in client_processes(proc.pid):
+                try:
+                    peak = max(peak, kid.memory_full_info().uss)
+                except psutil.Error:
+                    continue  # exited while we looked
+            time.sleep(0.2)
+    finally:
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert peak > 0, "no client process was seen"
+    assert peak <= runner.client_memory_estimate(load_workload("demo")), peak
