@@ -259,6 +259,7 @@ def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: st
         except CheckInterrupted as exc:
             out["status"], out["error"] = "interrupted", str(exc)
             out["not_run"] = [c.name for c in checks[i:]]
+            out["interrupted_check"] = exc.entry  # judged apart: not run to the end
             _record(out, history, spec, check, exc.entry, exc.measured)
             break
         except KeyboardInterrupt:  # between checks
@@ -313,7 +314,8 @@ def judged_checks(spec: Spec, checks: tuple[Check, ...],
     whole (kind `accept`: its status and pass/fail): what the monitoring export writes."""
     by_name = {c.name: c for c in checks}
     judged = []
-    for entry in out["checks"]:
+    stopped = [out["interrupted_check"]] if out.get("interrupted_check") else []
+    for entry in [*out["checks"], *stopped]:
         rec = check_record(by_name[entry["name"]], entry, out["target"], spec.name)
         judged.append((rec, [r["figure"] for r in entry["regressions"]]))
     whole = Record(kind="accept", name=spec.name, target=out["target"], status=out["status"],

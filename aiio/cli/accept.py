@@ -41,6 +41,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     from aiio.console import RichUI
     from aiio.history import History
     from aiio.junit import write_junit
+    from aiio.s3.location import is_s3
     from aiio.target import Target
 
     spec = acc.load_spec(spec_path)
@@ -48,8 +49,11 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     target = target or spec.info.target
     if not target:
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
-    target = os.path.abspath(target)
-    Target(target).check_usable()
+    if is_s3(target):  # reached through the AWS chain: AWS_ENDPOINT_URL, profile, config
+        runner.open_target(target, {})
+    else:
+        target = os.path.abspath(target)
+        Target(target).check_usable()
     if prom_path:
         monitoring.check_path(prom_path)
     for check in checks:  # refuse what cannot fit before anything runs

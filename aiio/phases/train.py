@@ -63,6 +63,9 @@ class TrainArgs:
     epochs: int | None       # None: run until duration
     duration_s: float
     checkpoint: Any = None   # a CheckpointPlan when checkpointing during training
+    # Makes each loader thread's reader, (method, transfer_size, log, counter) -> reader;
+    # None reads files. Object storage passes its own (aiio.s3).
+    reader: Any = None
 
 
 def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
@@ -151,8 +154,9 @@ class Loader:
     def _work(self) -> None:
         me = self.threads.index(threading.current_thread())
         log = self.logs[me]
-        reader = Reader(self.args.method, self.args.workload.train.transfer_size, log,
-                        self.ctx.add_bytes)
+        make = self.args.reader or Reader
+        reader = make(self.args.method, self.args.workload.train.transfer_size, log,
+                      self.ctx.add_bytes)
         reader.stop = self.stop
         self.go.wait()
         try:
@@ -186,7 +190,7 @@ class Loader:
                 app += length if self._read_native(reader.log, path, first, (off, length)) else 0
             else:
                 app += sample_bytes(off, length, reader.read_file(path, off, length),
-                                    reader.method)
+                                    self.args.method)
         return app
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:

@@ -210,7 +210,8 @@ def hero_section(res: Mapping[str, Any]) -> Html:
             anchor="hero")
     test, phase = hero.get("test", "hero"), res.get("phase", "phase")
     rows = [("% of fio hero", f"{pct:.1f} % of fio {test}"),
-            (f"this {phase} run (aggregate, first done)", h.mib_s(hero.get("phase_mib_s"))),
+            (f"this {phase} run (aggregate, {h.plain(hero.get('window') or 'last done')})",
+             h.mib_s(hero.get("phase_mib_s"))),
             (f"fio {test}, {h.plain(hero.get('fio_clients'))} jobs",
              h.mib_s(hero.get("fio_mib_s"))),
             ("fio result", h.plain(hero.get("fio_result_id")))]
