@@ -609,3 +609,67 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- object storage: aiio's GETs against a plain boto3 download loop ---------------------------
+
+def bench_s3_get_vs_boto3(objects: int = 32, size: int = 8 * MiB, threads: int = 4,
+                          repeats: int = REPEATS) -> Row:
+    """The train phase on a local SeaweedFS bucket (one client, `threads` loader threads, no
+    compute time to speak of, whole-object GETs; last done) against `threads` threads that each call
+    get_object(...)["Body"].read() over the same objects with one boto3 client."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aiio.s3.localserver import SeaweedServer
+
+    with SeaweedServer() as server, _environ(server.env()):
+        bucket = "aiio-bench"
+        server.client().create_bucket(Bucket=bucket)
+        sets = [("run", "clients", "1"), ("dataset", "format", "raw"),
+                ("dataset", "num_files", str(objects)), ("dataset", "samples_per_file", "1"),
+                ("dataset", "sample_size", str(size)), ("dataset", "sample_size_stdev", "0"),
+                ("train", "epochs", "1"), ("train", "batch_size", "1"),
+                ("train", "read_threads", str(threads)), ("train", "shuffle", "off"),
+                ("train", "compute_time.h100", "0.000001"), ("train", "transfer_size", "1MiB")]
+        target = f"s3://{bucket}/bench"
+        _run_phase("train", target, sets)  # uploads the objects once
+        client = server.client()
+        pages = client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix="bench/aiio/datasets/")
+        keys = [o["Key"] for p in pages for o in p.get("Contents", []) if "/d0" in o["Key"]]
+
+        def ours() -> float:
+            return _run_phase("train", target, sets)["aggregate"]["last_done"]["mib_s"]
+
+        def fetch(key: str) -> int:
+            return len(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+        def theirs() -> float:
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(threads) as pool:
+                nbytes = sum(pool.map(fetch, keys))
+            return nbytes / MiB / (time.monotonic() - t0)
+
+        a, b = interleaved(ours, theirs, repeats)
+    return Row(f"S3 GET, 1 client x {threads} threads vs boto3 loop, SeaweedFS", a, b,
+               "MiB/s", a / b, ">= 0.95", a / b >= 0.95)
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block (the AWS chain reads them), then restore."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@figure("s3")
+def _s3() -> list[Row]:
+    return [bench_s3_get_vs_boto3()]

@@ -19,7 +19,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a window; must precede any figure
 
 from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from aiio.report.charts import client_ticks, count_labels, log_values  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -60,11 +61,10 @@ JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write
 
 
 def _axes_for_clients(ax: Any, counts: list[int]) -> None:
-    """Client counts on a log-2 axis, each count labelled."""
+    """Client counts on a log-2 axis, labelled where the labels do not crowd."""
     ax.set_xscale("log", base=2)
     ax.minorticks_off()  # only the counts measured are labelled
-    ax.set_xticks(counts)
-    ax.set_xticklabels([str(n) for n in counts])
+    client_ticks(ax, counts)
     ax.set_xlabel("clients (emulated accelerators)")
     ax.grid(True, alpha=0.3)
 
@@ -92,8 +92,8 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
             label="measured (last done)")
     _axes_for_clients(ax, counts)
     ax.set_xlabel("clients (emulated accelerators, log scale)")
-    ax.set_yscale("log", base=2)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+    # the measured and ideal values with room above for the legend: a lone point too
+    log_values(ax, [v for v in (*agg, *ideal, *(threshold * i for i in ideal)) if v > 0])
     ax.set_ylabel("aggregate bandwidth (MiB/s, log scale)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
@@ -105,9 +105,9 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
 def _efficiency_axes(ax: Any, counts: list[int], efficiency: list[float],
                      threshold: float) -> None:
     """E(N) as bars per count (red below the threshold) with the threshold dashed."""
-    labels = [str(n) for n in counts]
-    ax.bar(labels, [100 * e for e in efficiency], width=0.6,
+    ax.bar(range(len(counts)), [100 * e for e in efficiency], width=0.6,
            color=["C3" if e < threshold else "C2" for e in efficiency])
+    ax.set_xticks(range(len(counts)), count_labels(counts, log=False))
     ax.axhline(100 * threshold, ls="--", color="grey", label=f"threshold {threshold:.0%}")
     ax.set_ylim(0, 110 * max(1.0, *efficiency))
     ax.set_xlabel("clients (emulated accelerators)")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio import procsetup
-from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
+from aiio.errors import AiioError, RunFailed, RunInterrupted, StopSignal, Terminated
 
 # The start instant is published this far ahead of time, plus a little per client: every
 # client must wake, read it and go back to sleep before it comes.
@@ -212,6 +212,9 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         shared.start_ns.value = start_ns
         shared.open_gate()
         _collect(procs, shared, results, errors, on_tick, tick_s, start_ns, first, on_stage)
+    except StopSignal as exc:
+        _stop_and_drain(procs, shared, results, errors)
+        raise RunAborted(str(exc), results, Terminated) from None
     except Terminated as exc:
         # The launcher's SIGKILL may follow within a fraction of a second, and it signals the
         # clients too: keep what arrived and leave at once, so the partial result gets saved.
@@ -220,21 +223,25 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 p.kill()
         raise RunAborted(str(exc), results, Terminated) from None
     except KeyboardInterrupt:
-        shared.stop.set()
-        shared.open_gate()
-        _drain(procs, shared, results, errors, timeout_s=10.0)
+        _stop_and_drain(procs, shared, results, errors)
         raise RunAborted("interrupted by the user; clients stopped", results,
                          RunInterrupted) from None
     except RunAborted as exc:
-        shared.stop.set()
-        shared.open_gate()
-        _drain(procs, shared, results, errors, timeout_s=10.0)
+        _stop_and_drain(procs, shared, results, errors)
         exc.results = results
         raise
     finally:
         _reap(procs)
         shared.close()
     return [results[i] for i in range(n)], start_ns
+
+
+def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
+                    errors: dict[int, dict]) -> None:
+    """Tell every client to stop (waking those still at the gate) and keep what they send."""
+    shared.stop.set()
+    shared.open_gate()
+    _drain(procs, shared, results, errors, timeout_s=10.0)
 
 
 def _start_all(procs: list) -> None:

@@ -5,16 +5,15 @@ Two narrow tables rather than one wide one, so an 80-column terminal shows every
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from aiio.console import print_warnings
 from aiio.scaling import efficiency_text
 from aiio.sweep_figures import EXTRAS
+from aiio.term.screen import out_console
 from aiio.units import format_latency_ns
 
 
@@ -86,7 +85,7 @@ def _mark(value: float, goal: float, text: str) -> str:
 
 def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
     """Tables, verdict sentences, caveats, warnings, and where the files are."""
-    console = Console(file=sys.stdout)
+    console = out_console()
     if not sweep["table"]:
         return
     console.print(aggregate_table(sweep))

@@ -39,6 +39,11 @@ class Terminated(RunFailed):
     """The process got SIGTERM (under MPI: the launcher ends the job). Exit code 1."""
 
 
+class StopSignal(Terminated):
+    """SIGTERM outside MPI (a scheduler's timeout, systemd stop): nobody follows with SIGKILL,
+    so the clients are stopped and their figures kept, as for Ctrl-C. Exit code 1."""
+
+
 class ChecksFailed(AiioError):
     """An acceptance check failed its thresholds or could not be measured. Exit code 1."""
 

@@ -98,6 +98,12 @@ class Regression:
                 f"(median of the last {self.runs} passing)")
 
 
+def readable(text: str) -> str:
+    """`text` as valid UTF-8: a file name that is not (Linux allows any bytes) keeps its odd
+    bytes as \\xff escapes, the same every time, so its series does not split."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 # --- opening without ever damaging ---------------------------------------------------------
 
 def _damaged(path: Path, why: str) -> HistoryError:
@@ -231,14 +237,15 @@ class History:
 
     def _insert(self, rec: Record) -> int:
         c = self.conn
+        texts = [readable(t) for t in (rec.host, rec.version, rec.kind, rec.name, rec.target,
+                                       rec.phase, rec.workload, rec.clients, rec.status,
+                                       rec.result_id, rec.spec)]
         c.execute("BEGIN IMMEDIATE")
         try:
             cur = c.execute(
                 "INSERT INTO records (ts, host, version, kind, name, target, phase, workload, "
                 "clients, status, passed, result_id, spec) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (rec.ts, rec.host, rec.version, rec.kind, rec.name, rec.target, rec.phase,
-                 rec.workload, rec.clients, rec.status, int(rec.passed), rec.result_id,
-                 rec.spec))
+                (rec.ts, *texts[:9], int(rec.passed), *texts[9:]))
             rec.id = cur.lastrowid
             # a required figure the run never produced (an errored check) is kept with no value
             names = sorted(set(rec.figures) | set(rec.required))
@@ -258,7 +265,7 @@ class History:
         for column, value in (("name", name), ("target", target), ("kind", kind)):
             if value is not None:
                 where.append(f"{column} = ?")
-                params.append(value)
+                params.append(readable(value))  # as _insert stored it
         cond = " WHERE " + " AND ".join(where) if where else ""
         try:
             self.conn.execute("BEGIN")  # records and figures from one snapshot

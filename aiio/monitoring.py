@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from aiio.errors import AiioError, ConfigError
 from aiio.figures import FIGURES
-from aiio.history import Record
+from aiio.history import Record, readable
 
 PREFIX = "aiio_"
 LABELS = ("check", "kind", "target", "phase", "workload", "clients")
@@ -36,16 +36,22 @@ def check_path(path: str) -> Path:
     if p.suffix != ".prom":
         raise ConfigError(f"--prometheus {path}: the node_exporter textfile collector reads "
                           "only *.prom files; name it e.g. aiio.prom")
-    if not p.parent.is_dir():
-        raise ConfigError(f"--prometheus {path}: folder {p.parent} does not exist; point it "
-                          "at node_exporter's --collector.textfile.directory")
-    if not os.access(p.parent, os.W_OK):
-        raise ConfigError(f"--prometheus {path}: folder {p.parent} is not writable")
+    real = Path(os.path.realpath(p))  # a symlink: the file it points to is written
+    if real.is_dir():
+        raise ConfigError(f"--prometheus {path}: is a folder; name the file in it, e.g. "
+                          f"{p / 'aiio.prom'}")
+    if not real.parent.is_dir():
+        raise ConfigError(f"--prometheus {path}: folder {real.parent} does not exist; point "
+                          "it at node_exporter's --collector.textfile.directory")
+    if not os.access(real.parent, os.W_OK):
+        raise ConfigError(f"--prometheus {path}: folder {real.parent} is not writable")
     return p
 
 
 def _labels(rec: Record) -> list[str]:
-    return [rec.name, rec.kind, rec.target, rec.phase, rec.workload, rec.clients]
+    """The series' label values, as valid UTF-8 (the file is UTF-8; a path may not be)."""
+    return [readable(v) for v in (rec.name, rec.kind, rec.target, rec.phase, rec.workload,
+                                  rec.clients)]
 
 
 class SeriesCollector(Collector):
@@ -67,7 +73,7 @@ class SeriesCollector(Collector):
         for rec, regs in self.judged:
             labels = _labels(rec)
             passed.add_metric(labels, 1.0 if rec.passed else 0.0)
-            status.add_metric([*labels, rec.status], 1.0)
+            status.add_metric([*labels, readable(rec.status)], 1.0)
             regressed.add_metric(labels, 1.0 if regs else 0.0)
             for name, value in sorted(rec.required.items()):
                 required.add_metric([*labels, name], value)
@@ -95,7 +101,8 @@ def write(path: str | Path, judged: list[Judged]) -> Path:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SeriesCollector(judged))
     try:
-        write_to_textfile(str(path), registry)
+        # through a symlink the rename goes to the file it points to, keeping the link
+        write_to_textfile(os.path.realpath(path), registry)
     except OSError as exc:
         raise AiioError(f"--prometheus {path}: cannot write: {exc.strerror}") from None
     return Path(path)

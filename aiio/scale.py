@@ -22,7 +22,6 @@ from aiio.phases import get_phase
 from aiio.phases.base import now_iso
 from aiio.stats import spread
 from aiio.sysinfo import collect_environment
-from aiio.target import Target, probe
 from aiio.workload import Workload
 
 DEFAULT_DURATION_S = 10.0
@@ -253,14 +252,13 @@ def _stopped(out: dict[str, Any], status: str, message: str, code: int) -> tuple
 
 
 def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str, Any]:
-    target = Target(req.target)
-    target.check_usable()
+    _target, info, _method = runner.open_target(req.target, req.options, req.method)
     lo, hi = req.clients[0], req.clients[-1]
     return {
         "schema": result.SCHEMA, "kind": "sweep", "phase": req.phase,
         "id": result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"),
         "status": "running", "error": None, "started": now_iso(), "finished": None,
-        "workload": w.to_dict(), "target": probe(target).to_dict(),
+        "workload": w.to_dict(), "target": info.to_dict(),
         "environment": collect_environment(), "method": req.method, "options": req.options,
         "sweep": {"clients": list(req.clients), "repeat": req.repeat,
                   "threshold": req.threshold, "duration_s": seconds,
@@ -360,7 +358,7 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
         "warnings": sorted({w["code"] for r in runs for w in r.get("warnings", [])}),
     }
     aggs = [r["aggregate"] for r in runs]
-    if all("au_min" in a for a in aggs):
+    if all(a.get("au_min") is not None for a in aggs):  # AU not measurable: no AU columns
         row.update({"au_mean": _mean([a["au_mean"] for a in aggs]),
                     "au_min": min(a["au_min"] for a in aggs), "au_goal": aggs[0]["au_goal"],
                     "au_pass": all(a["au_pass"] for a in aggs),

@@ -18,7 +18,7 @@ from typing import Any
 
 from aiio.errors import ConfigError
 from aiio.units import GiB, MiB
-from aiio.workload import Workload, load_workload, workloads_dir
+from aiio.workload import Workload, load_workload, workload_folders, workloads_dir
 
 SIZING_SCHEMA = "aiio.sizing/1"
 RESULT_SCHEMA = "aiio.result/1"
@@ -72,7 +72,11 @@ class Accelerator:
 
 
 def accelerators_path() -> Path:
-    """workloads/hardware/accelerators.toml (follows AIIO_WORKLOADS)."""
+    """hardware/accelerators.toml of the first workload folder that has one (a user's own
+    folder can replace the shipped table)."""
+    for _, folder in workload_folders():
+        if (folder / "hardware" / "accelerators.toml").is_file():
+            return folder / "hardware" / "accelerators.toml"
     return workloads_dir() / "hardware" / "accelerators.toml"
 
 

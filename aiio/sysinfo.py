@@ -12,6 +12,7 @@ import platform
 import socket
 import sys
 import time
+from collections import deque
 from typing import Any
 
 import psutil
@@ -48,6 +49,38 @@ def disk_name(device: str) -> str | None:
     return name if name in psutil.disk_io_counters(perdisk=True) else None
 
 
+PEAK_WINDOW_S = 1.0  # NIC peak use: the busiest interval of at least this length
+
+
+class PeakRate:
+    """The highest rate of a growing byte counter over any interval of at least `window`
+    seconds between two samples (a sliding window), so a burst is not averaged away by a
+    quiet start-up, nor a single short tick inflated."""
+
+    def __init__(self, t0: float, total0: int, window: float = PEAK_WINDOW_S) -> None:
+        self.window = window
+        self.first = (t0, total0)
+        self.samples: deque[tuple[float, int]] = deque([self.first])
+        self.peak_bytes_s = 0.0
+
+    def add(self, t: float, total: int) -> None:
+        self.samples.append((t, total))
+        # keep, as the oldest sample, the latest one at least a window before t
+        while len(self.samples) > 2 and t - self.samples[1][0] >= self.window:
+            self.samples.popleft()
+        t0, b0 = self.samples[0]
+        if t - t0 >= self.window:
+            self.peak_bytes_s = max(self.peak_bytes_s, (total - b0) / (t - t0))
+
+    def finish(self, t: float, total: int) -> float:
+        """The peak; a run shorter than the window gets its whole length's rate."""
+        self.add(t, total)
+        t0, b0 = self.first
+        if t - t0 < self.window and t > t0:
+            return (total - b0) / (t - t0)
+        return self.peak_bytes_s
+
+
 def _net_nics() -> dict[str, Any]:
     stats = psutil.net_if_stats()
     return {n: s for n, s in stats.items() if s.isup and n != "lo" and s.speed > 0}
@@ -63,6 +96,9 @@ class Monitor:
         self.t0 = time.monotonic()
         self.disk0 = self._disk()
         self.net0 = psutil.net_io_counters(pernic=True)
+        self.nic_peaks = {n: (PeakRate(self.t0, self.net0[n].bytes_recv),
+                              PeakRate(self.t0, self.net0[n].bytes_sent))
+                          for n in self.nics if n in self.net0}
         psutil.cpu_percent(interval=None)
 
     def _disk(self):
@@ -72,10 +108,18 @@ class Monitor:
 
     def sample(self) -> None:
         self.cpu_samples.append(psutil.cpu_percent(interval=None))
+        self._sample_nics(time.monotonic(), psutil.net_io_counters(pernic=True))
+
+    def _sample_nics(self, now: float, counters: dict) -> None:
+        for name, (rx, tx) in self.nic_peaks.items():
+            if name in counters:
+                rx.add(now, counters[name].bytes_recv)
+                tx.add(now, counters[name].bytes_sent)
 
     def finish(self) -> dict[str, Any]:
         """Totals over the monitored window."""
-        elapsed = time.monotonic() - self.t0
+        now = time.monotonic()
+        elapsed = now - self.t0
         out: dict[str, Any] = {"seconds": elapsed,
                                "cpu_percent_mean": _mean(self.cpu_samples),
                                "cpu_percent_max": max(self.cpu_samples, default=0.0)}
@@ -86,13 +130,16 @@ class Monitor:
                              "write_bytes": d1.write_bytes - self.disk0.write_bytes}
         net1 = psutil.net_io_counters(pernic=True)
         nics = {}
-        for name, st in self.nics.items():
-            if name in net1 and name in self.net0:
+        for name, (rx_peak, tx_peak) in self.nic_peaks.items():
+            if name in net1:
                 rx = net1[name].bytes_recv - self.net0[name].bytes_recv
                 tx = net1[name].bytes_sent - self.net0[name].bytes_sent
-                link = st.speed * 1e6 / 8  # Mbit/s -> bytes/s
+                link = self.nics[name].speed * 1e6 / 8  # Mbit/s -> bytes/s
+                peak = max(rx_peak.finish(now, net1[name].bytes_recv),
+                           tx_peak.finish(now, net1[name].bytes_sent))
                 nics[name] = {"rx_bytes": rx, "tx_bytes": tx, "link_bytes_s": link,
-                              "peak_use": max(rx, tx) / elapsed / link if elapsed else 0.0}
+                              "peak_window_s": PEAK_WINDOW_S, "peak_use": peak / link,
+                              "mean_use": max(rx, tx) / elapsed / link if elapsed else 0.0}
         out["nics"] = nics
         return out
 

@@ -45,6 +45,9 @@ class TargetInfo:
     direct_align: int
     total_bytes: int
     free_bytes: int
+    # The local block device whose counters see the target's I/O ("" when there is none:
+    # FUSE, ZFS, network and overlay filesystems): only then can a run confirm its bytes.
+    confirm_device: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -201,6 +204,20 @@ def find_mount(path: Path) -> psutil._common.sdiskpart | None:
     return best
 
 
+def confirming_device(fstype: str, device: str) -> str:
+    """The block device (as named in /proc/diskstats) that sees every byte of this mount, or ''.
+
+    Only a local block filesystem qualifies. FUSE (bindfs, caching clients), ZFS datasets,
+    network and overlay mounts have no such device, or one that sees only part of the story,
+    so they can serve O_DIRECT reads from a cache nobody can observe.
+    """
+    if fstype.startswith("fuse.") or fstype == "fuse" or fstype in NETWORK_FS \
+            or fstype in MEMORY_FS or not device.startswith("/dev/"):
+        return ""
+    name = os.path.basename(os.path.realpath(device))
+    return name if name in (psutil.disk_io_counters(perdisk=True) or {}) else ""
+
+
 def probe_direct_io(folder: Path) -> tuple[bool, int]:
     """Can this filesystem do O_DIRECT? Write and read one aligned block to find out.
 
@@ -248,4 +265,5 @@ def probe(target: Target) -> TargetInfo:
         mountpoint=part.mountpoint if part else "", device=part.device if part else "",
         memory_backed=fstype in MEMORY_FS, network=fstype in NETWORK_FS or ":" in (
             part.device if part else ""),
-        o_direct=works, direct_align=align, total_bytes=usage.total, free_bytes=usage.free)
+        o_direct=works, direct_align=align, total_bytes=usage.total, free_bytes=usage.free,
+        confirm_device=confirming_device(fstype, part.device if part else ""))

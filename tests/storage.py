@@ -40,6 +40,7 @@ class ThrottledDisk:
     device: str
     cgroup: Path
     read_bps: int
+    write_bps: int = 0
 
     def command(self, *argv: str) -> list[str]:
         """argv wrapped so the process joins the throttled cgroup before it starts."""
@@ -48,9 +49,12 @@ class ThrottledDisk:
 
 
 @contextlib.contextmanager
-def throttled_disk(tmp: Path, read_bps: int, size_mib: int = 512) -> Iterator[ThrottledDisk]:
+def throttled_disk(tmp: Path, read_bps: int, size_mib: int = 512,
+                   write_bps: int = 0) -> Iterator[ThrottledDisk]:
     """ext4 on a loop device (direct I/O to its backing file, so no double caching) with a
-    blkio read limit of `read_bps` bytes/s for processes in its cgroup."""
+    blkio read limit of `read_bps` bytes/s (and a write limit of `write_bps`, 0 for none) for
+    processes in its cgroup. cgroup v1 throttles only the writes its processes issue
+    themselves: O_DIRECT writes, not the page cache's later writeback."""
     image, mount = tmp / "disk.img", tmp / "mnt"
     mount.mkdir()
     with open(image, "wb") as fh:
@@ -63,7 +67,10 @@ def throttled_disk(tmp: Path, read_bps: int, size_mib: int = 512) -> Iterator[Th
         cgroup.mkdir()
         major_minor = _run("lsblk", "-dno", "MAJ:MIN", device).replace(" ", "")
         (cgroup / "blkio.throttle.read_bps_device").write_text(f"{major_minor} {read_bps}\n")
-        yield ThrottledDisk(mount, device, cgroup, read_bps)
+        if write_bps:
+            (cgroup / "blkio.throttle.write_bps_device").write_text(
+                f"{major_minor} {write_bps}\n")
+        yield ThrottledDisk(mount, device, cgroup, read_bps, write_bps)
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)
         subprocess.run(["losetup", "-d", device], capture_output=True)

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from aiio.accept import judge, load_spec
 from aiio.errors import ConfigError
@@ -191,9 +192,10 @@ def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_pa
     spec = _spec(tmp_path, _check("quick", "min_au = 0.05"),
                  _check("long", "min_au = 0.05", extra='duration = "60s"\n'),
                  _check("never", "min_au = 0.05"))
-    junit = tmp_path / "j.xml"
+    junit, prom = tmp_path / "j.xml", tmp_path / "aiio.prom"
     cmd = [sys.executable, "-m", "aiio", "accept", str(spec), "--target", str(target),
-           "--results", str(results), "--junit", str(junit), "--quiet"]
+           "--results", str(results), "--junit", str(junit), "--prometheus", str(prom),
+           "--quiet"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 120
@@ -221,6 +223,10 @@ def test_ctrl_c_keeps_the_checks_done_and_skips_the_rest(target, results, tmp_pa
     assert checks["quick"].status == "pass"
     assert (checks["long"].status, checks["long"].passed) == ("interrupted", False)
     assert [r.status for r in runs] == ["ok", "interrupted"]
+    # and the monitoring export shows the interrupted check as not passing, so an alert fires
+    passed = {s.labels["check"]: s.value for f in text_string_to_metric_families(prom.read_text())
+              if f.name == "aiio_passed" for s in f.samples if s.labels["kind"] == "check"}
+    assert passed == {"quick": 1.0, "long": 0.0}
 
 
 # --- the spec ------------------------------------------------------------------------------
@@ -405,3 +411,22 @@ def test_fraction_of_the_fio_hero_number(target, results, tmp_path):
     run = json.loads((results / some["result_id"] / "result.json").read_text())
     assert some["measured"]["hero_fraction"] == pytest.approx(run["hero"]["percent"] / 100)
     assert 0 < every["measured"]["hero_fraction"] < 1
+
+
+def test_mean_au_threshold_judges_mlperfs_figure(target, results, tmp_path):
+    spec = _spec(tmp_path, _check("train-mean", "min_au_mean = 0.01"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 0, proc.stderr
+    (check,) = _accept_result(results)["checks"]
+    run = json.loads((results / check["result_id"] / "result.json").read_text())
+    assert check["measured"]["au_mean"] == run["aggregate"]["au_mean"]
+
+
+def test_au_threshold_without_au_says_why(target, results, tmp_path):
+    # compute 0: AU is not meaningful, so the AU threshold cannot be judged
+    spec = _spec(tmp_path, _check("train-c0", "min_au = 0.5",
+                                  extra="set.train.compute_time.h100 = 0\n"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (check,) = _accept_result(results)["checks"]
+    assert "compute time is 0" in check["reason"]

@@ -67,3 +67,16 @@ def test_ctrl_c_saves_interrupted_result(target, results):
     with History(results / "history.sqlite") as h:
         (rec,) = h.records()
     assert (rec.status, rec.passed, rec.result_id) == ("interrupted", False, res["id"])
+
+
+def test_sigterm_saves_a_failed_result_not_a_running_one(target, results):
+    # a scheduler (cron timeout, systemd stop, Slurm) ends a run with SIGTERM, not Ctrl-C
+    proc = _start(target, results)
+    _clients(proc, 2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "SIGTERM" in err
+    res = _saved(results)
+    assert res["status"] == "failed" and "SIGTERM" in res["error"]
+    assert len(res["clients"]) == 2 and all(c["bytes"] > 0 for c in res["clients"])

@@ -156,3 +156,32 @@ def test_node_exporter_serves_the_history_export(tmp_path):
         _, err = proc.communicate(timeout=30)
     assert "node_textfile_scrape_error 0" in text and "level=error" not in err
     assert 'aiio_aggregate_mib_s{check="nightly"' in text
+
+
+def test_a_folder_named_like_the_export_is_refused_before_anything_runs(target, results,
+                                                                      tmp_path):
+    """Otherwise every check runs first and the verdict is lost to a write error at the end."""
+    spec = _spec(tmp_path, _check("good", "min_au = 0.05"))
+    (tmp_path / "aiio.prom").mkdir()
+    proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+                   "--quiet", "--prometheus", str(tmp_path / "aiio.prom"))
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not results.exists()
+
+
+def test_an_export_through_a_symlink_updates_the_file_it_points_to(tmp_path):
+    """The rename that makes the write atomic must not replace the link by a file of its own."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        h.add(_rec("nightly", 100, 1000.0))
+    real = tmp_path / "textfile" / "aiio.prom"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "aiio.prom"
+    link.symlink_to(real)
+    proc = run_cli("history", "--history", str(db), "--prometheus", str(link))
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and link.resolve() == real
+    assert _one(_samples(real), "aiio_aggregate_mib_s", check="nightly").value == 100
+    assert sorted(p.name for p in real.parent.iterdir()) == ["aiio.prom"]

@@ -70,7 +70,7 @@ class RecordingUI:
         self.notes.append(message)
 
     def progress(self, *a) -> None: ...
-    def start(self, *a) -> None: ...
+    def start(self, *a, **live) -> None: ...
     def tick(self, *a) -> None: ...
     def stop(self) -> None: ...
 
@@ -246,3 +246,16 @@ def test_matplotlib_is_loaded_only_to_draw():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_sigterm_keeps_finished_points_and_leaves_no_running_sweep(tmp_path):
+    proc, results = _start_sweep(tmp_path)
+    folder = _wait_for_points(proc, results, 1)
+    _client_pids(proc)  # the second point is running
+    proc.send_signal(signal.SIGTERM)
+    _, err = _communicate(proc)
+    assert proc.returncode == 1, err
+    assert "SIGTERM" in err and "Traceback" not in err
+    _check_partial(folder, "failed")
+    for path in results.rglob("result.json"):  # the point that was stopped too
+        assert json.loads(path.read_text())["status"] != "running", path

@@ -89,3 +89,41 @@ def test_units():
     assert parse_duration("500ms") == 0.5 and parse_duration("2m") == 120
     with pytest.raises(ConfigError):
         parse_size("4 furlongs")
+
+
+def _own_workload(folder, name: str, description: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.toml").write_text(
+        f'[workload]\nname = "{name}"\ndescription = "{description}"\n'
+        '[dataset]\nnum_files = 8\nsample_size = "64KiB"\n')
+
+
+def test_user_folders_are_found_and_say_where_from(tmp_path, monkeypatch):
+    """AIIO_WORKLOADS, then the config folder, then the shipped ones; `aiio workloads`
+    names each one's source."""
+    from tests.conftest import run_cli
+
+    env_dir, config = tmp_path / "mine", tmp_path / "config"
+    _own_workload(env_dir, "nightly", "from the env folder")
+    _own_workload(config / "aiio" / "workloads", "lab", "from the config folder")
+    _own_workload(config / "aiio" / "workloads", "nightly", "shadowed by the env folder")
+    monkeypatch.setenv("AIIO_WORKLOADS", str(env_dir))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    assert load_workload("nightly").workload.description == "from the env folder"
+    assert load_workload("lab").workload.description == "from the config folder"
+    assert load_workload("demo").name == "demo"  # the shipped ones stay reachable
+    proc = run_cli("workloads", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["datasets"]}
+    assert (rows["nightly"]["source"], rows["lab"]["source"], rows["demo"]["source"]) == (
+        "AIIO_WORKLOADS", "config dir", "shipped")
+    assert rows["nightly"]["path"] == str(env_dir / "nightly.toml")
+    text = run_cli("workloads", cwd=tmp_path).stdout
+    assert "AIIO_WORKLOADS" in text and "config dir" in text and "shipped" in text
+
+
+def test_unknown_workload_names_the_known_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="unknown workload 'nope'.*demo"):
+        load_workload("nope")

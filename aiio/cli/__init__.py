@@ -8,12 +8,14 @@ so `aiio run` does not pay for matplotlib or fio parsing at start-up.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 
 import click
 
 from aiio import __version__
-from aiio.errors import AiioError
+from aiio.errors import AiioError, StopSignal
 
 # command name -> module under aiio.cli holding a click command of that name
 COMMANDS = {
@@ -65,9 +67,26 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     if comm.rank != 0:
         sys.exit(_serve(comm))
+    if not comm.mpi:  # under MPI the communicator owns SIGTERM (it tells the other ranks)
+        _end_on_sigterm()
     code = _command(argv, version_mismatch(comm.identities))
     comm.finish(code)
     sys.exit(code)
+
+
+def _end_on_sigterm() -> None:
+    """SIGTERM (a scheduler's timeout, systemd stop, kill) unwinds like Ctrl-C does, so the
+    clients are stopped, the partial result is saved as failed and nothing stays "running"."""
+    pid = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if os.getpid() != pid:  # a forked child that kept the handler: end as by default
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise StopSignal("ended by SIGTERM; clients stopped")
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def _serve(comm) -> int:

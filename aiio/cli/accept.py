@@ -4,7 +4,6 @@ record the history. Exit 0 when every check passes, 1 when any fails, 2 on bad i
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     from aiio.console import RichUI
     from aiio.history import History
     from aiio.junit import write_junit
+    from aiio.s3.location import is_s3
     from aiio.target import Target
 
     spec = acc.load_spec(spec_path)
@@ -49,8 +49,11 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     target = target or spec.info.target
     if not target:
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
-    target = os.path.abspath(target)
-    Target(target).check_usable()
+    if is_s3(target):  # reached through the AWS chain: AWS_ENDPOINT_URL, profile, config
+        runner.open_target(target, {})
+    else:
+        target = os.path.abspath(target)
+        Target(target).check_usable()
     if prom_path:
         monitoring.check_path(prom_path)
     for check in checks:  # refuse what cannot fit before anything runs
@@ -176,11 +179,10 @@ def accept_table(out: dict[str, Any]) -> Any:
 
 
 def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
-    from rich.console import Console
-
     from aiio.console import print_warnings
+    from aiio.term.screen import out_console
 
-    console = Console(file=sys.stdout)
+    console = out_console()
     console.print(accept_table(out))
     for check in out["checks"]:
         if check["status"] == "error":

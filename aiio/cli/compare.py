@@ -47,12 +47,12 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
 
 
 def _print(item: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from aiio.term.screen import out_console
     from aiio.units import format_latency_ns
 
-    console = Console()
+    console = out_console()
     if not item["rows"]:
         console.print(f"{item['run']}: {item['note']}", highlight=False)
         return

@@ -6,6 +6,7 @@ import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target
+from aiio.s3.location import is_s3
 
 TESTS_HELP = "comma-separated subset of: seq_read, seq_write, rand_read, rand_write, rand_mix"
 
@@ -35,6 +36,9 @@ def fio(target: str, runtime: str, ramp_time: str, size: str, iodepth: int, ioen
         quiet: bool, **kwargs) -> None:
     """Run the FIO hero suite (one fio job per client) and store it as an aiio result."""
     w = resolve_workload(kwargs)
+    if is_s3(target):
+        from aiio.s3.fio import require_http_engine
+        require_http_engine()
     if target == DEFAULT_TARGET:
         _make_default_target(target)
     if emit:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -10,8 +9,10 @@ import click
 
 from aiio.cli.common import emit_json
 from aiio.errors import ConfigError
+from aiio.history import watched
 
 SPARKS = "▁▂▃▄▅▆▇█"
+EDGES = 2  # the table's left and right edge
 SPARK_MAX = 12  # records in the overview's sparkline; --check lists them all
 
 
@@ -100,12 +101,12 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     if as_json:
         emit_json([_as_dict(r, regs) for r, regs in judged])
         return
-    from rich.console import Console
+    from aiio.term.screen import out_console
 
-    console = Console(file=sys.stdout)
+    console = out_console()
     runs = baseline_runs or hist.DEFAULT_BASELINE_RUNS
     tables = (trend_tables(judged, figure, last, runs) if name is None
-              else check_tables(judged, name, figure, last))
+              else check_tables(judged, name, figure, last, console.width))
     console.print(f"history: {path}", highlight=False, soft_wrap=True)
     if not judged:
         console.print("no records yet", highlight=False)
@@ -210,7 +211,8 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
                       padding=(0, 1, 0, 0))
         for col in ("series", "last run", "status", "figure", "last", "baseline", "trend"):
             table.add_column(col, justify="right" if col in ("last", "baseline") else "left",
-                             no_wrap=col != "series", min_width=10 if col == "series" else None)
+                             no_wrap=col != "series", min_width=10 if col == "series" else None,
+                             overflow="fold" if col == "series" else "ellipsis")
         for name, series in _by(items, lambda j: j[0].name).items():
             rec, regs = series[-1]
             # a failed last record may lack the figure: trend by what the series measured
@@ -228,33 +230,68 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
     return tables
 
 
-def check_tables(judged: list, name: str, figure: str | None, last: int) -> list[Any]:
+def check_tables(judged: list, name: str, figure: str | None, last: int,
+                 width: int = 80) -> list[Any]:
     """Per target, every record of one check with its watched figures; `!` marks a regressed
-    figure (regression_lines says by how much)."""
-    from rich import box
-    from rich.table import Table
-
-    from aiio.history import watched
-
+    figure (regression_lines says by how much). The figures are split over as many tables
+    as it takes to fit `width` columns, each led by the record's number, time and status;
+    host and aiio version follow in a table of their own."""
     tables = []
     for target, items in _by(judged, lambda j: j[0].target).items():
         items = items[-last:]
         figs: list[str] = [figure] if figure else []
         for rec, _ in items:
             figs += [f for f in watched(rec) if f not in figs]
-        table = Table(title=f"{name} on {target} (last {len(items)})", box=box.SIMPLE_HEAD,
-                      pad_edge=False, padding=(0, 1, 0, 0))
-        for col in ("#", "time", "status", "host", "aiio", *figs):
-            table.add_column(col, justify="right" if col in figs or col == "#" else "left",
-                             no_wrap=col not in ("host", "aiio"))
-        for rec, regs in items:
-            marked = {r.figure for r in regs}
-            cells = [f"[bold yellow]!{_value(f, rec.figures.get(f))}[/]" if f in marked
-                     else _value(f, rec.figures.get(f)) for f in figs]
-            table.add_row(str(rec.id), _when(rec.ts), STATUS.get(rec.status, rec.status),
-                          rec.host, rec.version, *cells)
-        tables.append(table)
+        cells = {f: [_cell(f, rec, regs) for rec, regs in items] for f in figs}
+        lead = [("#", [str(rec.id) for rec, _ in items]),
+                ("time", [_when(rec.ts) for rec, _ in items]),
+                ("status", [STATUS.get(rec.status, rec.status) for rec, _ in items])]
+        title = f"{name} on {target} (last {len(items)})"
+        for chunk in _chunks([(f, cells[f]) for f in figs], width - EDGES - _width(lead)):
+            tables.append(_record_table(title, [*lead, *chunk], right={"#", *figs}))
+            title = ""
+        tables.append(_record_table(title, [lead[0], ("host", [r.host for r, _ in items]),
+                                            ("aiio", [r.version for r, _ in items])],
+                                    right={"#"}))
     return tables
+
+
+def _cell(fig: str, rec: Any, regs: list) -> str:
+    value = _value(fig, rec.figures.get(fig))
+    return f"[bold yellow]!{value}[/]" if any(r.figure == fig for r in regs) else value
+
+
+def _width(columns: list[tuple[str, list[str]]]) -> int:
+    """Columns' width on screen: the widest of heading and cells (markup not counted), plus
+    the padding and the separator each column takes."""
+    from rich.text import Text
+
+    return sum(max(len(head), *(Text.from_markup(c).cell_len for c in cells)) + 2
+               for head, cells in columns)
+
+
+def _chunks(columns: list[tuple[str, list[str]]], room: int) -> list[list]:
+    """Consecutive columns grouped so that each group fits `room` (at least one column each)."""
+    groups: list[list] = [[]]
+    for column in columns:
+        if groups[-1] and _width([*groups[-1], column]) > room:
+            groups.append([])
+        groups[-1].append(column)
+    return [g for g in groups if g]
+
+
+def _record_table(title: str, columns: list[tuple[str, list[str]]], right: set[str]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title or None, box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=(0, 1, 0, 0))
+    for head, _ in columns:
+        table.add_column(head, justify="right" if head in right else "left",
+                         overflow="fold", no_wrap=head not in ("host", "aiio"))
+    for row in zip(*(cells for _, cells in columns), strict=True):
+        table.add_row(*row)
+    return table
 
 
 def regression_lines(judged: list, every: bool, last: int) -> list[str]:

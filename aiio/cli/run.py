@@ -6,6 +6,7 @@ import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
+from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import ConfigError
 
 DEFAULT_TARGET = "./aiio-target"
@@ -17,7 +18,8 @@ DEFAULT_TARGET = "./aiio-target"
                    "checkpoints, load)")
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
-              help="directory on the filesystem under test (aiio writes only in TARGET/aiio)")
+              help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
+                   "or s3://BUCKET/PREFIX (aiio writes only below PREFIX/aiio/)")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
               help="raw: aligned reads; native: the format's own library")
@@ -40,11 +42,12 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @history_options
+@s3_options
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
         history_path: str | None, no_history: bool, no_report: bool,
-        **kwargs) -> None:
+        endpoint: str | None, profile: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.console import RichUI, phase_tables, print_result
@@ -61,6 +64,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     if target == DEFAULT_TARGET:
         _make_default_target(target)
     options = {"verify": verify} if verify else {}
+    access = access_for(target, endpoint, profile)
+    if access is not None:
+        options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
     if no_space_check:
         options["space_check"] = False
     ui = RichUI(quiet=quiet or as_json)

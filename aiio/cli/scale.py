@@ -7,6 +7,7 @@ import click
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
+from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import ConfigError
 
 DEFAULT_CLIENTS = "1,2,4,8"
@@ -44,7 +45,8 @@ def sweep_workload_options(func):
 @click.option("--threshold", type=float, default=0.9, show_default=True,
               help="scaling efficiency that still counts as linear")
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
-              help="directory on the filesystem under test (aiio writes only in TARGET/aiio)")
+              help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
+                   "or s3://BUCKET/PREFIX")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
                                                       "none"]), default="auto",
@@ -54,10 +56,12 @@ def sweep_workload_options(func):
 @click.option("--json", "as_json", is_flag=True, help="print the sweep result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @history_options
+@s3_options
 def scale(phase: str, clients_text: str | None, max_clients: int | None, find_max: bool,
           duration: str | None, repeat: int, threshold: float, target: str, results: str,
           method: str, no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
-          history_path: str | None, no_history: bool, **kwargs) -> None:
+          history_path: str | None, no_history: bool, endpoint: str | None,
+          profile: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
     from aiio import find_max as fm
@@ -78,8 +82,12 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
         counts = sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text)
     seconds = parse_duration(duration) if duration is not None else None
     workload = resolve_workload(kwargs)
+    access = access_for(target, endpoint, profile)
+    options = {} if access is None else {"s3": {"endpoint": access.endpoint,
+                                               "profile": access.profile}}
     req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
-                          results, method, charts=not no_charts, find_max=find_max)
+                          results, method, options, charts=not no_charts,
+                          find_max=find_max)
     sc.plan(req)  # every input error before anything is created
     if target == DEFAULT_TARGET:
         _make_default_target(target)

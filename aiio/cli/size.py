@@ -100,10 +100,11 @@ def _inputs(kw: dict) -> sizing.SizingInputs:
 
 
 def _print(result: sizing.Sizing) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from aiio.term.screen import out_console
+
+    console = out_console()
     console.print(f"[bold]{result.title}[/bold]")
     for name, rows in result.sections.items():
         if not rows:

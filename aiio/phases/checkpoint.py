@@ -40,25 +40,35 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     finally:
         for io in writers + readers:
             io.close()
-    out = client_identity(ctx.index)
+    return client_result(ctx.index, run_ns, end_ns, cpu0, rounds,
+                         retention, "unlink")
+
+
+def client_result(index: int, run_ns: int, end_ns: int, cpu0: float, rounds: list[dict],
+                  retention: OpLog, delete_op: str) -> dict[str, Any]:
+    """One client's checkpoint figures: every round, totals, and the retention deletes."""
+    out = client_identity(index)
     out.update(elapsed_s=(end_ns - run_ns) / 1e9, cpu_s=cpu_seconds() - cpu0,
                checkpoints=rounds)
     out["write"] = _totals([r["write"] for r in rounds])
     out["read"] = _totals([r["read"] for r in rounds if "read" in r])
     out["bytes"] = out["write"]["bytes"] + out["read"]["bytes"]
     retention.flush()
-    unlink = retention.hist.get("unlink", Histogram())
+    unlink = retention.hist.get(delete_op, Histogram())
     out["retention"] = {"files_deleted": unlink.count, "unlink_latency": unlink.summary()}
     return out
 
 
 def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, readers: list,
-               run_ns: int, rounds: list[dict[str, Any]]) -> bool:
-    """Checkpoint k: write burst, then (after every client is durable) the restore burst."""
+               run_ns: int, rounds: list[dict[str, Any]],
+               bursts: tuple = (ckptio.write_burst, ckptio.read_burst)) -> bool:
+    """Checkpoint k: write burst, then (after every client is durable) the restore burst.
+    `bursts`: the (write, read) burst functions (object storage passes its own)."""
+    write_burst, read_burst = bursts
     burst_ns = run_ns if k == 0 else ctx.sync()
     if burst_ns is None:
         return False
-    entry = {"n": k, "write": ckptio.write_burst(plan, k, ctx.index, writers, burst_ns, run_ns)}
+    entry = {"n": k, "write": write_burst(plan, k, ctx.index, writers, burst_ns, run_ns)}
     rounds.append(entry)
     if ctx.stop.is_set():
         return False
@@ -66,7 +76,7 @@ def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, 
         read_ns = ctx.sync()  # every client's shards are durable: the checkpoint is done
         if read_ns is None:
             return False
-        entry["read"] = ckptio.read_burst(plan, k, ctx.index, readers, read_ns, run_ns)
+        entry["read"] = read_burst(plan, k, ctx.index, readers, read_ns, run_ns)
     ctx.add_units(1)
     return not ctx.stop.is_set()
 

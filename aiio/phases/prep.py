@@ -165,21 +165,30 @@ def _work(a: PrepArgs, ctx: ClientContext):
             got = worker.reader.read_file(path, 0, size)
         except OSError as exc:
             raise io_failure(exc, "reading", path) from exc
-        if got != size and not ctx.stop.is_set():
-            raise RunFailed(f"read {got} of the {size} bytes of {path}")
-        if a.transform_s > 0:
-            time.sleep(a.transform_s)
-        worker.shards.add(int(got * a.output_ratio))
-        worker.samples += 1
-        ctx.add_units(1)
+        transform(a, ctx, worker, path, size, got)
 
     return work
 
 
-def shards_client(ctx: ClientContext) -> dict[str, Any]:
-    """One client of the shards mode (see the module doc)."""
+def transform(a: PrepArgs, ctx: ClientContext, worker: Any, path: str, size: int,
+              got: int) -> None:
+    """After a sample's read: check it was whole, spend the transform time, queue the output."""
+    if got != size and not ctx.stop.is_set():
+        raise RunFailed(f"read {got} of the {size} bytes of {path}")
+    if a.transform_s > 0:
+        time.sleep(a.transform_s)
+    worker.shards.add(int(got * a.output_ratio))
+    worker.samples += 1
+    ctx.add_units(1)
+
+
+def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
+                  remove: Any = None, ops: tuple[str, ...] = META_OPS) -> dict[str, Any]:
+    """One client of the shards mode (see the module doc). Object storage passes its own
+    worker class, per-item body, shard removal and operation names."""
     a: PrepArgs = ctx.args
-    workers = [PrepWorker(a, ctx, i) for i in range(a.threads)]
+    make_worker, work, remove = make_worker or PrepWorker, work or _work, remove or _unlink_all
+    workers = [make_worker(a, ctx, i) for i in range(a.threads)]
     cleanup = OpLog(0)
     try:
         start_ns = ctx.ready_and_wait()
@@ -188,16 +197,16 @@ def shards_client(ctx: ClientContext) -> dict[str, Any]:
             wk.reset(start_ns)
         cleanup.start_ns = start_ns
         items = client_items(a.dataset, a.seed, a.passes, ctx.count, ctx.index)
-        run_parallel(items, workers, _work(a, ctx), start_ns)
+        run_parallel(items, workers, work(a, ctx), start_ns)
         for wk in workers:
             wk.shards.flush()
         for wk in workers:  # staging done: the processed shards are removed
-            _unlink_all(wk.shards.paths, cleanup)
+            remove(wk.shards.paths, cleanup)
         end_ns = time.monotonic_ns()
     finally:
         for wk in workers:
             wk.close()
-    return _shards_figures(ctx, workers, cleanup, start_ns, end_ns, cpu0)
+    return _shards_figures(ctx, workers, cleanup, start_ns, end_ns, cpu0, ops)
 
 
 def _unlink_all(paths: list[str], log: OpLog) -> None:
@@ -208,7 +217,8 @@ def _unlink_all(paths: list[str], log: OpLog) -> None:
 
 
 def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLog,
-                    start_ns: int, end_ns: int, cpu0: float) -> dict[str, Any]:
+                    start_ns: int, end_ns: int, cpu0: float,
+                    ops: tuple[str, ...] = META_OPS) -> dict[str, Any]:
     out = client_identity(ctx.index)
     elapsed = (end_ns - start_ns) / 1e9
     read = client_io_figures([w.reader.log for w in workers], start_ns, end_ns, main_op="read")
@@ -221,23 +231,24 @@ def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLo
                samples_per_s=samples / elapsed if elapsed else 0.0,
                shards=sum(len(w.shards.paths) for w in workers),
                read=read, write=write, bytes=read["bytes"] + write["bytes"],
-               metadata=metadata_figures(logs, read, write, elapsed))
+               metadata=metadata_figures(logs, read, write, elapsed, ops))
     return out
 
 
-def metadata_figures(logs: list[OpLog], read: dict, write: dict,
-                     elapsed: float) -> dict[str, Any]:
-    """Counts, operations per second and latency of every metadata operation type."""
+def metadata_figures(logs: list[OpLog], read: dict, write: dict, elapsed: float,
+                     names: tuple[str, ...] = META_OPS) -> dict[str, Any]:
+    """Counts, operations per second and latency of every metadata operation type (`names`:
+    object storage has its own); those timed inside the reads and writes come from there."""
     hist: dict[str, Histogram] = {}
     for log in logs:
         log.flush()
         for op, h in log.hist.items():
             hist.setdefault(op, Histogram()).merge(h)
     for fig in (read, write):
-        for op in ("open", "create"):
-            if op in fig["histograms"]:
+        for op in names:
+            if op in fig["histograms"] and op not in ("read", "write"):
                 hist.setdefault(op, Histogram()).merge(Histogram.from_dict(fig["histograms"][op]))
-    ops = {op: hist[op] for op in META_OPS if op in hist}
+    ops = {op: hist[op] for op in names if op in hist}
     total = sum(h.count for h in ops.values())
     return {"ops": {op: {"count": h.count, "ops_s": h.count / elapsed if elapsed else 0.0,
                          "latency": h.summary(), "histogram": h.to_dict()}
@@ -245,14 +256,14 @@ def metadata_figures(logs: list[OpLog], read: dict, write: dict,
             "total": total, "ops_s": total / elapsed if elapsed else 0.0}
 
 
-def shards_aggregate(clients: list[dict]) -> dict[str, Any]:
+def shards_aggregate(clients: list[dict], names: tuple[str, ...] = META_OPS) -> dict[str, Any]:
     """Read and write aggregates, metadata rates and latencies over every client."""
     read = io_aggregate([c["read"] for c in clients])
     write = io_aggregate([c["write"] for c in clients])
     last = max(c["elapsed_s"] for c in clients)
     read["iops"] = read["latency"].get("read", {}).get("count", 0) / last if last else 0.0
     meta: dict[str, Any] = {}
-    for op in META_OPS:
+    for op in names:
         hs = [Histogram.from_dict(c["metadata"]["ops"][op]["histogram"]) for c in clients
               if op in c["metadata"]["ops"]]
         if hs:

@@ -18,6 +18,7 @@ from aiio.report.html import Html, esc, tag
 from aiio.units import format_latency_ns
 
 WIDTH_IN, HEIGHT_IN = 6.4, 3.3
+MAX_LABELS = 12       # client counts labelled on an axis at most (more would overlap)
 MANY_LINES = 8        # beyond this many clients, lines go grey and only the extremes get colour
 _ids = itertools.count(1)
 
@@ -197,7 +198,7 @@ def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], 
            xlabel=f"clients (emulated accelerators, log scale{', both axes' if loglog else ''})")
     values = [y for _, ys, _ in lines for y in ys] + (list(band[1]) if band else [])
     if loglog:
-        _log_values(ax, [v for v in values if v > 0])
+        log_values(ax, [v for v in values if v > 0])
     else:
         ax.set_ylim(0, max(values, default=0) * 1.12 or 1.0)  # room for the legend
     ax.legend(fontsize=8)
@@ -206,11 +207,37 @@ def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], 
 
 def _client_axis(ax: Any, clients: Sequence[int]) -> None:
     ax.set_xscale("log", base=2)
-    ax.set_xticks(list(clients), [str(c) for c in clients])
+    client_ticks(ax, clients)
     ax.minorticks_off()
 
 
-def _log_values(ax: Any, values: Sequence[float]) -> None:
+def count_labels(counts: Sequence[int], log: bool) -> list[str]:
+    """A label per client count, blank where it would crowd the one before it (closer than
+    1/MAX_LABELS of the axis, on a log-2 axis or between evenly spaced bars); the first and
+    last count are always labelled, so a sweep of 1..64 stays readable."""
+    if len(counts) < 2:
+        return [str(c) for c in counts]
+    pos = [math.log2(c) for c in counts] if log else list(range(len(counts)))
+    gap = (pos[-1] - pos[0]) / MAX_LABELS
+    keep = [0]
+    for i in range(1, len(counts)):
+        if pos[i] - pos[keep[-1]] >= gap:
+            keep.append(i)
+    if keep[-1] != len(counts) - 1:
+        if len(keep) > 1:
+            keep.pop()  # the last count's label wins over its crowding neighbour
+        keep.append(len(counts) - 1)
+    return [str(c) if i in keep else "" for i, c in enumerate(counts)]
+
+
+def client_ticks(ax: Any, clients: Sequence[int]) -> None:
+    """Ticks and labels at the labelled client counts of a log-2 client axis."""
+    shown = [(c, label) for c, label in zip(clients, count_labels(clients, log=True),
+                                             strict=True) if label]
+    ax.set_xticks([c for c, _ in shown], [label for _, label in shown])
+
+
+def log_values(ax: Any, values: Sequence[float]) -> None:
     """A log-2 value axis over the values with plain number labels and room for the legend."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
@@ -229,7 +256,8 @@ def efficiency(clients: Sequence[int], values: Sequence[float], threshold: float
     fig, ax = _new(height=2.6)
     colours = ["#cf222e" if threshold is not None and v < threshold else "#1a7f37"
                for v in values]
-    ax.bar([str(c) for c in clients], [v * 100 for v in values], color=colours, width=0.6)
+    ax.bar(range(len(values)), [v * 100 for v in values], color=colours, width=0.6)
+    ax.set_xticks(range(len(clients)), count_labels(clients, log=False))
     if threshold is not None:
         ax.axhline(threshold * 100, color="#57606a", linestyle="--", linewidth=1.2,
                    label=f"threshold {threshold:.0%}")

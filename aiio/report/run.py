@@ -129,9 +129,12 @@ def training_pairs(agg: Mapping[str, Any], label: str = "") -> list[tuple[str, A
         return []
     label = f"{label} " if label else ""
     below = agg.get("clients_below_goal") or []
-    verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
-                      "" if agg.get("au_pass") else
-                      f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
+    if agg.get("au_pass") is None and agg.get("au_note"):  # compute 0, or no measured step
+        verdict = h.join([h.badge("n/a"), f" {agg['au_note']}"])
+    else:
+        verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
+                          "" if agg.get("au_pass") else
+                          f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
         (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
         (f"{label}AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / "
@@ -207,7 +210,8 @@ def hero_section(res: Mapping[str, Any]) -> Html:
             anchor="hero")
     test, phase = hero.get("test", "hero"), res.get("phase", "phase")
     rows = [("% of fio hero", f"{pct:.1f} % of fio {test}"),
-            (f"this {phase} run (aggregate, first done)", h.mib_s(hero.get("phase_mib_s"))),
+            (f"this {phase} run (aggregate, {h.plain(hero.get('window') or 'last done')})",
+             h.mib_s(hero.get("phase_mib_s"))),
             (f"fio {test}, {h.plain(hero.get('fio_clients'))} jobs",
              h.mib_s(hero.get("fio_mib_s"))),
             ("fio result", h.plain(hero.get("fio_result_id")))]

@@ -210,7 +210,7 @@ def _pc(r: Mapping[str, Any], key: str) -> float:
 
 
 def scaling_charts(data: Sequence[Mapping[str, Any]],
-                   threshold: float | None = None) -> list[Html]:
+                   threshold: float | None = None) -> list[Html | None]:
     n = [int(r["clients"]) for r in data]
     n0, a0 = n[0], float(data[0]["aggregate_mib_s"])
     spread = [r.get("aggregate_spread") or {} for r in data]

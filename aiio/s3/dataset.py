@@ -1,0 +1,136 @@
+"""Datasets as objects: the same files (formats, seeds, sizes) as on a mount, PUT below
+`<prefix>/aiio/datasets/<workload>/`, with index.npz and manifest.json (the manifest last, so
+a dataset whose upload stopped is never taken as complete)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiio import dataset as ds
+from aiio import formats
+from aiio.engine import OpLog, merge_logs
+from aiio.errors import RunFailed
+from aiio.s3.objectio import PART_SIZE, ObjectIO
+from aiio.s3.target import S3Target
+
+UPLOAD_STREAMS = 8
+
+
+class S3Dataset(ds.Dataset):
+    """A dataset whose files are objects; `folder` is a local copy of its index only."""
+
+    def __init__(self, folder: Path, params: ds.DatasetParams, manifest: dict,
+                 base: str) -> None:
+        super().__init__(folder, params, manifest)
+        self.base = base  # key prefix of the dataset's objects
+
+    def path(self, i: int) -> str:
+        """The object key of file i."""
+        return f"{self.base}/{self.params.relpath(i)}"
+
+    def sizes(self) -> dict[str, int]:
+        """key -> object size, for every file."""
+        return {self.path(i): int(s) for i, s in enumerate(self.index()["file_sizes"])}
+
+    def discard_local(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def base_key(target: S3Target, params: ds.DatasetParams) -> str:
+    return target.loc.own_key("datasets", params.workload)
+
+
+def check(target: S3Target, io: ObjectIO, w: Any) -> tuple[S3Dataset | None, str]:
+    """(dataset, '') when a complete, matching dataset is in the bucket, else (None, why)."""
+    params = ds.DatasetParams.from_workload(w)
+    base = base_key(target, params)
+    try:
+        got = io.client.get_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json")
+        manifest = json.loads(got["Body"].read())
+    except io.client.exceptions.NoSuchKey:
+        return None, "no dataset yet"
+    if manifest.get("params") != asdict(params):
+        return None, "the dataset there was made with other parameters"
+    folder = Path(tempfile.mkdtemp(prefix="aiio-s3-index-"))
+    io.client.download_file(target.loc.bucket, f"{base}/index.npz", str(folder / "index.npz"))
+    return S3Dataset(folder, params, manifest, base), ""
+
+
+def generate(target: S3Target, io: ObjectIO, w: Any,
+             progress: Callable[[int, int], None] | None = None) -> tuple[S3Dataset, dict]:
+    """PUT every file (multipart above the part size), then the index, then the manifest.
+    Returns the dataset and the upload's figures (bytes, seconds, per-op latency)."""
+    params = ds.DatasetParams.from_workload(w)
+    base = base_key(target, params)
+    target.claim()
+    _remove_old(target, base)
+    stage = Path(tempfile.mkdtemp(prefix="aiio-s3-stage-"))
+    sizes = np.zeros(params.num_files, dtype=np.int64)
+    ranges: list[np.ndarray | None] = [None] * params.num_files
+    logs = [OpLog(start_ns=time.monotonic_ns()) for _ in range(UPLOAD_STREAMS)]
+    t0 = time.monotonic()
+    try:
+        def upload(i: int) -> None:
+            path = stage / f"{i}.part"
+            fmt = formats.get_format(params.format)
+            got = fmt.write(path, params.sample_sizes(i).tolist(), params.file_seed(i))
+            sizes[i] = io.put_file(f"{base}/{params.relpath(i)}", str(path),
+                                   logs[i % UPLOAD_STREAMS], PART_SIZE)
+            if not params.regular:
+                ranges[i] = np.asarray(got, np.int64)
+            path.unlink()
+
+        with ThreadPoolExecutor(UPLOAD_STREAMS) as pool:
+            for n, _ in enumerate(pool.map(upload, range(params.num_files)), 1):
+                if progress:
+                    progress(n, int(sizes.sum()))
+        ds._write_index(stage, params, sizes, ranges)
+        io.client.upload_file(str(stage / "index.npz"), target.loc.bucket, f"{base}/index.npz")
+        manifest = {"schema": ds.SCHEMA, "params": asdict(params), "complete": True,
+                    "total_bytes": int(sizes.sum()), "num_files": params.num_files,
+                    "num_samples": params.num_files * params.samples_per_file,
+                    "generated_s": round(time.monotonic() - t0, 3),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        io.client.put_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json",
+                             Body=(json.dumps(manifest, indent=1) + "\n").encode())
+    except BaseException as exc:
+        shutil.rmtree(stage, ignore_errors=True)
+        _remove_old(target, base)
+        if isinstance(exc, Exception) and not isinstance(exc, RunFailed):
+            raise RunFailed(f"dataset upload failed: {exc}; partial objects removed") from exc
+        raise
+    return S3Dataset(stage, params, manifest, base), _upload_figures(logs, time.monotonic() - t0)
+
+
+def _upload_figures(logs: list[OpLog], seconds: float) -> dict:
+    hist, _series, ops, nbytes = merge_logs(logs)
+    return {"bytes": nbytes, "seconds": round(seconds, 3),
+            "mib_s": nbytes / 2**20 / seconds if seconds else 0.0,
+            "latency": {op: h.summary() for op, h in hist.items()}}
+
+
+def _remove_old(target: S3Target, base: str) -> None:
+    keys = [o["Key"] for o in target.objects() if o["Key"].startswith(base + "/")]
+    target.delete(keys)
+
+
+def ensure(target: S3Target, io: ObjectIO, w: Any,
+           progress: Callable[[int, int], None] | None = None,
+           note: Callable[[str], None] | None = None) -> S3Dataset:
+    """Reuse a matching dataset in the bucket, or upload one."""
+    dataset, why = check(target, io, w)
+    if dataset is not None:
+        return dataset
+    if note:
+        note(f"uploading dataset {w.name}: {why}")
+    return generate(target, io, w, progress)[0]

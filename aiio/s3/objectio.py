@@ -1,0 +1,188 @@
+"""Timed object I/O: PUT (multipart above a part size), GET (whole or ranged), DELETE.
+
+Every request is timed on the monotonic clock. GET: "ttfb" from sending the request to the
+response headers, "get" for the whole request, and the body's bytes as "read" per
+transfer-size chunk as they arrive (so the byte series shows when bytes came, not when the
+request ended). PUT: each PUT or UploadPart request is a "write" carrying its bytes, and "put"
+spans an object from its first request to the one that makes it durable. Bytes are what was
+sent or delivered, never a nominal length.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from aiio.engine import METHOD_NONE, OpLog, Writer
+from aiio.s3.connect import Access, RequestCounts, make_client
+from aiio.units import MiB
+
+PART_SIZE = 8 * MiB       # multipart above this; S3 needs parts of at least 5 MiB but the last
+MIN_PART_SIZE = 5 * MiB
+
+
+class ObjectIO:
+    """One client process's connection to the bucket: a pool sized to its streams, created
+    lazily in the process that uses it (a boto3 client must not cross a fork)."""
+
+    def __init__(self, access: Access, bucket: str, streams: int,
+                 sizes: dict[str, int] | None = None) -> None:
+        self.access, self.bucket, self.streams = access, bucket, streams
+        self.sizes = sizes or {}  # key -> object size, to tell a whole-object GET
+        self.counts = RequestCounts()
+        self._client: Any = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> ObjectIO:
+        return self  # a connection is shared, not copied (dataclasses.asdict copies fields)
+
+    @property
+    def client(self) -> Any:
+        # Loader threads ask at once; one client (and one set of counts) per process.
+        with self._lock:
+            if self._client is None or self._pid != os.getpid():
+                client = make_client(self.access, self.streams)
+                # botocore loads its models and endpoint rules on the first call; one cheap
+                # request here keeps that out of the measured window (and out of the counts).
+                client.list_objects_v2(Bucket=self.bucket, MaxKeys=1)
+                self.counts = RequestCounts()
+                self.counts.attach(client)
+                self._client, self._pid = client, os.getpid()
+        return self._client
+
+    def reader(self, method: str, transfer_size: int, log: OpLog,
+               counter: Any = None) -> ObjectReader:
+        """A reader with the file Reader's call shape, for the train phase's loader."""
+        return ObjectReader(self, transfer_size, log, counter)
+
+    def get(self, key: str, offset: int, length: int | None, chunk: int, log: OpLog,
+            counter: Any = None, stop: Any = None) -> int:
+        """GET key (a Range when it is not the whole object); returns body bytes."""
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        whole = offset == 0 and (length is None or length >= self.sizes.get(key, length + 1))
+        if not whole:
+            kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
+        t0 = time.monotonic_ns()
+        body = self.client.get_object(**kwargs)["Body"]
+        log.add("ttfb", t0, time.monotonic_ns(), 0)
+        done = 0
+        try:
+            while True:
+                c0 = time.monotonic_ns()
+                data = body.read(chunk)
+                if not data:
+                    break
+                log.add("read", c0, time.monotonic_ns(), len(data))
+                done += len(data)
+                if counter:
+                    counter(len(data))
+                if stop is not None and stop.is_set():
+                    break
+        finally:
+            body.close()
+        log.add("get", t0, time.monotonic_ns(), 0)
+        return done
+
+    def put_file(self, key: str, path: str, log: OpLog, part_size: int = PART_SIZE) -> int:
+        """Upload a local file: one PUT, or a multipart upload above part_size. Returns
+        bytes sent."""
+        size = os.path.getsize(path)
+        part_size = max(part_size, MIN_PART_SIZE)
+        with open(path, "rb") as fh:
+            if size <= part_size:
+                return self.put_bytes(key, fh.read(), log)
+            return self.multipart(key, iter(lambda: fh.read(part_size), b""), log)
+
+    def put_bytes(self, key: str, data: bytes, log: OpLog) -> int:
+        """One PUT: "write" carries its bytes, "put" is the object's time to durable."""
+        t0 = time.monotonic_ns()
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        t1 = time.monotonic_ns()
+        log.add("write", t0, t1, len(data))
+        log.add("put", t0, t1, 0)
+        return len(data)
+
+    def multipart(self, key: str, parts: Iterator[bytes], log: OpLog) -> int:
+        """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
+        is a "write" with its bytes; "put" spans create to complete. Aborted on any error."""
+        c = self.client
+        t0 = time.monotonic_ns()
+        upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+        log.add("create_multipart", t0, time.monotonic_ns(), 0)
+        done: list[dict] = []
+        nbytes = 0
+        try:
+            for data in parts:
+                p0 = time.monotonic_ns()
+                got = c.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
+                                    PartNumber=len(done) + 1, Body=data)
+                log.add("write", p0, time.monotonic_ns(), len(data))
+                done.append({"PartNumber": len(done) + 1, "ETag": got["ETag"]})
+                nbytes += len(data)
+            c0 = time.monotonic_ns()
+            c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
+                                        MultipartUpload={"Parts": done})
+            log.add("complete_multipart", c0, time.monotonic_ns(), 0)
+        except BaseException:
+            c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+            raise
+        log.add("put", t0, time.monotonic_ns(), 0)
+        return nbytes
+
+    def delete(self, key: str, log: OpLog) -> None:
+        t0 = time.monotonic_ns()
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+        log.add("delete", t0, time.monotonic_ns(), 0)
+
+
+class ObjectWriter:
+    """Writes objects of unique, incompressible payload: the file Writer's seeded buffer with
+    its 4 KiB block headers stamped per part (so no two blocks are equal), sent as one PUT or
+    as the parts of a multipart upload."""
+
+    def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
+                 seed: int = 0) -> None:
+        self.io, self.part_size = io, max(part_size, MIN_PART_SIZE)
+        io.client  # noqa: B018 - made now, before the start instant: setup is not measured
+        self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
+        self.log, self.counter = log, counter
+        self.stop: Any = None
+
+    def write_object(self, key: str, size: int, tag: int) -> int:
+        """PUT (or multipart-upload) `size` bytes; returns bytes sent."""
+        self.payload.log = self.log
+        if size <= self.part_size:
+            return self.io.put_bytes(key, self._part(0, size, tag), self.log)
+        parts = (self._part(pos, min(self.part_size, size - pos), tag)
+                 for pos in range(0, size, self.part_size))
+        return self.io.multipart(key, parts, self.log)
+
+    def _part(self, pos: int, n: int, tag: int) -> bytes:
+        self.payload.stamper.stamp(n, tag, pos)
+        data = bytes(self.payload.view[:n])
+        if self.counter:
+            self.counter(n)
+        return data
+
+    def close(self) -> None:
+        self.payload.close()
+
+
+class ObjectReader:
+    """The train loader's reader for objects: `read_file(key, offset, length)` is one GET."""
+
+    def __init__(self, io: ObjectIO, transfer_size: int, log: OpLog, counter: Any) -> None:
+        self.io, self.chunk, self.log, self.counter = io, transfer_size, log, counter
+        io.client  # noqa: B018 - made now, before the start instant: setup is not measured
+        self.stop: Any = None
+        self.check: Any = None  # --verify is refused for objects
+
+    def read_file(self, key: str, offset: int = 0, length: int | None = None) -> int:
+        return self.io.get(key, offset, length, self.chunk, self.log, self.counter, self.stop)
+
+    def close(self) -> None:
+        pass

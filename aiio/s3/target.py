@@ -1,0 +1,149 @@
+"""A bucket prefix as the target: checks before anything is written, aiio's marker object,
+and cleanup of exactly `<prefix>/aiio/`. Buckets are never created or deleted."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
+
+from aiio import __version__
+from aiio.errors import TargetError
+from aiio.s3 import location
+from aiio.s3.connect import Access, make_client
+
+DELETE_BATCH = 1000  # the most keys one DeleteObjects request may carry
+
+
+class S3Target:
+    """`s3://bucket/prefix`; aiio's own objects live below `<prefix>/aiio/`."""
+
+    def __init__(self, url: str, access: Access = Access()) -> None:
+        self.loc = location.parse(url)
+        self.access = access
+        self.path = self.loc.url  # what results and messages show as the target
+        # aiio's own key prefix as a path, so plans that join names below it make keys.
+        self.root = PurePosixPath(self.loc.own_key())
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = make_client(self.access, checking=True)
+        return self._client
+
+    # --- checks ------------------------------------------------------------------------
+    def check_usable(self) -> None:
+        """Endpoint reachable, credentials accepted, bucket present, aiio's prefix not
+        someone else's: each failure is one TargetError, raised before any write."""
+        keys = self._list(self.loc.own, limit=2)
+        if keys and self.loc.marker not in keys and not self._exists(self.loc.marker):
+            raise TargetError(f"{self.loc.url}/{location.OWN_DIR}/ holds objects but no "
+                              f"{location.MARKER} marker, so aiio did not create it; choose "
+                              "another prefix")
+
+    def _list(self, prefix: str, limit: int) -> list[str]:
+        got = self._call("list", self.client.list_objects_v2, Bucket=self.loc.bucket,
+                         Prefix=prefix, MaxKeys=limit)
+        return [o["Key"] for o in got.get("Contents", [])]
+
+    def _exists(self, key: str) -> bool:
+        import botocore.exceptions as bx
+        try:
+            self.client.head_object(Bucket=self.loc.bucket, Key=key)
+            return True
+        except bx.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise TargetError(self._explain(exc)) from None
+
+    def _call(self, what: str, fn: Any, **kwargs: Any) -> Any:
+        """Call fn; turn the ways a target can be wrong into one line each."""
+        import botocore.exceptions as bx
+        try:
+            return fn(**kwargs)
+        except (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError) as exc:
+            raise TargetError(f"cannot reach the S3 endpoint "
+                              f"{getattr(exc, 'kwargs', {}).get('endpoint_url', '')}: "
+                              "check --endpoint (or AWS_ENDPOINT_URL) and the network"
+                              ) from None
+        except bx.NoCredentialsError:
+            raise TargetError("no AWS credentials found: set AWS_ACCESS_KEY_ID and "
+                              "AWS_SECRET_ACCESS_KEY, or pass --profile NAME") from None
+        except bx.ClientError as exc:
+            raise TargetError(self._explain(exc)) from None
+        except bx.BotoCoreError as exc:
+            raise TargetError(f"S3 {what} on {self.loc.url} failed: {exc}") from None
+
+    def _explain(self, exc: Any) -> str:
+        err = exc.response.get("Error", {})
+        code = err.get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in ("NoSuchBucket",) or (status == 404 and code in ("404", "NotFound")):
+            return f"bucket {self.loc.bucket!r} does not exist; aiio never creates buckets"
+        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
+                    "ExpiredToken", "InvalidClientTokenId"):
+            return (f"the S3 service rejected the credentials ({code}); check the AWS "
+                    "environment variables or --profile")
+        if code in ("AccessDenied", "403") or status == 403:
+            return (f"access denied to s3://{self.loc.bucket} with these credentials; grant "
+                    "list, get, put and delete on the prefix or use other credentials")
+        return f"S3 error on {self.loc.url}: {code or status} {err.get('Message', '')}".strip()
+
+    # --- ownership ---------------------------------------------------------------------
+    def is_owned(self) -> bool:
+        return self._exists(self.loc.marker)
+
+    def claim(self) -> str:
+        """Write the marker object (after the checks), or confirm it is there."""
+        self.check_usable()
+        if not self.is_owned():
+            marker = {"tool": "aiio", "version": __version__, "host": socket.gethostname(),
+                      "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            self._call("put", self.client.put_object, Bucket=self.loc.bucket,
+                       Key=self.loc.marker, Body=(json.dumps(marker) + "\n").encode())
+        return self.loc.own
+
+    # --- cleanup -----------------------------------------------------------------------
+    def objects(self) -> Iterator[dict]:
+        """Every object below aiio's own prefix (Key, Size)."""
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.loc.bucket, Prefix=self.loc.own)
+        for page in pages:
+            yield from page.get("Contents", [])
+
+    def clean(self) -> tuple[int, int]:
+        """Delete every object below `<prefix>/aiio/`, the marker last; returns (objects,
+        bytes). Refuses a prefix without the marker; never touches the bucket itself."""
+        self.check_usable()
+        if not self._list(self.loc.own, limit=1):
+            return 0, 0
+        if not self.is_owned():
+            raise TargetError(f"refusing to delete {self.loc.url}/{location.OWN_DIR}/: it has "
+                              f"no {location.MARKER} marker, so aiio did not create it")
+        keys, nbytes = [], 0
+        for obj in self.objects():
+            if obj["Key"] != self.loc.marker and obj["Key"].startswith(self.loc.own):
+                keys.append(obj["Key"])
+                nbytes += obj.get("Size", 0)
+        self.delete(keys)
+        self.delete([self.loc.marker])
+        return len(keys) + 1, nbytes
+
+    def delete(self, keys: list[str]) -> None:
+        """Delete these keys (each must lie below aiio's own prefix)."""
+        for key in keys:
+            if not key.startswith(self.loc.own):
+                raise TargetError(f"refusing to delete s3://{self.loc.bucket}/{key}: outside "
+                                  f"aiio's prefix {self.loc.own}")
+        for i in range(0, len(keys), DELETE_BATCH):
+            batch = [{"Key": k} for k in keys[i:i + DELETE_BATCH]]
+            got = self._call("delete", self.client.delete_objects, Bucket=self.loc.bucket,
+                             Delete={"Objects": batch, "Quiet": True})
+            if got.get("Errors"):
+                first = got["Errors"][0]
+                raise TargetError(f"could not delete s3://{self.loc.bucket}/{first['Key']}: "
+                                  f"{first.get('Code')} {first.get('Message', '')}")

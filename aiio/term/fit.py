@@ -1,0 +1,77 @@
+"""Tables that fit the terminal: when a table's columns cannot fit the width without cutting
+words to an ellipsis, it is drawn as one block per row (column name, value) instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+
+
+class Fitted:
+    """A table drawn as it is when it fits, else as blocks; decided at the width it is drawn."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not cuts_words(console, options, self.table) or _keep_words(console, options,
+                                                                        self.table):
+            yield self.table
+        elif len(self.table.columns) <= 2:  # already one row per figure: wrap, never cut
+            for column in self.table.columns:
+                column.overflow = "fold"
+            yield self.table
+        else:
+            yield blocks(self.table)
+
+
+def cuts_words(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    """Would drawing the table at this width cut a cell to an ellipsis? Drawn to find out:
+    rich narrows the widest columns first, so summing the columns' minimum widths can say
+    "fits" while a narrow column still gets cut."""
+    ellipsis = "\u2026"
+    drawn = "".join(seg.text for line in console.render_lines(table, options, pad=False)
+                    for seg in line)
+    if ellipsis not in drawn:
+        return False
+    return not any(ellipsis in _plain(cell) for column in table.columns for cell in column.cells)
+
+
+def _keep_words(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    """Try again with one-word columns (names, numbers) kept whole, so only the columns with
+    several words wrap; rich otherwise narrows the widest column first, whatever it holds.
+    Leaves the table as it was when that does not help."""
+    before = [c.no_wrap for c in table.columns]
+    for column in table.columns:
+        column.no_wrap = column.no_wrap or not any(
+            " " in _plain(cell).strip() for cell in column.cells)
+    if not cuts_words(console, options, table):
+        return True
+    for column, no_wrap in zip(table.columns, before, strict=True):
+        column.no_wrap = no_wrap
+    return False
+
+
+def fit(obj: Any) -> Any:
+    """Wrap a rich Table so it fits; anything else is returned as it is."""
+    return Fitted(obj) if isinstance(obj, Table) else obj
+
+
+def blocks(table: Table) -> Table:
+    """The same cells, one block per row: each column's name beside its value."""
+    out = Table(title=table.title, title_justify=table.title_justify, show_header=False,
+                box=table.box)
+    out.add_column(style="bold", overflow="fold")
+    out.add_column(overflow="fold")  # a long path folds onto the next line, never cut
+    names = [_plain(c.header) for c in table.columns]
+    rows = list(zip(*(list(c.cells) for c in table.columns), strict=True))
+    for i, row in enumerate(rows):
+        for j, (name, cell) in enumerate(zip(names, row, strict=True)):
+            out.add_row(name or "-", cell, end_section=j == len(row) - 1 and i < len(rows) - 1)
+    return out
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if hasattr(cell, "plain") else str(cell)

@@ -1,0 +1,119 @@
+"""Mount the oracle filesystems for a test, and take them down in every outcome."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.storage import small_tmpfs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def can_mount_fuse() -> str | None:
+    """None when FUSE filesystems can be mounted here, else the reason."""
+    if os.geteuid() != 0:
+        return "needs root to mount FUSE filesystems"
+    if not Path("/dev/fuse").exists():
+        return "no /dev/fuse on this machine"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian package fuse3)"
+    try:
+        import mfusepy  # noqa: F401
+    except (ImportError, OSError) as exc:
+        return f"mfusepy or libfuse is missing: {exc}"
+    return None
+
+
+def can_bindfs() -> str | None:
+    return can_mount_fuse() or (None if shutil.which("bindfs") else "bindfs is not installed")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Bytes/s for one mount; 0 means no limit."""
+
+    read_stream: float = 0
+    read_cap: float = 0
+    write_stream: float = 0
+    write_cap: float = 0
+
+    def argv(self) -> list[str]:
+        return [f"--read-stream={self.read_stream}", f"--read-cap={self.read_cap}",
+                f"--write-stream={self.write_stream}", f"--write-cap={self.write_cap}"]
+
+
+def _mounted(path: Path) -> bool:
+    real = os.path.realpath(path)
+    with open("/proc/self/mounts") as fh:
+        return any(line.split()[1] == real for line in fh)
+
+
+def _wait_mounted(path: Path, proc: subprocess.Popen, what: str, log: Path) -> None:
+    deadline = time.monotonic() + 20
+    while not _mounted(path):
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before mounting: "
+                               f"{log.read_text()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not mount {path} within 20 s")
+        time.sleep(0.05)
+
+
+def _take_down(path: Path, proc: subprocess.Popen) -> None:
+    """Unmount (lazily if busy), then make sure the daemon is gone."""
+    if _mounted(path):
+        if subprocess.run(["fusermount3", "-u", str(path)], capture_output=True).returncode:
+            subprocess.run(["fusermount3", "-uz", str(path)], capture_output=True)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def _daemon(argv: list[str], mount: Path, what: str) -> Iterator[None]:
+    # its messages go to a file: a pipe nobody reads would fill up and stall every request
+    log = mount.with_name(mount.name + ".log")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=out, stderr=out)
+    try:
+        _wait_mounted(mount, proc, what, log)
+        yield
+    finally:
+        _take_down(mount, proc)
+
+
+@contextlib.contextmanager
+def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512) -> Iterator[Path]:
+    """The rate-limited filesystem over a fresh tmpfs of `size_mib`; yields its mount.
+
+    The backing store is in RAM so the limits are the only ones: no disk that other work on
+    the machine keeps busy can slow the oracle down.
+    """
+    name = f"ratefs-{uuid.uuid4().hex[:8]}"
+    mount = tmp / name
+    mount.mkdir()
+    with small_tmpfs(tmp, size_mib) as backing:
+        argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
+                *rates.argv(), f"--name={name}", *(["--cache"] if cache else [])]
+        with _daemon(argv, mount, "ratefs"):
+            yield mount
+
+
+@contextlib.contextmanager
+def bindfs(tmp: Path, source: Path) -> Iterator[Path]:
+    """Debian's bindfs over `source`: a passthrough that serves reads from its page cache."""
+    mount = tmp / f"bindfs-{uuid.uuid4().hex[:8]}"
+    mount.mkdir()
+    with _daemon(["bindfs", "-f", str(source), str(mount)], mount, "bindfs"):
+        yield mount

@@ -1,0 +1,50 @@
+"""`aiio history` read in an 80-column terminal (ssh, tmux, CI logs): no cell cut to an
+ellipsis, every watched figure, the host and the aiio version of a check still shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiio.history import History, Record
+
+from .conftest import run_cli
+
+NAME = "nightly-train-64-clients-against-the-lustre"
+REQUIRED = {"aggregate_mib_s": 50.0, "au_min": 0.5, "p99_ms": 20.0, "client_mib_s_min": 10.0,
+            "jain": 0.9, "checkpoint_s": 5.0}
+HOST = "gpu-node-0123.cluster.example.org"
+
+
+def _history(tmp_path: Path) -> Path:
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        for i in range(6):
+            h.add(Record(kind="check", name=NAME, target="/mnt/lustre/projects/ai/scratch",
+                         status="pass", passed=True,
+                         figures={k: v * 1.3 for k, v in REQUIRED.items()}, required=REQUIRED,
+                         phase="train", workload="unet3d", clients="64", host=HOST,
+                         version="0.1.0.dev123+g94faf9c", ts=1.79e9 + i * 86400))
+    return db
+
+
+def _at_80(*args: str) -> str:
+    proc = run_cli("history", *args, env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout, proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80, proc.stdout
+    return proc.stdout
+
+
+def test_one_check_over_time_fits_80_columns(tmp_path: Path) -> None:
+    out = _at_80("--history", str(_history(tmp_path)), "--check", NAME)
+    for word in (*REQUIRED, HOST, "0.1.0.dev123+g94faf9c", "pass", "2026-09-2"):
+        assert word in out, (word, out)
+
+
+def test_the_overview_fits_80_columns(tmp_path: Path) -> None:
+    out = _at_80("--history", str(_history(tmp_path)))
+    lines = out.splitlines()
+    rows = lines[next(i for i, line in enumerate(lines) if "───" in line) + 1:]
+    series = "".join(line.split("  ")[0].replace(" ", "") for line in rows[:rows.index(next(
+        line for line in rows if not line.strip()))])
+    assert series == f"{NAME}(6)", out  # the name folded over lines, whole

@@ -1,0 +1,102 @@
+"""An S3 bucket prefix as the target, against a real SeaweedFS server: ownership, cleanup of
+exactly aiio's prefix, and one line with exit code 2 for each kind of bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiio.s3.localserver import free_ports
+from aiio.s3.location import parse
+from aiio.s3.target import S3Target
+from tests.conftest import TINY_ARGS, run_cli
+
+
+def keys(server, bucket: str) -> set[str]:
+    got = server.client().list_objects_v2(Bucket=bucket)
+    return {o["Key"] for o in got.get("Contents", [])}
+
+
+def one_line_exit_2(proc, *words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_clean_removes_exactly_aiios_prefix(s3_server, s3_bucket):
+    c = s3_server.client()
+    foreign = {"top.bin", "data/other/x", "data/aiiox/y", "data/aiio", "elsewhere/aiio/z"}
+    for key in foreign:
+        c.put_object(Bucket=s3_bucket, Key=key, Body=b"theirs")
+    S3Target(f"s3://{s3_bucket}/data").claim()
+    for key in ("data/aiio/datasets/a/f1", "data/aiio/datasets/a/f2", "data/aiio/ck/s0"):
+        c.put_object(Bucket=s3_bucket, Key=key, Body=b"ours" * 10)
+    proc = run_cli("clean", "--target", f"s3://{s3_bucket}/data")
+    assert proc.returncode == 0, proc.stderr
+    assert "4 objects" in proc.stdout and "120 B" in proc.stdout, proc.stdout
+    assert keys(s3_server, s3_bucket) == foreign
+    assert s3_bucket in [b["Name"] for b in c.list_buckets()["Buckets"]]
+
+
+def test_clean_refuses_a_prefix_without_marker(s3_server, s3_bucket):
+    c = s3_server.client()
+    c.put_object(Bucket=s3_bucket, Key="p/aiio/precious", Body=b"theirs")
+    proc = run_cli("clean", "--target", f"s3://{s3_bucket}/p")
+    one_line_exit_2(proc, "marker")
+    assert keys(s3_server, s3_bucket) == {"p/aiio/precious"}
+
+
+def test_claim_writes_the_marker_under_the_prefix(s3_server, s3_bucket):
+    S3Target(f"s3://{s3_bucket}/a/b/").claim()
+    assert keys(s3_server, s3_bucket) == {"a/b/aiio/.aiio-owned"}
+
+
+def test_url_parts():
+    assert parse("s3://bkt/x/y/").own == "x/y/aiio/"
+    assert parse("s3://bkt").own == "aiio/"
+    assert parse("s3://bkt").own_key("datasets", "w") == "aiio/datasets/w"
+
+
+def _run(target: str, **env: str):
+    return run_cli("run", "--phase", "train", "--target", target, "--no-history",
+                   "--no-report", *TINY_ARGS, env=env or None)
+
+
+@pytest.mark.parametrize("url,words", [("s3://", ["no bucket"]),
+                                       ("s3:///prefix", ["no bucket"]),
+                                       ("s3://B1/x", ["not a valid bucket name"])])
+def test_url_without_a_valid_bucket(url, words, tmp_path):
+    one_line_exit_2(run_cli("clean", "--target", url), *words)
+
+
+def test_bad_inputs_each_get_one_line_and_write_nothing(s3_server, s3_bucket):
+    c = s3_server.client()
+    c.put_object(Bucket=s3_bucket, Key="theirs/aiio/file", Body=b"x")
+    before = keys(s3_server, s3_bucket)
+    port = free_ports(1)[0]
+    one_line_exit_2(_run(f"s3://{s3_bucket}/p", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}"),
+                    "cannot reach")
+    one_line_exit_2(_run(f"s3://{s3_bucket}/p", AWS_SECRET_ACCESS_KEY="wrong"),
+                    "credentials")
+    one_line_exit_2(_run("s3://nosuchbucket/p"), "does not exist")
+    one_line_exit_2(_run(f"s3://{s3_bucket}/theirs"), "marker")
+    one_line_exit_2(run_cli("run", "--target", f"s3://{s3_bucket}/p", "--profile", "nobody"),
+                    "profile")
+    assert keys(s3_server, s3_bucket) == before
+
+
+def test_fio_against_a_bucket_names_the_build_it_needs():
+    from aiio.s3.fio import engines
+
+    if "http" in engines():
+        pytest.skip("this fio has the http engine")
+    proc = run_cli("fio", "--target", "s3://somebucket/x")
+    one_line_exit_2(proc, "no http engine", "libcurl")
+
+
+def test_endpoint_and_profile_are_refused_for_a_directory(target):
+    one_line_exit_2(run_cli("run", "--target", str(target), "--endpoint", "http://x:1"),
+                    "--endpoint is for s3:// targets")
+    one_line_exit_2(run_cli("clean", "--target", str(target), "--profile", "p"),
+                    "--profile is for s3:// targets")
