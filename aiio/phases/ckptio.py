@@ -256,7 +256,12 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
             continue
         log.add("unlink", t0, time.monotonic_ns(), 0)
         removed += 1
-    try:  # the last client to retire its files removes the folder
+    if plan.stall_model != "synchronous":
+        # No barrier: a slower client may have opened ckpt-k's folder and not yet created
+        # its file there; removing the (empty) folder now would fail its write. The run's
+        # folder, with these empty ones, is removed when the run ends.
+        return removed
+    try:  # behind the barrier every shard is in: the last client to retire removes the folder
         os.rmdir(os.path.join(plan.folder, f"ckpt-{k}"))
     except OSError as exc:
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
