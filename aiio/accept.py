@@ -14,7 +14,7 @@ from typing import Any
 from aiio import result as results
 from aiio.accept_spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
-from aiio.figures import FIGURES, run_figures, sweep_figures
+from aiio.figures import FIGURES, run_figures, sweep_figures, views
 from aiio.history import History, Record, regressions, run_record, sweep_record
 from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
@@ -82,6 +82,10 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
              "restore_s": f"phase {res.get('phase')} restored no checkpoint",
              "load_s": f"phase {res.get('phase')} loaded no model",
              "au_min": f"phase {res.get('phase')} has no accelerators"}
+    note = (views(res)[0] or {}).get("au_note")
+    if note:  # training without an AU figure says why (compute 0, no measured step)
+        hints["au_min"] = note
+    hints["au_mean"] = hints["au_min"]
     hero = res.get("hero")
     if isinstance(hero, dict) and hero.get("text"):
         hints["hero_fraction"] = hero["text"]

@@ -44,6 +44,8 @@ class Require:
     """Thresholds; each compares one figure of the result (THRESHOLDS) and is off when unset."""
 
     min_au: float | None = key("float", None, "every client's AU at least this", gt=0, max=1)
+    min_au_mean: float | None = key("float", None, "the mean AU over clients at least this "
+                                    "(MLPerf's rule)", gt=0, max=1)
     min_aggregate_mib_s: float | None = key("float", None, "aggregate MiB/s (first done)", gt=0)
     min_client_mib_s: float | None = key("float", None, "the slowest client's MiB/s", gt=0)
     max_cv: float | None = key("float", None, "per-client MiB/s coefficient of variation", gt=0)
@@ -67,6 +69,7 @@ class Require:
 # threshold -> (figure it judges, comparison)
 THRESHOLDS = {
     "min_au": ("au_min", ">="),
+    "min_au_mean": ("au_mean", ">="),
     "min_aggregate_mib_s": ("aggregate_mib_s", ">="),
     "min_client_mib_s": ("client_mib_s_min", ">="),
     "max_cv": ("cv", "<="),

@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -123,10 +124,6 @@ def fio_seq_read(files: list[Path]) -> float:
     return fio.seq_read_mib_s([str(f) for f in files])["mib_s"]
 
 
-def fio_rand_read_iops(path: Path, seconds: float) -> float:
-    return fio.rand_read_iops(str(path), seconds)
-
-
 # --- aiio's engine, in real client processes ----------------------------------------------------
 
 def _stream_client(ctx: ClientContext) -> dict:
@@ -155,19 +152,118 @@ def _random_client(ctx: ClientContext) -> dict:
     rnd = random.Random(1)
     offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
     start = ctx.ready_and_wait()
+    cpu0 = time.process_time()
     end = start + int(seconds * 1e9)
     ops, i = 0, 0
     while time.monotonic_ns() < end:
         reader.read_blocks(fd, offsets[i:i + 256], 4 * KiB)
         i = (i + 256) & 0xFFFF
         ops += 256
+    cpu = time.process_time() - cpu0
     os.close(fd)
-    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9}
+    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9, "cpu_s": cpu}
+
+
+CPU_US: dict[str, list[float]] = {}  # CPU microseconds per read of each side's runs
 
 
 def aiio_rand_read_iops(path: Path, seconds: float) -> float:
-    results, _ = run_clients(1, _random_client, (path, seconds))
+    (r,), _ = run_clients(1, _random_client, (path, seconds))
+    CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
+    return r["ops"] / r["seconds"]
+
+
+def fio_rand_read_iops(path: Path, seconds: float) -> float:
+    """fio psync 4 KiB random reads; its CPU (user + system over the job's runtime) noted."""
+    job = {"filename": fio.escape(str(path)), "ioengine": "psync", "direct": "1",
+           "rw": "randread", "bs": "4k", "time_based": "1", "runtime": f"{int(seconds * 1000)}ms",
+           "norandommap": "1", "randrepeat": "0"}
+    (out,) = fio_jobs([job], {})
+    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    CPU_US.setdefault("fio", []).append(cpu_s / out["read"]["total_ios"] * 1e6)
+    return out["read"]["iops"]
+
+
+def _block_reader(path: Path, fd: int, seed: int, end_ns: int, counts: list[int]) -> None:
+    """One thread of the depth figure: its own buffer and log, 4 KiB blocks until end_ns."""
+    blocks = os.path.getsize(path) // (4 * KiB)
+    rnd = random.Random(seed)
+    offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 14)]
+    reader = Reader(METHOD_DIRECT, 4 * KiB, OpLog(start_ns=0))
+    i = ops = 0
+    while time.monotonic_ns() < end_ns:
+        reader.read_blocks(fd, offsets[i:i + 256], 4 * KiB)
+        i = (i + 256) & 0x3FFF
+        ops += 256
+    reader.close()
+    counts[seed] = ops
+
+
+def _depth_client(ctx: ClientContext) -> dict:
+    """`depth` threads, each a synchronous reader, on one descriptor: depth reads in flight."""
+    path, seconds, depth = ctx.args
+    fd = os.open(path, os.O_RDONLY | O_DIRECT)
+    counts = [0] * depth
+    start = ctx.ready_and_wait()
+    end = start + int(seconds * 1e9)
+    threads = [threading.Thread(target=_block_reader, args=(path, fd, i, end, counts))
+               for i in range(depth)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    os.close(fd)
+    return {"ops": sum(counts), "seconds": (time.monotonic_ns() - start) / 1e9}
+
+
+def aiio_depth_iops(path: Path, seconds: float, depth: int) -> float:
+    results, _ = run_clients(1, _depth_client, (path, seconds, depth))
     return results[0]["ops"] / results[0]["seconds"]
+
+
+def fio_depth_iops(path: Path, seconds: float, depth: int, engine: str) -> float:
+    """4 KiB random reads of one job at `depth` in flight through an asynchronous engine."""
+    job = {"filename": fio.escape(str(path)), "ioengine": engine, "iodepth": str(depth),
+           "direct": "1", "rw": "randread", "bs": "4k", "time_based": "1",
+           "runtime": f"{int(seconds * 1000)}ms", "norandommap": "1", "randrepeat": "0"}
+    (out,) = fio_jobs([job], {})
+    return out["read"]["iops"]
+
+
+def _small_client(ctx: ClientContext) -> dict:
+    """Prep's read of one small sample: stat, then open, read, close (`Reader.read_file`)."""
+    paths = ctx.args
+    reader = Reader(METHOD_DIRECT, MiB, OpLog(start_ns=0))
+    start = ctx.ready_and_wait()
+    nbytes = 0
+    for path in paths:
+        nbytes += reader.read_file(path, 0, os.stat(path).st_size)
+    reader.close()
+    return {"files": len(paths), "bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
+
+
+def aiio_small_files(paths: list[str]) -> float:
+    results, _ = run_clients(1, _small_client, paths)
+    r = results[0]
+    if r["bytes"] != SMALL_FILE * len(paths):
+        raise SystemExit(f"small files: read {r['bytes']} bytes, not {SMALL_FILE * len(paths)}")
+    return r["files"] / r["seconds"]
+
+
+SMALL_FILE = 128 * KiB
+
+
+def fio_small_files(folder: Path, count: int) -> float:
+    """fio reading `count` 128 KiB files one after the other, one open at a time (its own
+    files: `small.0.N`, laid out by the first run and read by aiio too). One 128 KiB read per
+    file, as aiio's 1 MiB transfer size makes of a 128 KiB file."""
+    job = {"directory": fio.escape(str(folder)), "nrfiles": str(count), "openfiles": "1",
+           "file_service_type": "sequential", "filesize": "128k", "bs": "128k", "rw": "read",
+           "direct": "1", "ioengine": "psync"}
+    text = fio.render({}, [("small", job)])
+    (out,) = fio.jobs_of(fio.run_text(text))
+    files = out["read"]["io_bytes"] / SMALL_FILE
+    return files / (out["read"]["runtime"] / 1000)
 
 
 # --- the figures ------------------------------------------------------------------------------
@@ -212,10 +308,53 @@ def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
 
 def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) -> list[Row]:
     (path,) = make_files(folder, 1, file_size)
+    CPU_US.clear()
     ours, theirs = interleaved(lambda: aiio_rand_read_iops(path, seconds),
                                lambda: fio_rand_read_iops(path, seconds))
-    return [paired_row(f"rand read 4 KiB O_DIRECT IOPS, 1 client, {where}", ours, theirs,
-                       "IOPS", 0.9)]
+    row = paired_row(f"rand read 4 KiB O_DIRECT IOPS, 1 client, {where}", ours, theirs,
+                     "IOPS", 0.9)
+    row.note = ("CPU per read (median): aiio "
+                f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
+                f"{statistics.median(CPU_US['fio']):.2f} us")
+    return [row]
+
+
+def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
+               seconds: float = 3.0) -> list[Row]:
+    (path,) = make_files(folder, 1, file_size)
+    rows = []
+    for engine in ("io_uring", "libaio"):
+        ours, theirs = interleaved(lambda: aiio_depth_iops(path, seconds, depth),
+                                   lambda e=engine: fio_depth_iops(path, seconds, depth, e))
+        rows.append(paired_row(f"rand read 4 KiB O_DIRECT, depth {depth} vs {engine}, {where}",
+                               ours, theirs, "IOPS", 0.8))
+    return rows
+
+
+def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float = 3.0) -> Row:
+    """The prep phase's randrw mode, 1 client, `depth` threads, reads only, against fio
+    io_uring at the same depth on a file of the same size."""
+    size = 512 * MiB
+    (path,) = make_files(folder, 1, size)
+    (folder / "target").mkdir(exist_ok=True)
+    sets = [("run", "clients", "1"), ("prep", "mode", "randrw"), ("prep", "threads", str(depth)),
+            ("prep", "read_share", "1"), ("prep", "block_size", "4KiB"),
+            ("prep", "file_size", str(size)), ("prep", "duration", f"{seconds}s")]
+    ours, theirs = interleaved(
+        lambda: _run_phase("prep", folder / "target", sets)["aggregate"]["iops"],
+        lambda: fio_depth_iops(path, seconds, depth, "io_uring"))
+    return paired_row(f"randrw phase reads, {depth} threads vs io_uring depth {depth}, {where}",
+                      ours, theirs, "IOPS", 0.8)
+
+
+def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
+    fio_small_files(folder, count)  # lays the files out, so both sides read them cold alike
+    paths = [str(folder / f"small.0.{i}") for i in range(count)]
+    # a pass lasts well under a second: twice the repeats
+    ours, theirs = interleaved(lambda: aiio_small_files(paths),
+                               lambda: fio_small_files(folder, count), 2 * REPEATS)
+    return [paired_row(f"small files 128 KiB (open, read, close), 1 client, {where}",
+                       ours, theirs, "files/s", 0.8)]
 
 
 DENSITY_MEMORY = {64: 0.5 * GiB, 256: 1.5 * GiB, 1024: 4 * GiB}  # summed PSS targets
@@ -317,6 +456,18 @@ def _random_disk() -> list[Row]:
 def _random_tmpfs() -> list[Row]:
     with tmpfs_dir(2 * GiB) as folder:
         return random_rows("tmpfs", folder, 512 * MiB)
+
+
+@figure("depth-tmpfs")
+def _depth_tmpfs() -> list[Row]:
+    with tmpfs_dir(2 * GiB) as folder:
+        return [*depth_rows("tmpfs", folder, 512 * MiB), randrw_depth_row("tmpfs", folder)]
+
+
+@figure("small-files-tmpfs")
+def _small_files_tmpfs() -> list[Row]:
+    with tmpfs_dir(2 * GiB) as folder:
+        return small_file_rows("tmpfs", folder)
 
 
 @figure("engine-vs-fio-disk")
@@ -430,6 +581,8 @@ def print_rows(rows: list[Row]) -> None:
         spread = "" if r.ratio_min is None else f"{r.ratio_min:.3f}..{r.ratio_max:.3f}"
         print(f"{r.name:58} {r.aiio:12,.2f} {r.reference:12,.2f} {r.unit:>6} {r.ratio:7.3f} "
               f"{spread:>13} {r.target:>16}  {'yes' if r.met else 'NO'}")
+        if r.note:
+            print(f"    {r.note}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -122,20 +122,17 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     lat = agg["latency"].get("read", {})
     rows = [
         ("clients", f"{len(res['clients'])}"),
-        ("aggregate, first done", f"{_fmt_mib(fd['mib_s'])} MiB/s over {fd['seconds']:.2f} s"),
-        ("aggregate, last done", f"{_fmt_mib(ld['mib_s'])} MiB/s over {ld['seconds']:.2f} s"),
-        ("bytes read", format_size(agg["bytes"])),
-        ("per client MiB/s (mean / min / max)",
+        ("consumed, first done", f"{_fmt_mib(fd['mib_s'])} MiB/s over {fd['seconds']:.2f} s"),
+        ("consumed, last done", f"{_fmt_mib(ld['mib_s'])} MiB/s over {ld['seconds']:.2f} s"),
+        *_delivered_rows(agg),
+        ("per client consumed MiB/s (mean / min / max)",
          f"{spread['mean']:,.1f} / {spread['min']:,.1f} / {spread['max']:,.1f}"),
         ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
-        ("AU mean / min (goal)",
-         f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
-        ("AU verdict", "[green]PASS[/]" if agg["au_pass"] else
-         f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)"),
+        *_au_rows(agg),
         ("read latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k, 0)) for k in ("p50_ns", "p99_ns", "max_ns"))),
-        ("demand per client", f"{agg['demand_mib_s_per_client']:,.1f} MiB/s"),
+        ("demand per client (sample bytes)", _demand(agg)),
     ]
     if "hero" in res:
         rows.append(("% of fio hero", res["hero"].get("text", "")))
@@ -144,21 +141,65 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     return [head, client_table(res)]
 
 
+def _delivered_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the storage delivered to the loaders, beside what the accelerators consumed."""
+    d = agg.get("delivered")
+    if not d:  # a result from before the two were told apart
+        return [("bytes read", format_size(agg["bytes"]))]
+    return [("bytes consumed (samples)", f"{format_size(agg['consumed_bytes'])} "
+             f"({agg['samples']:,} samples)"),
+            ("bytes delivered (samples / device)",
+             f"{format_size(d['app_bytes'])} / {format_size(d['device_bytes'])}"),
+            ("delivered, first done / last done",
+             f"{_fmt_mib(d['first_done']['mib_s'])} / {_fmt_mib(d['last_done']['mib_s'])} MiB/s")]
+
+
+def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+    """AU mean and min, and the verdict under the rule that decides, or why there is none."""
+    if agg.get("au_mean") is None:
+        return [("AU", agg.get("au_note", "not measured"))]
+    rule = agg.get("au_rule", "min")
+    verdict = ("[green]PASS[/]" if agg["au_pass"] else
+               f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)")
+    rows = [("AU mean / min (goal)",
+             f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
+            (f"AU verdict ({rule} over clients)", verdict)]
+    if agg.get("au_note"):
+        rows.append(("AU note", agg["au_note"]))
+    return rows
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}%}"
+
+
+def _demand(agg: dict[str, Any]) -> str:
+    value = agg.get("demand_mib_s_per_client")
+    return agg.get("demand_note", "-") if value is None else f"{value:,.1f} MiB/s"
+
+
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
-    """Per-client figures; long lists show the slowest and fastest clients."""
-    clients = sorted(res["clients"], key=lambda c: c.get("mib_s", 0))
+    """Per-client figures; long lists show the slowest and fastest clients. Training sorts and
+    leads with consumed MiB/s (its headline) and shows the delivered MiB/s beside it."""
+    train = any("consumed_mib_s" in c for c in res["clients"])
+    rate = "consumed_mib_s" if train else "mib_s"
+    clients = sorted(res["clients"], key=lambda c: c.get(rate, 0))
     shown = clients if len(clients) <= limit else clients[: limit // 2] + clients[-limit // 2:]
     title = "per client" + ("" if len(clients) <= limit else
                             f" (slowest and fastest {limit // 2} of {len(clients)})")
     table = Table(title=title)
-    for col in ("client", "MiB/s", "bytes", "AU", "wait s", "p50", "p99", "elapsed"):
+    rates = ("consumed MiB/s", "delivered MiB/s") if train else ("MiB/s",)
+    for col in ("client", *rates, "bytes consumed" if train else "bytes", "AU", "wait s", "p50",
+                "p99", "elapsed"):
         table.add_column(col, justify="right")
     for c in shown:
         lat = c.get("latency", {})
         where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
-        table.add_row(f"{c['client']}{where}", _fmt_mib(c.get("mib_s", 0)),
-                      format_size(c.get("bytes", 0)),
-                      f"{c['au']:.1%}" if "au" in c else "-",
+        mib = [_fmt_mib(c.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
+                                                else ("mib_s",))]
+        table.add_row(f"{c['client']}{where}", *mib,
+                      format_size(c.get("consumed_bytes" if train else "bytes", 0)),
+                      f"{c['au']:.1%}" if c.get("au") is not None else "-",
                       f"{c.get('wait_s', 0):.2f}",
                       format_latency_ns(lat.get("p50_ns", 0)),
                       format_latency_ns(lat.get("p99_ns", 0)),
@@ -376,15 +417,15 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
     return _grid(
         f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each, "
         f"{ck.get('stall_model', 'synchronous').replace('_', '-')} stall; AU "
-        f"{agg['au_mean']:.1%} with them, {ck.get('au_without_checkpoints_mean', 0):.1%} "
+        f"{_pct(agg['au_mean'])} with them, {_pct(ck.get('au_without_checkpoints_mean'))} "
         "without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
           _fmt_mib(p["write"]["mib_s"]),
           f"{_fmt_mib(p['read_mib_s_during'])} / {_fmt_mib(p['read_mib_s_baseline'])}",
-          f"{p['read_dip']:.0%}", f"{p['au_during']:.0%} / {p['au_baseline']:.0%}",
-          f"{p['au_lost']:.0%}"] for p in ck["checkpoints"]])
+          f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
+          _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
 
 
 def all_tables(res: dict[str, Any]) -> list[Table]:

@@ -17,6 +17,7 @@ from aiio.errors import ConfigError
 from aiio.stats import spread
 
 HOLDS, FAILS, STRADDLES = "holds", "fails", "straddles"
+UNMEASURED = "not measurable"  # no AU at this count (compute 0, or no measured step)
 
 
 def decide(passes: list[bool]) -> str:
@@ -72,6 +73,12 @@ def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, An
     def probe(n: int) -> str:
         row = measure(n)
         runs = [p["result"]["aggregate"] for p in out["points"] if p["clients"] == n]
+        if any(a.get("au_min") is None for a in runs):  # the search stops: nothing to judge
+            entry = {"clients": n, "decision": UNMEASURED, "au_min": None, "au_mean": None,
+                     "note": next(a.get("au_note") for a in runs if a.get("au_min") is None),
+                     "goal": row.get("au_goal")}
+            probes.append(entry)
+            return UNMEASURED
         entry = {"clients": n, "decision": decide([bool(a.get("au_pass")) for a in runs]),
                  "au_min": spread([a["au_min"] for a in runs]),
                  "au_mean": spread([a["au_mean"] for a in runs]),
@@ -90,6 +97,11 @@ def statement(found: dict[str, Any], good: int | None, bad: int | None) -> str:
     steps = f"{len(found['probes'])} counts probed"
     one = ("; one repeat per count: a single run decided each probe (--repeat 3 shows "
            "the spread)") if found["repeats"] < 2 else ""
+    if bad is not None and by_n[bad]["decision"] == UNMEASURED:
+        held = (f"the AU goal holds up to {good} client{'s' if good != 1 else ''} "
+                f"({_au(by_n[good])}); " if good is not None else "")
+        return (f"{held}with {bad} client{'s' if bad != 1 else ''} AU could not be measured "
+                f"({by_n[bad]['note']}); {steps}{one}")
     if good is None:
         return (f"the AU goal does not hold even with 1 client ({_au(by_n[1])}); "
                 f"{steps}{one}")

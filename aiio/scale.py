@@ -358,7 +358,7 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
         "warnings": sorted({w["code"] for r in runs for w in r.get("warnings", [])}),
     }
     aggs = [r["aggregate"] for r in runs]
-    if all("au_min" in a for a in aggs):
+    if all(a.get("au_min") is not None for a in aggs):  # AU not measurable: no AU columns
         row.update({"au_mean": _mean([a["au_mean"] for a in aggs]),
                     "au_min": min(a["au_min"] for a in aggs), "au_goal": aggs[0]["au_goal"],
                     "au_pass": all(a["au_pass"] for a in aggs),

@@ -115,16 +115,20 @@ def au_capacity(points: Sequence[Point]) -> dict[str, Any] | None:
     if not points or points[0].au_min is None:
         return None
     goal = points[0].au_goal or 0.0
-    keeps, first_fail = None, None
+    keeps, first_fail, unmeasured = None, None, None
     for p in points:
-        if p.au_min is not None and p.au_min >= goal:
+        if p.au_min is None:  # no measured step at this count: AU cannot judge it, nor beyond
+            unmeasured = p.clients
+            break
+        if p.au_min >= goal:
             keeps = p.clients
             continue
         first_fail = {"clients": p.clients, "au_min": p.au_min}
         break
     return {"goal": goal, "demand_mib_s": points[0].demand_mib_s,
             "max_clients_at_goal": keeps, "first_fail": first_fail,
-            "all_pass": first_fail is None,
+            "not_measured_from": unmeasured,
+            "all_pass": first_fail is None and unmeasured is None,
             "au_min_at_max": next((p.au_min for p in points if p.clients == keeps), None)}
 
 
@@ -284,6 +288,10 @@ def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) 
     head = "at least " if fail is None else "up to "
     text = (f"this storage keeps {head}{k}{acc} accelerator{'s' if k != 1 else ''} at "
             f"{goal:.0%} AU (lowest client AU at {k}: {au['au_min_at_max']:.1%})")
+    if fail is None and au.get("not_measured_from") is not None:
+        return text.replace("at least", "up to") + (
+            f"; from {_clients(au['not_measured_from'])} AU could not be measured (every "
+            "step was an epoch's first: the dataset is too small for that many clients)")
     if fail is None:
         return text + f"; {k} is the largest count tested"
     return text + (f"; with {_clients(fail['clients'])} the lowest client AU fell to "

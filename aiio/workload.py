@@ -23,6 +23,7 @@ READERS = ("raw", "native")
 SHUFFLES = ("sample", "file", "off")
 PREP_MODES = ("shards", "randrw")
 CHECKPOINT_UNITS = ("epochs", "steps")
+AU_RULES = ("mean", "min")  # MLPerf passes on the mean over ranks; min is stricter
 STALL_MODELS = ("synchronous", "per_client")
 
 
@@ -70,8 +71,10 @@ class TrainSpec:
     transfer_size: int = key("size", 1 * MiB, "bytes per read call", gt=0)
     epochs: int = key("int", 1, "passes over the dataset (ignored when duration is set)", min=1)
     duration: float = key("duration", 0.0, "stop after this long instead of after epochs", min=0)
-    au_goal: float = key("float", 0.9, "accelerator utilization every client must reach",
+    au_goal: float = key("float", 0.9, "accelerator utilization the run must reach",
                          gt=0, max=1)
+    au_rule: str = key("str", "mean", "AU pass rule: mean over clients (MLPerf) or min (every "
+                       "client)", choices=AU_RULES)
     reader: str = key("str", "raw", "raw: aligned reads; native: the format's own library",
                       choices=READERS)
     shuffle: str = key("str", "sample", "each epoch reshuffle samples, only the file order, or off",

@@ -411,3 +411,22 @@ def test_fraction_of_the_fio_hero_number(target, results, tmp_path):
     run = json.loads((results / some["result_id"] / "result.json").read_text())
     assert some["measured"]["hero_fraction"] == pytest.approx(run["hero"]["percent"] / 100)
     assert 0 < every["measured"]["hero_fraction"] < 1
+
+
+def test_mean_au_threshold_judges_mlperfs_figure(target, results, tmp_path):
+    spec = _spec(tmp_path, _check("train-mean", "min_au_mean = 0.01"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 0, proc.stderr
+    (check,) = _accept_result(results)["checks"]
+    run = json.loads((results / check["result_id"] / "result.json").read_text())
+    assert check["measured"]["au_mean"] == run["aggregate"]["au_mean"]
+
+
+def test_au_threshold_without_au_says_why(target, results, tmp_path):
+    # compute 0: AU is not meaningful, so the AU threshold cannot be judged
+    spec = _spec(tmp_path, _check("train-c0", "min_au = 0.5",
+                                  extra="set.train.compute_time.h100 = 0\n"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (check,) = _accept_result(results)["checks"]
+    assert "compute time is 0" in check["reason"]

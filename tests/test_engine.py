@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import mmap
 import os
+import resource
 
 import pytest
 
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_up, merge_logs
+from aiio.engine import (
+    FLUSH_EVERY,
+    METHOD_DIRECT,
+    METHOD_FADVISE,
+    OpLog,
+    Reader,
+    align_up,
+    merge_logs,
+)
 from aiio.target import probe_direct_io
 
 
@@ -60,3 +70,64 @@ def test_read_blocks_times_each_block(tmp_path):
     hist, _, _, nbytes = merge_logs([log])
     assert got == nbytes == 1000 * 4096
     assert hist["read"].count == 1000 and hist["read"].min > 0
+
+
+def test_read_blocks_short_read_counts_the_bytes_returned(tmp_path):
+    """A block that runs past the end of the file moves fewer bytes: those are what count."""
+    size = 10 * 4096 + 1000
+    path = _file(tmp_path, size)
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_FADVISE, 4096, log)  # buffered: a 1,000-byte tail read is legal
+    fd = reader.open(path)
+    try:
+        got = reader.read_blocks(fd, [0, 10 * 4096, 4096, 11 * 4096], 4096)
+        got += reader.read_blocks(fd, [10 * 4096], 4096)  # the tail, last in the buffer
+        tail = bytes(reader.view[:1000])
+    finally:
+        os.close(fd)
+    hist, series, ops, nbytes = merge_logs([log])
+    assert got == nbytes == series.total == 4096 + 1000 + 4096 + 0 + 1000
+    assert hist["read"].count == 5  # the read at end of file is a call too, and timed
+    with open(path, "rb") as fh:
+        fh.seek(10 * 4096)
+        assert fh.read() == tail
+
+
+def test_read_blocks_across_flushes_times_every_call(tmp_path):
+    """More calls than one flush holds: every call is in the histogram, every byte in the
+    series, and the bytes land in the buffer."""
+    path = _file(tmp_path, 1 << 20)
+    log = OpLog(start_ns=0)
+    reader = Reader(_method(tmp_path), 4096, log)
+    offsets = [(i * 7919 % 256) * 4096 for i in range(3 * FLUSH_EVERY + 17)]
+    fd = reader.open(path)
+    try:
+        got = 0
+        for i in range(0, len(offsets), 5000):
+            got += reader.read_blocks(fd, offsets[i:i + 5000], 4096)
+        last = bytes(reader.view[:4096])
+    finally:
+        os.close(fd)
+    hist, series, ops, nbytes = merge_logs([log])
+    assert got == nbytes == series.total == len(offsets) * 4096
+    assert hist["read"].count == ops - 1 == len(offsets)  # and the one open
+    with open(path, "rb") as fh:
+        fh.seek(offsets[-1])
+        assert fh.read(4096) == last
+
+
+def test_reader_buffer_is_faulted_in_before_the_first_timed_read(tmp_path):
+    """The buffer's pages are touched when the reader is made, not inside the first timed call:
+    first-touch page faults would be aiio's own cost counted as storage latency."""
+    size = 4 * 2**20
+    path = _file(tmp_path, size)
+    reader = Reader(_method(tmp_path), size, OpLog(start_ns=0))
+    fd = reader.open(path)
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        assert reader.read_range(fd, 0, size) == size
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    finally:
+        os.close(fd)
+        reader.close()
+    assert faults < size // mmap.PAGESIZE // 4  # 1,024 pages: untouched, each would fault

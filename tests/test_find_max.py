@@ -76,3 +76,20 @@ def test_find_max_through_the_cli_and_its_bad_input(tmp_path):
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
     assert not results.exists()
+
+
+def test_find_max_stops_where_au_cannot_be_measured(target, results):
+    """8 one-sample files, batch 2: 4 clients get one step per epoch, all warm-up; the search
+    says AU could not be measured there instead of calling it a failure (or crashing)."""
+    w = tiny_workload(dataset__num_files=8, train__compute_time={"h100": 0.05},
+                      train__au_goal=0.5, dataset__sample_size_stdev=0, train__epochs=1)
+    req = scale.SweepRequest("train", w, str(target), [1, 4], repeat=1,
+                             results_dir=str(results), charts=False, find_max=True)
+    out, _ = scale.sweep(req, driver=find_max.driver)
+    s = out["search"]
+    by_n = {p["clients"]: p for p in s["probes"]}
+    assert [p["clients"] for p in s["probes"]][:3] == [1, 2, 4]
+    assert by_n[4]["decision"] == "not measurable" and s["first_not_held"] == 4
+    assert "with 4 clients AU could not be measured" in s["statement"]
+    assert "samples per client" in s["statement"]
+    assert out["status"] == "ok"

@@ -102,8 +102,11 @@ def test_three_ranks_give_one_result_with_every_host_and_client(target, results)
     for h in res["hosts"]:
         assert h["status"] == "ok" and h["clients"] == 2
         assert h["client_numbers"] == [2 * h["rank"], 2 * h["rank"] + 1]
-        assert h["aggregate"]["bytes"] == sum(c["bytes"] for c in clients
+        # training's aggregate bytes are the consumed sample bytes; read_bytes the device's
+        assert h["aggregate"]["bytes"] == sum(c["consumed_bytes"] for c in clients
                                               if c["rank"] == h["rank"])
+        assert h["aggregate"]["read_bytes"] == sum(c["bytes"] for c in clients
+                                                   if c["rank"] == h["rank"])
         assert h["monitor"]["seconds"] > 0 and h["target"]["path"] == str(target)
     # bytes add up across hosts, and the aggregate is over every client of every host
     assert sum(h["aggregate"]["bytes"] for h in res["hosts"]) == res["aggregate"]["bytes"]

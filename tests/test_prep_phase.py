@@ -71,6 +71,21 @@ def test_randrw_mix_with_verify(target: Path, results: Path) -> None:
     assert not (target / "aiio" / "prep").exists()
 
 
+def test_randrw_reads_only_counts_every_read_and_byte(target: Path, results: Path) -> None:
+    """The read-only mix (fio randread at N threads): every read timed, bytes exact."""
+    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+                   "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
+                   "--set", "prep.read_share=1", "--set", "prep.duration=500ms",
+                   "--set", "prep.threads=3", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    agg = out["aggregate"]
+    reads = agg["read"]["latency"]["read"]["count"]
+    assert reads > 0 and agg["write"]["ops"] == 0 and agg["write_bytes"] == 0
+    assert agg["read_bytes"] == 4096 * reads == agg["bytes"]
+    assert sum(c["read"]["bytes"] for c in out["clients"]) == agg["read_bytes"]
+
+
 def test_prep_verify_needs_randrw(target: Path) -> None:
     proc = run_cli("run", "--phase", "prep", "--verify", "-t", str(target), *TINY_ARGS)
     assert proc.returncode == 2 and "randrw" in proc.stderr

@@ -100,3 +100,16 @@ def test_endpoint_and_profile_are_refused_for_a_directory(target):
                     "--endpoint is for s3:// targets")
     one_line_exit_2(run_cli("clean", "--target", str(target), "--profile", "p"),
                     "--profile is for s3:// targets")
+
+
+def test_two_test_servers_run_side_by_side(s3_server):
+    """Every port of the test server is free-picked: a second one (another test run, the
+    bench) starts beside the session's without colliding on a default port."""
+    from aiio.s3.localserver import SeaweedServer
+
+    other = SeaweedServer()
+    try:
+        other.start()
+        assert other.endpoint != s3_server.endpoint
+    finally:
+        other.stop()

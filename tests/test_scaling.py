@@ -284,3 +284,13 @@ def test_an_au_failure_that_later_counts_recover_from_cannot_tell_with_one_repea
     # a failure that stays failed needs no such remark
     v = judge(pts([100, 200, 390, 500], au=[0.99, 0.97, 0.93, 0.71]))
     assert "is noise" not in v.statements[-1]
+
+
+def test_au_not_measurable_at_a_count_ends_the_judged_range():
+    # 8 clients share too few samples for a measured step: that point has no AU at all
+    points = pts([100, 200, 400, 800], au=[0.95, 0.95, 0.93, None])
+    v = judge(points)
+    assert v.au["max_clients_at_goal"] == 4 and v.au["first_fail"] is None
+    assert v.au["not_measured_from"] == 8 and v.au["all_pass"] is False
+    (sentence,) = [s for s in v.statements if s.startswith("this storage keeps")]
+    assert "up to 4" in sentence and "8 clients AU could not be measured" in sentence

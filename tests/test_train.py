@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from aiio import dataset as ds
-from aiio.phases.train import _au_figures, client_batches, shard_bounds
+from aiio.phases.train import client_batches, shard_bounds
+from aiio.phases.train_steps import StepTotals
 from aiio.target import Target
 
 from .conftest import TINY_ARGS, run_cli, tiny_workload
@@ -44,13 +45,18 @@ def test_shards_differ_by_at_most_one():
 
 
 def test_au_excludes_first_step_of_each_epoch():
-    # (epoch, step, start, wait, compute, samples): step 0 waits 5 s (cold start), excluded.
-    steps = [(0, 0, 0.0, 5.0, 1.0, 2), (0, 1, 6.0, 1.0, 1.0, 2), (0, 2, 8.0, 0.0, 1.0, 2),
-             (1, 0, 9.0, 9.0, 1.0, 2), (1, 1, 19.0, 0.0, 1.0, 2)]
-    au = _au_figures(steps, 2)
+    # (epoch, step, start, end of wait, end of compute, samples): each epoch's first step
+    # waits long (cold start) and is excluded.
+    steps = [(0, 0, 0.0, 5.0, 6.0, 2), (0, 1, 6.0, 7.0, 8.0, 2), (0, 2, 8.0, 8.0, 9.0, 2),
+             (1, 0, 9.0, 18.0, 19.0, 2), (1, 1, 19.0, 19.0, 20.0, 2)]
+    totals = StepTotals(0.1, log_cap=10, in_flight=2)
+    for epoch, step, t0, t1, t2, samples in steps:
+        totals.record(epoch, step, t0, t1, t2, samples, 100)
+    au = totals.figures(compute_asked_s=1.0, batch_size=2)
     # measured: three steps, compute 3 s, wall 3 + 1 s of waiting -> 0.75
     assert au["au"] == pytest.approx(0.75)
     assert au["measured_steps"] == 3 and au["samples"] == 10 and au["epochs"] == 2
+    assert au["consumed_bytes"] == 500 and au["steps"] == 5
 
 
 def test_run_result_holds_every_client(target, results):
@@ -64,8 +70,11 @@ def test_run_result_holds_every_client(target, results):
     # every client read its share: 2 epochs of the whole dataset, widened to 4 KiB blocks
     total = sum(c["bytes"] for c in res["clients"])
     assert 2 * data_bytes["total_bytes"] <= total <= 2 * data_bytes["total_bytes"] + 2 * 24 * 8192
-    assert res["aggregate"]["bytes"] == total
-    assert res["aggregate"]["last_done"]["bytes"] == total
+    assert res["aggregate"]["read_bytes"] == total
+    assert res["aggregate"]["delivered"]["last_done"]["bytes"] == total
+    # epoch-bound: every sample read was consumed, two epochs of the dataset's sample bytes
+    consumed = sum(c["consumed_bytes"] for c in res["clients"])
+    assert consumed == res["aggregate"]["last_done"]["bytes"] == res["aggregate"]["bytes"]
     for c in res["clients"]:
         assert c["mib_s"] > 0 and 0 <= c["au"] <= 1 and c["latency"]["p50_ns"] > 0
     assert res["method"] in ("o_direct", "fadvise_dontneed")

@@ -28,6 +28,8 @@ def workload_options(func):
         click.option("--batch-size", default=None, help="samples per batch per client"),
         click.option("--read-threads", default=None, help="loader threads per client"),
         click.option("--transfer-size", default=None, help="bytes per read call, e.g. 1MiB"),
+        click.option("--au-rule", default=None, metavar="mean|min",
+                     help="AU pass rule: mean over clients (MLPerf, the default) or min"),
         click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE",
                      help="override any workload key; repeatable"),
     ]
@@ -44,6 +46,7 @@ NAMED_OVERRIDES = {
     "batch_size": ("train", "batch_size"),
     "read_threads": ("train", "read_threads"),
     "transfer_size": ("train", "transfer_size"),
+    "au_rule": ("train", "au_rule"),
 }
 
 

@@ -161,7 +161,8 @@ def _work(a: PrepArgs, ctx: ClientContext):
         size = os.stat(path).st_size
         worker.log.add("stat", t0, time.monotonic_ns(), 0)
         try:
-            got = worker.reader.read_file(path)
+            # The size just stat'ed bounds the read: no second stat (fstat) per sample.
+            got = worker.reader.read_file(path, 0, size)
         except OSError as exc:
             raise io_failure(exc, "reading", path) from exc
         transform(a, ctx, worker, path, size, got)

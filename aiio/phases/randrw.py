@@ -104,23 +104,27 @@ class _Mixer:
         self.mine = (nblocks - thread + threads - 1) // threads  # blocks b with b % threads == t
 
     def run(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
-        a, read, write, path, tag = (self.a, self.reader.read_range, self.writer.write_range,
+        a, read, write, path, tag = (self.a, self.reader.read_block, self.writer.write_range,
                                      self.path, self.tag)
-        bs = a.block_size
-        while time.monotonic_ns() < deadline_ns and not stop.is_set():
+        bs, now = a.block_size, time.monotonic_ns
+        while now() < deadline_ns and not stop.is_set():
             reads = self.rng.random(BATCH) < a.read_share
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
-            for is_read, off in zip(reads.tolist(), offs.tolist(), strict=True):
-                if is_read:
-                    try:
-                        read(fd, off, bs)
-                    except OSError as exc:
-                        raise io_failure(exc, "reading", path, off) from exc
-                else:
-                    write(fd, path, off, bs, tag)
-                counter(bs)
-                if time.monotonic_ns() >= deadline_ns:
-                    return
+            done = 0
+            try:
+                for is_read, off in zip(reads.tolist(), offs.tolist(), strict=True):
+                    if is_read:
+                        try:
+                            read(fd, off)
+                        except OSError as exc:
+                            raise io_failure(exc, "reading", path, off) from exc
+                    else:
+                        write(fd, path, off, bs, tag)
+                    done += bs
+                    if now() >= deadline_ns:
+                        return
+            finally:  # live progress once per batch: a store to the shared counter costs
+                counter(done)  # about 0.2 us, per I/O a tenth of a 4 KiB read on tmpfs
 
     def close(self) -> None:
         self.reader.close()

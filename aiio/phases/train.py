@@ -1,7 +1,9 @@
 """Training: every client streams its shard of the dataset through `read_threads` loader
 threads into an emulated accelerator that computes a fixed time per batch (MLPerf Storage
-semantics). Accelerator utilization (AU) = compute time / wall time, first step of each epoch
-excluded as warm-up.
+semantics). Accelerator utilization (AU) = compute time / wall time, the first step each
+client consumes in each epoch excluded as warm-up. Two byte figures stay apart: what the
+storage delivered to the loaders (read-ahead included, O_DIRECT widening included) and what the
+accelerators consumed (the samples of the batches they computed on: the headline).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import numpy as np
 from aiio import dataset as ds
 from aiio import formats, stats
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_FADVISE, OpLog, Reader, thread_read_bytes
-from aiio.phases import train_ckpt
+from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
+from aiio.phases import train_au, train_ckpt
 from aiio.phases.base import (
     RunContext,
     client_identity,
@@ -29,9 +31,13 @@ from aiio.phases.base import (
     ensure_dataset,
     io_aggregate,
 )
+from aiio.phases.train_steps import StepTotals
+from aiio.stats import ByteSeries
+from aiio.units import mib_per_s
 from aiio.workload import Workload
 
-MAX_STEP_RECORDS = 200_000  # per client; enough for AU timelines without unbounded memory
+# Steps per client kept in the step log for timelines; totals never come from it.
+MAX_STEP_RECORDS = 200_000
 COMPUTE_OVERSHOOT = 1.02  # measured compute per step more than 2 % above the asked time warns
 
 
@@ -122,6 +128,7 @@ class Loader:
         self.stop = threading.Event()
         self.go = threading.Event()
         self.logs: list[OpLog] = []
+        self.app_bytes = [0] * t.read_threads  # sample bytes delivered, per loader thread
         self.errors: list[BaseException] = []
         self.finished = 0  # loader threads that ran out of batches
         self.threads = [threading.Thread(target=self._work, daemon=True, name=f"loader-{i}")
@@ -145,7 +152,8 @@ class Loader:
             return next(self.batches, None)
 
     def _work(self) -> None:
-        log = self.logs[self.threads.index(threading.current_thread())]
+        me = self.threads.index(threading.current_thread())
+        log = self.logs[me]
         make = self.args.reader or Reader
         reader = make(self.args.method, self.args.workload.train.transfer_size, log,
                       self.ctx.add_bytes)
@@ -160,8 +168,9 @@ class Loader:
                 if batch is None:
                     self.ready.put(None)
                     break
-                nbytes = self._read_batch(reader, batch)
-                self.ready.put((batch, nbytes))
+                app = self._read_batch(reader, batch)
+                self.app_bytes[me] += app
+                self.ready.put((batch, app))
         except BaseException as exc:  # surfaced by the accelerator loop
             self.errors.append(exc)
             self.ready.put(None)
@@ -169,17 +178,20 @@ class Loader:
             reader.close()
 
     def _read_batch(self, reader: Reader, batch: Batch) -> int:
-        data, done = self.args.dataset, 0
+        """Read one batch; returns its application (sample) bytes delivered. The device bytes
+        (widened to 4 KiB under O_DIRECT) are in the thread's op log."""
+        data, app = self.args.dataset, 0
         columns = (batch.files, batch.offsets, batch.lengths, batch.first)
         for f, off, length, first in zip(*(c.tolist() for c in columns), strict=True):
             if self.stop.is_set():
                 break
             path = data.path(f)
             if self.native:
-                done += self._read_native(reader.log, path, first, (off, length))
+                app += length if self._read_native(reader.log, path, first, (off, length)) else 0
             else:
-                done += reader.read_file(path, off, length)
-        return done
+                app += sample_bytes(off, length, reader.read_file(path, off, length),
+                                    self.args.method)
+        return app
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
         """Read one sample through the format's own library; bytes from the thread's rchar."""
@@ -195,6 +207,13 @@ class Loader:
         return nbytes
 
 
+def sample_bytes(offset: int, length: int, nread: int, method: str) -> int:
+    """The part of [offset, offset+length) that a read of `nread` bytes covered: under
+    O_DIRECT the read began at the 4 KiB boundary below `offset`."""
+    start = align_down(offset) if method == METHOD_DIRECT else offset
+    return max(0, min(offset + length, start + nread) - offset)
+
+
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """One emulated accelerator: loader threads feed batches; compute sleeps per batch."""
     args: TrainArgs = ctx.args
@@ -207,7 +226,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     loader.start(start_ns)
     if hook is not None:
         hook.run_ns = start_ns
-    steps = _accelerate(ctx, args, loader, start_ns, hook)
+    totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
+                        w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
+    _accelerate(ctx, args, loader, start_ns, totals, hook)
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
     end_ns = time.monotonic_ns()
@@ -220,11 +241,13 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         raise loader.errors[0]
     out = client_identity(ctx.index)
     out.update(client_io_figures(loader.logs, start_ns, end_ns))
-    out.update(_au_figures(steps, w.train.batch_size))
+    out["app_bytes"] = sum(loader.app_bytes)
+    out.update(totals.figures(args.compute_s, w.train.batch_size))
     if hook is not None:
         out.update(hook.figures(out))
     out["cpu_s"] = cpu_seconds() - cpu0
     out["samples_per_s"] = out["samples"] / out["elapsed_s"] if out["elapsed_s"] else 0.0
+    out["consumed_mib_s"] = mib_per_s(out["consumed_bytes"], out["elapsed_s"])
     return out
 
 
@@ -242,12 +265,10 @@ def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
         epoch += 1
 
 
-def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
-                start_ns: int, hook: Any = None) -> list[tuple]:
-    """The accelerator loop: wait for a batch, compute, repeat. Returns step records
-    (epoch, step, t_start_s, wait_s, compute_s, samples)."""
+def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: int,
+                totals: StepTotals, hook: Any = None) -> None:
+    """The accelerator loop: wait for a batch, compute, repeat; every step goes to totals."""
     deadline = start_ns + int(args.duration_s * 1e9) if args.epochs is None else None
-    steps: list[tuple] = []
     while not ctx.stop.is_set():
         if deadline is not None and time.monotonic_ns() >= deadline:
             break
@@ -255,18 +276,16 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader,
         item = _next_ready(loader, ctx, deadline)
         if item is None:
             break
-        batch, _nbytes = item
+        batch, app = item
         t1 = time.monotonic_ns()
         time.sleep(args.compute_s)
         t2 = time.monotonic_ns()
         loader.permits.release()
         ctx.add_units(1)
-        if len(steps) < MAX_STEP_RECORDS:
-            steps.append((batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - t0) / 1e9,
-                          (t2 - t1) / 1e9, batch.samples))
+        totals.record(batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - start_ns) / 1e9,
+                      (t2 - start_ns) / 1e9, batch.samples, app)
         if hook is not None:  # a due checkpoint stalls this loop; the loaders keep reading
             hook.after_step(batch.epoch, batch.step)
-    return steps
 
 
 def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
@@ -287,24 +306,11 @@ def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
         return item
 
 
-def _au_figures(steps: list[tuple], batch_size: int) -> dict[str, Any]:
-    """AU over measured steps (step 0 of every epoch is warm-up and excluded)."""
-    measured = [s for s in steps if s[1] > 0]
-    compute = sum(s[4] for s in measured)
-    wall = sum(s[3] + s[4] for s in measured)
-    return {
-        "steps": len(steps), "measured_steps": len(measured),
-        "samples": sum(s[5] for s in steps),
-        "epochs": len({s[0] for s in steps}),
-        "compute_s": compute, "wait_s": sum(s[3] for s in measured),
-        "au": compute / wall if wall > 0 else 0.0,
-        "step_log": [[round(x, 6) if isinstance(x, float) else x for x in s] for s in steps],
-    }
-
-
 def _compute_per_step(c: dict) -> float | None:
-    """Measured compute per step: over the step records, warm-up steps included (their
-    compute is emulated like any other's), else over the measured steps."""
+    """Measured compute per step, warm-up steps included (their compute is emulated like any
+    other's): from the exact totals, else the step records, else the measured steps."""
+    if c.get("steps") and "compute_all_s" in c:
+        return c["compute_all_s"] / c["steps"]
     log = c.get("step_log")
     if log:
         return sum(s[4] for s in log) / len(log)
@@ -315,6 +321,8 @@ def _compute_per_step(c: dict) -> float | None:
 def compute_warnings(clients: list[dict], asked_s: float) -> list[dict[str, str]]:
     """Emulated compute that ran long: the client machine is overloaded, so AU reads high
     (the accelerator seems busy) while the client asks less of the storage than it should."""
+    if asked_s <= 0:
+        return []  # nothing asked, so nothing can run long
     slow = []
     for c in clients:
         per_step = _compute_per_step(c)
@@ -330,6 +338,36 @@ def compute_warnings(clients: list[dict], asked_s: float) -> list[dict[str, str]
 
 
 # --- the parent side -----------------------------------------------------------------------
+
+def byte_figures(clients: list[dict]) -> dict[str, Any]:
+    """Consumed sample bytes as the headline aggregate (first done, last done, spread); the
+    bytes the storage delivered to the loaders under `delivered`, device and sample bytes."""
+    delivered = io_aggregate(clients)
+    series = [ByteSeries.from_dict(c["consumed_series"]) for c in clients]
+    ends = [c["elapsed_s"] for c in clients]
+    per_client = [c["consumed_mib_s"] for c in clients]
+    total = ByteSeries()
+    for s in series:
+        total.merge(s)
+    consumed = sum(c["consumed_bytes"] for c in clients)
+    return {
+        "first_done": stats.first_done(series, ends),
+        "last_done": stats.last_done(series, ends),
+        "per_client_mib_s": stats.spread(per_client),
+        "jain": stats.jain(per_client) if any(per_client) else 0.0,
+        "series_mib_s": total.per_second(max(ends)),
+        "bytes": consumed, "consumed_bytes": consumed,
+        "read_bytes": delivered["bytes"],
+        "ops": delivered["ops"], "latency": delivered["latency"],
+        "histograms": delivered["histograms"],
+        "delivered": {
+            "device_bytes": delivered["bytes"],
+            "app_bytes": sum(c["app_bytes"] for c in clients),
+            **{k: delivered[k] for k in ("first_done", "last_done", "per_client_mib_s", "jain",
+                                         "series_mib_s")},
+        },
+    }
+
 
 class TrainPhase:
     name = "train"
@@ -363,19 +401,18 @@ class TrainPhase:
     client = staticmethod(run_client)
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
-        agg = io_aggregate(clients)
-        au = [c["au"] for c in clients]
-        goal = args.workload.train.au_goal
+        """The headline is what the accelerators consumed; `delivered` is the storage's side."""
+        t = args.workload.train
+        agg = byte_figures(clients)
         elapsed = max(c["elapsed_s"] for c in clients)
+        samples = sum(c["samples"] for c in clients)
         agg.update({
-            "samples": sum(c["samples"] for c in clients),
-            "samples_per_s": sum(c["samples"] for c in clients) / elapsed if elapsed else 0.0,
-            "au_mean": float(np.mean(au)), "au_min": float(min(au)), "au_goal": goal,
-            "au_pass": bool(min(au) >= goal),
-            "clients_below_goal": [c["client"] for c in clients if c["au"] < goal],
-            "au_spread": stats.spread(au),
+            "samples": samples,
+            "samples_per_s": samples / elapsed if elapsed else 0.0,
             "compute_s_per_batch": args.compute_s,
-            "demand_mib_s_per_client": args.workload.demand_mib_s(),
+            **train_au.au_aggregate(clients, t.au_goal, t.au_rule, args.compute_s,
+                                    t.batch_size, args.dataset.num_samples),
+            **train_au.demand(args.workload),
         })
         if args.checkpoint is not None:
             agg["checkpoint"] = train_ckpt.summarize(args.checkpoint, clients)

@@ -23,6 +23,7 @@ from aiio.errors import ConfigError
 from aiio.phases import ckptio
 from aiio.phases.base import RunContext
 from aiio.phases.ckptio import CheckpointPlan
+from aiio.phases.train_steps import BusySeries
 from aiio.stats import ByteSeries, Histogram
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
@@ -156,7 +157,8 @@ class TrainCheckpointer:
                 "stall_model": self.plan.stall_model,
                 "retention": retention_figures(self),
                 "au_without_checkpoints": out["au"],
-                "au": out["compute_s"] / (wall + stall) if wall + stall > 0 else 0.0}
+                "au": out["compute_s"] / (wall + stall)
+                if out["au"] is not None and wall + stall > 0 else None}
 
 
 def steps_per_epoch(samples: int, clients: int, index: int, batch_size: int) -> int:
@@ -182,14 +184,20 @@ def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
                    **reads[k], **aus[k])
     per = agg["checkpoints"]
     agg.update(read_dip_mean=sum(p["read_dip"] for p in per) / rounds,
-               au_lost_mean=sum(p["au_lost"] for p in per) / rounds,
+               au_lost_mean=None if per[0]["au_lost"] is None
+               else sum(p["au_lost"] for p in per) / rounds,
                # the stalls the clients really spent, as their AU counts them
                stall_s=stats.spread([c["checkpoints"][k]["stall_s"] for c in clients
                                      for k in range(rounds)]),
                stall_s_total=sum(c["checkpoint_stall_s"] for c in clients),
-               au_without_checkpoints_mean=sum(c["au_without_checkpoints"] for c in clients)
-               / len(clients))
+               au_without_checkpoints_mean=_mean_au(clients))
     return agg
+
+
+def _mean_au(clients: list[dict]) -> float | None:
+    """Mean AU without checkpoints over the clients that could measure it."""
+    aus = [c["au_without_checkpoints"] for c in clients if c["au_without_checkpoints"] is not None]
+    return sum(aus) / len(aus) if aus else None
 
 
 def _outside(windows: list[tuple[float, float]], end: float) -> float:
@@ -218,12 +226,13 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
     n = len(clients)
     inside = [0.0] * len(windows)
     total = 0.0
-    for c in clients:
-        for _epoch, _step, t, wait, compute, _samples in c["step_log"]:
-            c0, c1 = t + wait, t + wait + compute
-            total += compute
-            for i, (s, e) in enumerate(windows):
-                inside[i] += max(0.0, min(c1, e) - max(c0, s))
+    for c in clients:  # every step's compute, from the client's bounded busy series
+        busy = BusySeries.from_dict(c["busy"])
+        total += busy.total
+        for i, (s, e) in enumerate(windows):
+            inside[i] += busy.seconds_between(s, e)
+    if total == 0:  # compute time 0: no accelerator ever computed, AU is not meaningful
+        return [{"au_during": None, "au_baseline": None, "au_lost": None} for _ in windows]
     outside = _outside(windows, end)
     base = (total - sum(inside)) / (n * outside) if outside > 0 else 0.0
     out = []

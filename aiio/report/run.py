@@ -129,9 +129,12 @@ def training_pairs(agg: Mapping[str, Any], label: str = "") -> list[tuple[str, A
         return []
     label = f"{label} " if label else ""
     below = agg.get("clients_below_goal") or []
-    verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
-                      "" if agg.get("au_pass") else
-                      f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
+    if agg.get("au_pass") is None and agg.get("au_note"):  # compute 0, or no measured step
+        verdict = h.join([h.badge("n/a"), f" {agg['au_note']}"])
+    else:
+        verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
+                          "" if agg.get("au_pass") else
+                          f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
         (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
         (f"{label}AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / "

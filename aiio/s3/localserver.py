@@ -75,7 +75,9 @@ class SeaweedServer:
                "-master.port.grpc", str(mgrpc), "-volume.port", str(vol),
                "-volume.port.grpc", str(vgrpc), "-filer.port", str(filer),
                "-filer.port.grpc", str(fgrpc), "-s3.port", str(s3), "-s3.port.grpc", str(s3grpc),
-               "-s3.port.iceberg", "0", "-s3.config", str(config), "-master.telemetry=false",
+               # side services off: their fixed default ports collide between two servers
+               "-s3.port.iceberg", "0", "-s3.port.lance", "0",
+               "-s3.config", str(config), "-master.telemetry=false",
                "-master.volumeSizeLimitMB", "64", "-volume.max", "100",
                "-filer.localSocket", str(self.dir / "filer.sock"),
                "-s3.localSocket", str(self.dir / "s3.sock")]

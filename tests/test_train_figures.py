@@ -1,0 +1,206 @@
+"""Training figures: exact totals past the step-log cap, bytes delivered against bytes
+consumed, application against device bytes, the AU rule, warm-up, compute 0, and AU that
+cannot be measured. Real runs on the temp filesystem."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO, TINY_ARGS, run_cli
+
+RAW = ("--set", "dataset.format=raw", "--set", "dataset.sample_size_stdev=0")
+SAMPLES = 24  # TINY_ARGS: 24 files of one sample each
+
+
+def _run(target, results, *args: str) -> dict:
+    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+                   *TINY_ARGS, *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _run_with_cap(target, results, cap: int, *args: str) -> dict:
+    """A run in a process whose step-log cap is lowered (clients are forked, so they see it)."""
+    argv = ["run", "--target", str(target), "--results", str(results), "--json", *TINY_ARGS,
+            *args]
+    code = ("import aiio.phases.train as t\n"
+            f"t.MAX_STEP_RECORDS = {cap}\n"
+            "from aiio.cli import main\n"
+            f"main({argv!r})\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_totals_stay_exact_past_the_step_log_cap(target, results):
+    res = _run_with_cap(target, results, 3, *RAW)
+    steps_per_epoch = SAMPLES // 2 // 2  # 2 clients, batch 2
+    for c in res["clients"]:
+        assert c["steps"] == 2 * steps_per_epoch
+        assert c["measured_steps"] == 2 * (steps_per_epoch - 1)
+        assert c["epochs"] == 2
+        assert c["samples"] == 2 * SAMPLES // 2
+        assert c["compute_s"] >= c["measured_steps"] * 0.010  # a sleep never ends early
+        assert c["compute_all_s"] >= c["steps"] * 0.010  # every step's, past the cap too
+        assert len(c["step_log"]) <= 3
+    agg = res["aggregate"]
+    assert agg["samples"] == 2 * SAMPLES
+    elapsed = max(c["elapsed_s"] for c in res["clients"])
+    assert agg["samples_per_s"] == pytest.approx(2 * SAMPLES / elapsed)
+
+
+def test_au_during_checkpoints_counts_every_step_past_the_cap(target, results):
+    res = _run_with_cap(target, results, 2, *RAW, "--checkpoint-every", "2steps",
+                        "--set", "checkpoint.size=1MiB")
+    ck = res["aggregate"]["checkpoint"]
+    n = len(res["clients"])
+    end = max(c["elapsed_s"] for c in res["clients"])
+    inside = sum(p["au_during"] * n * p["window_s"] for p in ck["checkpoints"])
+    outside = end - sum(p["window_s"] for p in ck["checkpoints"])
+    busy = inside + ck["checkpoints"][0]["au_baseline"] * n * outside
+    # every step computed for at least the asked 10 ms, warm-up steps included
+    steps = sum(c["steps"] for c in res["clients"])
+    assert steps == 2 * SAMPLES // 2
+    assert busy >= steps * 0.010 * 0.999
+
+
+def test_read_ahead_is_delivered_but_not_consumed(target, results):
+    # compute 50 ms per batch for 1 s: the loaders read ahead of what is consumed
+    res = _run(target, results, *RAW, "--duration", "1s", "--set", "train.compute_time.h100=0.05",
+               "--set", "train.prefetch=4")
+    agg = res["aggregate"]
+    consumed = 0
+    for c in res["clients"]:
+        assert c["consumed_bytes"] == c["samples"] * 64 * 1024  # sample bytes, exactly
+        assert c["app_bytes"] >= c["consumed_bytes"]  # delivered includes the read-ahead
+        assert c["bytes"] >= c["app_bytes"]  # device bytes: never fewer than the samples'
+        consumed += c["consumed_bytes"]
+    # the headline is what the accelerators consumed; the storage's delivery stays visible
+    assert agg["consumed_bytes"] == consumed
+    assert agg["last_done"]["bytes"] == consumed
+    assert agg["first_done"]["bytes"] <= consumed
+    delivered = agg["delivered"]
+    assert delivered["device_bytes"] == sum(c["bytes"] for c in res["clients"])
+    assert delivered["app_bytes"] == sum(c["app_bytes"] for c in res["clients"])
+    assert delivered["app_bytes"] > consumed  # 8 batches per client read ahead, never used
+    assert delivered["last_done"]["bytes"] == delivered["device_bytes"]
+    assert agg["read_bytes"] == delivered["device_bytes"]
+
+
+def test_widened_bytes_are_kept_apart_from_sample_bytes(target, results):
+    # 4,000-byte samples, ten to a file: O_DIRECT reads widen each to 4 KiB boundaries
+    res = _run(target, results, *RAW, "--set", "dataset.sample_size=4000",
+               "--set", "dataset.samples_per_file=10", "--set", "dataset.num_files=12",
+               "--batch-size", "4")
+    agg = res["aggregate"]
+    sample_bytes = 2 * 120 * 4000  # two epochs of 120 samples
+    assert agg["consumed_bytes"] == sample_bytes
+    assert agg["delivered"]["app_bytes"] == sample_bytes  # epoch-bound: all consumed
+    assert agg["last_done"]["bytes"] == sample_bytes
+    if res["method"] == "o_direct":
+        assert agg["delivered"]["device_bytes"] > 1.5 * sample_bytes  # most span two pages
+    consumed = agg["per_client_mib_s"]["mean"]
+    assert consumed == pytest.approx(
+        sum(c["consumed_mib_s"] for c in res["clients"]) / len(res["clients"]))
+
+
+def test_au_rule_is_mlperf_mean_by_default_and_min_on_request(target, results):
+    res = _run(target, results, *RAW)
+    agg = res["aggregate"]
+    assert agg["au_rule"] == "mean"
+    assert agg["au_pass"] == (agg["au_mean"] >= agg["au_goal"])
+    strict = _run(target, results, *RAW, "--set", "train.au_rule=min")["aggregate"]
+    assert strict["au_rule"] == "min"
+    assert strict["au_pass"] == (strict["au_min"] >= strict["au_goal"])
+
+
+def test_au_verdict_rules():
+    from aiio.phases.train_au import au_verdict
+    aus = [0.96, 0.85]
+    assert au_verdict(aus, 0.9, "mean") is True    # mean 0.905: MLPerf passes
+    assert au_verdict(aus, 0.9, "min") is False    # one client below: the strict rule fails
+
+
+def test_warm_up_is_the_first_step_consumed_not_batch_zero():
+    from aiio.phases.train_steps import StepTotals
+    totals = StepTotals(bucket_s=0.1, log_cap=10, in_flight=4)
+    # batch 1 arrives first after a 5 s start-up wait; batch 0 follows at once
+    totals.record(epoch=0, step=1, t0=0.0, t1=5.0, t2=6.0, samples=2, nbytes=8)
+    totals.record(epoch=0, step=0, t0=6.0, t1=6.0, t2=7.0, samples=2, nbytes=8)
+    totals.record(epoch=0, step=2, t0=7.0, t1=8.0, t2=9.0, samples=2, nbytes=8)
+    fig = totals.figures(compute_asked_s=1.0, batch_size=2)
+    assert fig["measured_steps"] == 2
+    assert fig["au"] == pytest.approx(2 / 3)  # the start-up wait is excluded, batch 0 kept
+
+
+def test_busy_series_splits_compute_exactly_across_buckets():
+    from aiio.phases.train_steps import BusySeries
+    s = BusySeries(0.1)
+    s.add(0.05, 0.25)
+    assert s.seconds_between(0.0, 0.1) == pytest.approx(0.05)
+    assert s.seconds_between(0.1, 0.2) == pytest.approx(0.1)
+    assert s.seconds_between(0.2, 0.3) == pytest.approx(0.05)
+    assert s.total == pytest.approx(0.2)
+    again = BusySeries.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert again.seconds_between(0.0, 1.0) == pytest.approx(0.2)
+
+
+def test_compute_zero_runs_and_says_au_is_not_meaningful(target, results):
+    res = _run(target, results, *RAW, "--set", "train.compute_time.h100=0")
+    agg = res["aggregate"]
+    assert agg["au_mean"] is None and agg["au_min"] is None and agg["au_pass"] is None
+    assert "compute time is 0" in agg["au_note"]
+    assert agg["demand_mib_s_per_client"] is None and "unbounded" in agg["demand_note"]
+    assert all(c["au"] is None for c in res["clients"])
+    assert agg["consumed_bytes"] == 2 * SAMPLES * 64 * 1024
+
+
+def test_compute_zero_console_has_no_traceback(target, results):
+    proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
+                   *RAW, "--set", "train.compute_time.h100=0")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "not meaningful" in proc.stdout
+
+
+def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
+    # 12 clients x batch 2 over 24 samples: one step per client per epoch, all warm-up
+    res = _run(target, results, *RAW, "--clients", "12")
+    agg = res["aggregate"]
+    assert agg["au_mean"] is None and agg["au_pass"] is None
+    assert "not measurable" in agg["au_note"]
+    assert agg["au_samples_per_client_needed"] == 3  # one batch of warm-up, then one measured
+    assert agg["au_dataset_samples_needed"] == 36
+    assert "3 samples per client" in agg["au_note"]
+    page = (results / res["id"] / "report.html").read_text()
+    assert "not measurable" in page and ">FAIL<" not in page
+    proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
+                   *RAW, "--clients", "12")
+    assert proc.returncode == 0, proc.stderr
+    assert "not measurable" in proc.stdout and "FAIL" not in proc.stdout
+    assert "consumed MiB/s" in proc.stdout and "delivered MiB/s" in proc.stdout
+
+
+def test_au_rule_option_and_a_bad_rule(target, results):
+    res = _run(target, results, *RAW, "--epochs", "1", "--au-rule", "min")
+    assert res["aggregate"]["au_rule"] == "min"
+    proc = run_cli("run", "--target", str(target), "--quiet", *TINY_ARGS, "--au-rule", "median")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "au_rule" in proc.stderr
+
+
+def test_compute_zero_with_checkpoints_gives_no_au_in_windows(target, results):
+    # every checkpoint kept: clients that drift apart never retire a folder another still fills
+    res = _run(target, results, *RAW, "--set", "train.compute_time.h100=0",
+               "--checkpoint-every", "2steps", "--set", "checkpoint.size=1MiB",
+               "--set", "checkpoint.keep=100")
+    ck = res["aggregate"]["checkpoint"]
+    assert ck["checkpoints"] and ck["au_lost_mean"] is None
+    for p in ck["checkpoints"]:
+        assert p["au_during"] is None and p["au_baseline"] is None and p["au_lost"] is None
+    assert all(c["busy"]["seconds"] == [] for c in res["clients"])
