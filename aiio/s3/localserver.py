@@ -12,6 +12,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from aiio.errors import AiioError, ToolMissing
@@ -45,8 +46,13 @@ def weed_binary() -> str | None:
 class SeaweedServer:
     """`weed server -s3` with its own data folder, ports and one S3 identity."""
 
-    def __init__(self) -> None:
+    def __init__(self, data: Path | None = None,
+                 wrap: Callable[..., list[str]] | None = None) -> None:
+        """`data`: where the volumes go (default: a fresh temp folder); `wrap`: turns the
+        command line into the one to start (e.g. joining a throttled cgroup first)."""
         self.dir = Path(tempfile.mkdtemp(prefix="aiio-weed-"))
+        self.data = data or self.dir / "data"
+        self.wrap = wrap
         self.proc: subprocess.Popen | None = None
         self.endpoint = ""
         self.log = self.dir / "weed.log"
@@ -62,8 +68,8 @@ class SeaweedServer:
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
         config = self.dir / "s3.json"
         config.write_text(json.dumps(identity))
-        data = self.dir / "data"
-        data.mkdir()
+        data = self.data
+        data.mkdir(parents=True, exist_ok=True)
         cmd = [binary, "server", "-s3", "-dir", str(data), "-ip", "127.0.0.1",
                "-ip.bind", "127.0.0.1", "-master.port", str(master),
                "-master.port.grpc", str(mgrpc), "-volume.port", str(vol),
@@ -76,6 +82,8 @@ class SeaweedServer:
                "-filer.localSocket", str(self.dir / "filer.sock"),
                "-s3.localSocket", str(self.dir / "s3.sock")]
         self.endpoint = f"http://127.0.0.1:{s3}"
+        if self.wrap is not None:
+            cmd = self.wrap(*cmd)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -135,6 +143,17 @@ class SeaweedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def drop_cache(self) -> None:
+        """Flush the volume files and drop their cached pages: later reads reach the disk."""
+        for path in self.data.rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
