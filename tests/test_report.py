@@ -779,3 +779,13 @@ def test_results_json_is_untouched_by_rendering(run2: Path) -> None:
     before = (run2 / "result.json").read_bytes()
     report.render(json.loads(before))
     assert (run2 / "result.json").read_bytes() == before
+
+
+def test_a_measured_zero_time_never_reads_like_an_unset_one() -> None:
+    """A client's CPU time can be exactly 0 (under one clock tick in a tiny run): it reads
+    "0 s", and sub-millisecond times keep their digits; "0.000 s" never appears."""
+    from aiio.report import html as page
+
+    assert page.seconds(0) == "0 s" and page.seconds(0.0) == "0 s"
+    assert page.seconds(0.0004) != "0.000 s" and page.seconds(0.0004).endswith("us")
+    assert page.seconds(1.5) == "1.500 s"

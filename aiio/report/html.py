@@ -78,7 +78,9 @@ def seconds(value: Any) -> str:
     x = finite(value)
     if x is None:
         return MISSING
-    if 0 < abs(x) < 0.001:  # "0.000 s" would read as nothing at all, or as unset
+    if x == 0:  # a measured zero (a CPU time under one clock tick), not an unset value
+        return "0 s"
+    if abs(x) < 0.001:  # "0.000 s" would read as nothing at all, or as unset
         return format_latency_ns(x * 1e9)
     if x < 10:
         return f"{x:.3f} s"
