@@ -113,6 +113,15 @@ def still_running(pids: list[int]) -> list[int]:
     return alive
 
 
+def left_behind(pids: list[int], grace_s: float = 5.0) -> list[int]:
+    """The processes still alive `grace_s` after the launcher ended: exiting takes a moment
+    (a SIGKILLed process is not gone the instant the signal is sent), a leak does not end."""
+    deadline = time.monotonic() + grace_s
+    while (alive := still_running(pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in still_running(pids):
         try:

@@ -20,13 +20,13 @@ from .conftest import REPO, is_root, run_cli
 from .mpi import (
     find_mpiexec,
     kill_all,
+    left_behind,
     mpi_env,
     mpi_run,
     mpi_start,
     needs_mpi,
     ranks_of,
     saved_results,
-    still_running,
     tree_pids,
     wait_measuring,
 )
@@ -156,6 +156,7 @@ def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
         pids = tree_pids(proc)
         next(k for k in kids if k.name() == "aiio-client-5").kill()  # rank 2's second client
         _, err = proc.communicate(timeout=60)
+        left = left_behind(pids)  # before the clean-up below kills whatever is left
     finally:
         kill_all(pids)
     assert proc.returncode != 0
@@ -164,7 +165,7 @@ def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
     assert res["status"] == "failed" and "(rank 2): client 5" in res["error"]
     assert sorted(c["client"] for c in res["clients"]) == [0, 1, 2, 3, 4]  # all others kept
     assert all(h["status"] == "failed" for h in res["hosts"])
-    assert not still_running(pids)
+    assert not left
 
 
 @needs_mpi
@@ -177,11 +178,12 @@ def test_killed_rank_ends_the_run_without_a_hang(target, results):
         pids = tree_pids(proc)
         ranks_of(proc)[1].send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=60)  # bounded: a hang fails here
+        left = left_behind(pids)
     finally:
         kill_all(pids)
     assert proc.returncode != 0
     assert "rank 1" in err  # the launcher names the rank and its node
-    assert not still_running(pids)  # no rank and no client left behind
+    assert not left  # no rank and no client left behind
     # Open MPI sends SIGKILL a fraction of a second after SIGTERM: rank 0 saves its partial
     # result in that time when the machine lets it; when it does, it names the dead rank.
     for res in saved_results(results):
@@ -198,6 +200,7 @@ def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
         pids = tree_pids(proc)
         ranks_of(proc)[1].send_signal(signal.SIGSTOP)  # alive, but silent
         _, err = proc.communicate(timeout=60)
+        left = left_behind(pids)  # before the clean-up below kills whatever is left
     finally:
         kill_all(pids)
     assert proc.returncode != 0
@@ -207,7 +210,7 @@ def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
     assert [h["status"] for h in res["hosts"]] == ["failed", "lost", "failed"]
     assert sorted(c["client"] for c in res["clients"]) == [0, 1, 4, 5]
     assert all(c["bytes"] > 0 for c in res["clients"])
-    assert not still_running(pids)
+    assert not left
 
 
 @needs_mpi
