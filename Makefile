@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m aiio.bench
+	$(BIN)/python -m tools.bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

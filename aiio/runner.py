@@ -14,11 +14,12 @@ from typing import Any
 
 import psutil
 
-from aiio import hero, honesty, hosts, memcheck, result
+from aiio import honesty, hosts, memcheck, result
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
+from aiio.fio import hero
 from aiio.phases import OBJECT_PREFIX, get_phase
 from aiio.phases.base import RunContext, now_iso
 from aiio.s3.location import is_s3

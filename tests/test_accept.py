@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from aiio.accept import judge, load_spec
+from aiio.accept.run import judge, load_spec
 from aiio.errors import ConfigError
 from aiio.history import History
 
@@ -289,7 +289,7 @@ def test_shipped_specs_load():
 
 
 def test_judge_compares_in_the_right_direction():
-    from aiio.accept_spec import Require
+    from aiio.accept.spec import Require
 
     req = Require(min_au=0.9, max_cv=0.2, max_p99_ms=5.0)
     verdicts, failures, missing = judge(req, {"au_min": 0.9, "cv": 0.25, "p99_ms": 4.0}, "train")
@@ -302,7 +302,7 @@ def test_judge_compares_in_the_right_direction():
 
 
 def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_path):
-    pytest.importorskip("aiio.scale", reason="client lists run through the sweep library")
+    pytest.importorskip("aiio.sweep.run", reason="client lists run through the sweep library")
     spec = _spec(tmp_path, _check(
         "sweep", "min_au = 0.05\nmin_scaling_efficiency = 0.05",
         extra='duration = "1.5s"\nset.train.compute_time = { h100 = 0.02 }\n')

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from aiio.engine import METHOD_NONE, OpLog, Writer
-from aiio.phases import ckptio
+from aiio.phases import shards as ckptio
 
 
 def _plan(folder: str, stall_model: str) -> ckptio.CheckpointPlan:

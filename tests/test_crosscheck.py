@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio import crosscheck
 from aiio.units import MiB
+from tools import crosscheck
 
 from .conftest import is_root
 

@@ -7,7 +7,9 @@ import math
 
 import pytest
 
-from aiio import find_max, result, scale
+from aiio import result
+from aiio.sweep import find_max
+from aiio.sweep import run as scale
 
 from .conftest import run_cli, tiny_workload
 

@@ -1,4 +1,4 @@
-"""aiio.fio against the real fio: job files it runs, and JSON parsed the way fio writes it."""
+"""aiio.fio.job against the real fio: job files it runs, and JSON parsed the way fio writes it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio import fio
 from aiio.errors import RunFailed
+from aiio.fio import job as fio
 from aiio.units import MiB
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiio import hero
+from aiio.fio import hero
 
 from .conftest import REPO, TINY_ARGS, is_root, run_cli
 

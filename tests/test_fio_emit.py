@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from aiio import fio
+from aiio.fio import job as fio
 
 from .conftest import run_cli
 

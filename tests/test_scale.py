@@ -14,8 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aiio import result, scale
+from aiio import result
 from aiio.errors import ConfigError
+from aiio.sweep import run as scale
 from aiio.units import MiB
 
 from .conftest import REPO, run_cli, tiny_workload
@@ -240,7 +241,7 @@ def test_dead_client_fails_the_sweep_and_keeps_finished_points(tmp_path):
 
 
 def test_matplotlib_is_loaded_only_to_draw():
-    code = ("import sys, aiio.scale, aiio.cli.scale, aiio.console_scale; "
+    code = ("import sys, aiio.sweep.run, aiio.cli.scale, aiio.term.sweep_console; "
             "assert 'matplotlib' not in sys.modules; import aiio.charts; "
             "assert 'matplotlib' in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from aiio import scale, scaling, sweep_figures
-from aiio.scaling import Point, judge
 from aiio.stats import Histogram
+from aiio.sweep import figures as sweep_figures
+from aiio.sweep import run as scale
+from aiio.sweep import verdict as scaling
+from aiio.sweep.verdict import Point, judge
 
 
 def pts(aggs, per_client=None, counts=(1, 2, 4, 8), au=None, goal=0.9):

@@ -132,7 +132,7 @@ def test_unknown_workload_names_the_known_ones(tmp_path, monkeypatch):
 def test_acceptance_specs_are_found_by_name(tmp_path, monkeypatch):
     """An installed aiio has no workloads/ folder in the cwd: the shipped specs (and a user's
     own, in an acceptance/ subfolder of their workload folder) are given by name."""
-    from aiio.accept_spec import load_spec
+    from aiio.accept.spec import load_spec
     from aiio.workload import find_specs
 
     mine = tmp_path / "mine" / "acceptance"

@@ -15,8 +15,8 @@ import pytest
 from aiio import blocks
 from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, choose_method, io_failure
 from aiio.errors import RunFailed
-from aiio.phases import ckptio
-from aiio.phases.ckptio import CheckpointPlan, split_sizes
+from aiio.phases import shards as ckptio
+from aiio.phases.shards import CheckpointPlan, split_sizes
 from aiio.stats import ByteSeries
 from aiio.target import Target, probe
 

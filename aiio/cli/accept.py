@@ -36,13 +36,13 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
            fail_on_regression: bool, prom_path: str | None, as_json: bool, quiet: bool,
            no_report: bool) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
-    from aiio import accept as acc
     from aiio import monitoring, runner
-    from aiio.console import RichUI
+    from aiio.accept import run as acc
+    from aiio.accept.junit import write_junit
     from aiio.history import History
-    from aiio.junit import write_junit
     from aiio.s3.location import is_s3
     from aiio.target import Target
+    from aiio.term.console import RichUI
 
     spec = acc.load_spec(spec_path)
     checks = spec.select(names)
@@ -107,7 +107,7 @@ def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Pat
 def _end(out: dict[str, Any], folder: Path, fail_on_regression: bool) -> None:
     """Leave through the CLI's error boundary, which tells every MPI rank the exit code:
     0 all passed, 1 any failed or errored (or regressed, when asked), 130 interrupted."""
-    from aiio.accept import exit_code
+    from aiio.accept.run import exit_code
     from aiio.errors import ChecksFailed, RunInterrupted
 
     code = exit_code(out)
@@ -179,7 +179,7 @@ def accept_table(out: dict[str, Any]) -> Any:
 
 
 def print_accept(out: dict[str, Any], folder: Path, junit: Path) -> None:
-    from aiio.console import print_warnings
+    from aiio.term.console import print_warnings
     from aiio.term.screen import out_console
 
     console = out_console()

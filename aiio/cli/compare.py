@@ -16,8 +16,9 @@ from aiio.cli.common import emit_json
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON on stdout")
 def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     """List each run's aggregate, per-client and latency figures beside the fio hero's."""
-    from aiio import hero, result
+    from aiio import result
     from aiio.errors import ConfigError
+    from aiio.fio import hero
 
     fixed = result.load(fio_path) if fio_path else None
     if fixed is not None and fixed.get("kind") != "fio":

@@ -19,8 +19,8 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
             profile: str | None, **kwargs) -> None:
     """Generate the workload's dataset: incompressible, unique per file, with a manifest."""
     from aiio import dataset as ds
-    from aiio.console import RichUI
     from aiio.target import Target
+    from aiio.term.console import RichUI
     from aiio.term.screen import out_console
     from aiio.units import format_size
 
@@ -52,10 +52,10 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
 
 def _upload(url: str, access, w, force: bool) -> None:
     """The dataset as objects: PUT (multipart above the part size), with upload figures."""
-    from aiio.console import RichUI
     from aiio.s3 import dataset as s3ds
     from aiio.s3.objectio import ObjectIO
     from aiio.s3.target import S3Target
+    from aiio.term.console import RichUI
     from aiio.term.screen import out_console
     from aiio.units import format_size
 

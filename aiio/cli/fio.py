@@ -44,8 +44,8 @@ def fio(target: str, runtime: str, ramp_time: str, size: str, iodepth: int, ioen
     if emit:
         _emit(phase, w, target)
         return
-    from aiio.console import RichUI, fio_table, print_result
-    from aiio.fio_suite import HERO_TESTS, SuiteRequest, run_suite
+    from aiio.fio.suite import HERO_TESTS, SuiteRequest, run_suite
+    from aiio.term.console import RichUI, fio_table, print_result
     from aiio.units import parse_duration, parse_size
 
     chosen = tuple(HERO_TESTS) if tests == "all" else tuple(
@@ -63,7 +63,7 @@ def fio(target: str, runtime: str, ramp_time: str, size: str, iodepth: int, ioen
 
 def _emit(phase: str, w, target: str) -> None:
     """Print the job file; its files go to TARGET/aiio/fio/emit-<phase>-<workload>."""
-    from aiio.fio_emit import emit, emitter_for
+    from aiio.fio.emit import emit, emitter_for
     from aiio.target import Target
 
     emitter_for(phase)  # a phase without a fio job fails before anything is created

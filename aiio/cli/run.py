@@ -50,9 +50,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         endpoint: str | None, profile: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
-    from aiio.console import RichUI, phase_tables, print_result
     from aiio.errors import RunFailed
     from aiio.phases import get_phase
+    from aiio.term.console import RichUI, phase_tables, print_result
 
     get_phase(phase)  # unknown phases fail before anything else happens
     extra = phase_sets(phase, scale=scale, checkpoints=checkpoints,

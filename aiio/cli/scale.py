@@ -64,11 +64,11 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
           profile: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
-    from aiio import find_max as fm
-    from aiio import scale as sc
-    from aiio.console import RichUI
-    from aiio.console_scale import print_sweep
     from aiio.phases import get_phase
+    from aiio.sweep import find_max as fm
+    from aiio.sweep import run as sc
+    from aiio.term.console import RichUI
+    from aiio.term.sweep_console import print_sweep
     from aiio.units import parse_duration
 
     get_phase(phase)

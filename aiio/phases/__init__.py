@@ -7,6 +7,7 @@ import importlib
 from aiio.errors import ConfigError
 
 PHASES = ("train", "prep", "checkpoint", "load", "all")
+MODULES = {"all": "lifecycle"}  # the phase named "all" runs the whole lifecycle
 OBJECT_PREFIX = "s3:"
 
 
@@ -18,4 +19,4 @@ def get_phase(name: str):
         return object_phase(name[len(OBJECT_PREFIX):])
     if name not in PHASES:
         raise ConfigError(f"unknown phase {name!r}; choose one of: {', '.join(PHASES)}")
-    return importlib.import_module(f"aiio.phases.{name}").PHASE
+    return importlib.import_module(f"aiio.phases.{MODULES.get(name, name)}").PHASE

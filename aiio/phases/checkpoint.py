@@ -13,9 +13,9 @@ from typing import Any
 from aiio import honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
-from aiio.phases import ckptio
+from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, client_identity, cpu_seconds
-from aiio.phases.ckptio import CheckpointPlan
+from aiio.phases.shards import CheckpointPlan
 from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload

@@ -28,7 +28,7 @@ from aiio.phases.base import (
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.ckptio import remove_run_folder, split_sizes, verify_summary
+from aiio.phases.shards import remove_run_folder, split_sizes, verify_summary
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.target import remove_tree
 from aiio.units import format_size, mib_per_s

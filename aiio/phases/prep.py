@@ -20,7 +20,8 @@ from aiio import dataset as ds
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
-from aiio.phases import ckptio, randrw
+from aiio.phases import randrw
+from aiio.phases import shards as ckptio
 from aiio.phases.base import (
     RunContext,
     client_identity,

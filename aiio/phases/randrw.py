@@ -26,7 +26,7 @@ from aiio.phases.base import (
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.ckptio import verify_summary
+from aiio.phases.shards import verify_summary
 from aiio.phases.threads import run_parallel
 from aiio.units import format_size, mib_per_s
 

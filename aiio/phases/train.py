@@ -22,7 +22,8 @@ from aiio import dataset as ds
 from aiio import formats, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
-from aiio.phases import train_au, train_ckpt
+from aiio.phases import train_au
+from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
     RunContext,
     client_identity,

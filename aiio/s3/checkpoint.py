@@ -11,10 +11,10 @@ from typing import Any
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import RunFailed
-from aiio.phases import ckptio
+from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
-from aiio.phases.ckptio import CheckpointPlan
+from aiio.phases.shards import CheckpointPlan
 from aiio.phases.threads import run_parallel
 from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
 from aiio.s3.train import request_warnings, s3_aggregate

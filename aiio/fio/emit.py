@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from aiio import __version__, fio
+from aiio import __version__
 from aiio.engine import align_up
 from aiio.errors import ConfigError
+from aiio.fio import job as fio
 from aiio.phases import PHASES
 from aiio.units import format_size
 from aiio.workload import Workload
@@ -100,7 +101,7 @@ def _files_list(names: list[str]) -> str:
 
 def checkpoint_job(w: Workload, folder: Path) -> str:
     """Every client writes its shard (files_per_client files) and fsyncs; then the restore."""
-    from aiio.phases.ckptio import checkpoint_bytes, split_sizes
+    from aiio.phases.shards import checkpoint_bytes, split_sizes
 
     c, clients = w.checkpoint, w.run.clients
     total, _, source = checkpoint_bytes(w)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiio import knee
-from aiio.knee import efficiency_text
+from aiio.sweep import knee
+from aiio.sweep.knee import efficiency_text
 
 # Points from the plateau's start on stay within this share of the plateau's mean aggregate.
 PLATEAU_BAND = 0.10

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aiio import hero_pairing as pairing
+from aiio.fio import pairing
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
 # The first fio test each phase is set against (prep in shards mode also against seq_write,

@@ -20,9 +20,9 @@ from aiio import honesty, stats
 from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
-from aiio.phases import ckptio
+from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext
-from aiio.phases.ckptio import CheckpointPlan
+from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
 from aiio.stats import ByteSeries, Histogram
 from aiio.units import format_size, mib_per_s

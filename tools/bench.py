@@ -4,7 +4,7 @@ Every figure is a row: what was compared, aiio's value, fio's value (or the limi
 the target it must meet, and whether it did. Nothing here is asserted by the test suite: speed
 is measured, printed and kept in docs/PERFORMANCE.md, never a pass/fail test.
 
-Run: `make bench` (or `python -m aiio.bench [--only NAME] [--json]`). Root mounts a private
+Run: `make bench` (or `python -m tools.bench [--only NAME] [--json]`). Root mounts a private
 tmpfs for the memory-backed figures; otherwise /dev/shm is used.
 """
 
@@ -28,11 +28,12 @@ from pathlib import Path
 
 import psutil
 
-from aiio import crosscheck, fio
 from aiio.clients import ClientContext, run_clients
 from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer
 from aiio.errors import AiioError, ToolMissing
+from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB
+from tools import crosscheck
 
 REPEATS = 3
 
@@ -586,7 +587,7 @@ def print_rows(rows: list[Row]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aiio.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
     parser.add_argument("--only", action="append", choices=sorted(FIGURES),
                         help="run only these figures (repeatable)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")

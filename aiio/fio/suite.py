@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio import fio, honesty, result
+from aiio import honesty, result
 from aiio.engine import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.fio import job as fio
 from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree

@@ -1,4 +1,4 @@
-"""Acceptance runs: each check of a spec (`aiio.accept_spec`) run through the same runner as
+"""Acceptance runs: each check of a spec (`aiio.accept.spec`) run through the same runner as
 `aiio run`, judged from the saved result's figures (`aiio.figures`), and recorded in the
 history. A check that crashes is an errored check with its reason; the others still run.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio import result as results
-from aiio.accept_spec import THRESHOLDS, Check, Require, Spec, load_spec
+from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
 from aiio.figures import FIGURES, run_figures, sweep_figures, views
 from aiio.history import History, Record, regressions, run_record, sweep_record
@@ -109,7 +109,7 @@ def _measure_run(check: Check, target: str, results_dir: str, ui: Any,
 
 def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
                    saved: list[Saved]) -> Measured:
-    from aiio import scale
+    from aiio.sweep import run as scale
 
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
                              threshold=check.require.min_scaling_efficiency or 0.9,

@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.table import Table
 
-from aiio.console import print_warnings
-from aiio.scaling import efficiency_text
-from aiio.sweep_figures import EXTRAS
+from aiio.sweep.figures import EXTRAS
+from aiio.sweep.verdict import efficiency_text
+from aiio.term.console import print_warnings
 from aiio.term.screen import out_console
 from aiio.units import format_latency_ns
 
