@@ -7,8 +7,11 @@ numbers under the same names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from aiio.result import IoFigures, Result, dig, model, number
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -66,66 +69,68 @@ MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read
            "all": "read"}
 
 
-def _dig(data: Any, path: tuple[str, ...]) -> float | None:
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return None
-        data = data[part]
-    return float(data) if isinstance(data, (int, float)) and not isinstance(data, bool) else None
+def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any]]:
+    """The I/O section a run's headline figures come from, and the figures recorded beside it
+    (AU, samples/s): training's and model loading's reads, a lifecycle run's training reads,
+    a checkpoint run's slowest write burst; prep has no single stream (its aggregate only)."""
+    run = res if isinstance(res, Result) else model(res)
+    name = {"train": "read", "load": "read", "all": "train.read"}.get(run.phase)
+    if run.phase == "checkpoint":
+        bursts = [s for s in run.sections("checkpoint.") if s.name.endswith(".write")]
+        worst = max(bursts, key=lambda b: number(b.figures.get("last_done_s")) or 0.0,
+                    default=None)
+        return worst, worst.figures if worst else {}
+    section = run.section(name) if name else None
+    return section, section.figures if section else dig(run, "aggregate", default={})
 
 
-def _worst_burst(agg: dict[str, Any]) -> dict[str, Any]:
-    """The checkpoint write burst that took longest: the one the stall figure comes from."""
-    bursts = [c["write"] for c in agg.get("checkpoints") or [] if isinstance(c.get("write"), dict)]
-    return max(bursts, key=lambda b: b.get("last_done_s", 0.0), default={})
-
-
-def views(res: dict[str, Any]) -> tuple[dict, dict | None, dict | None]:
-    """Where a result keeps its figures: (the I/O aggregate bandwidth, fairness, AU and latency
-    are read from, the checkpoint aggregate, the model-load aggregate)."""
-    agg = res.get("aggregate") or {}
+def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | None]:
+    """Where a result keeps its figures: (the headline's, the checkpoint aggregate, the
+    model-load aggregate)."""
+    agg = dig(res, "aggregate", default={})
     phase = res.get("phase")
     if phase == "all":  # one aggregate per stage
-        train = agg.get("train") or {}
-        return train, train.get("checkpoint"), agg.get("load")
+        return headline(res)[1], dig(agg, "train", "checkpoint"), dig(agg, "load")
     if phase == "checkpoint":
-        return _worst_burst(agg), agg, None
+        return headline(res)[1], agg, None
     if phase == "load":
         return agg, None, agg
-    return agg, agg.get("checkpoint"), None  # train, with checkpoints when it wrote them
+    return headline(res)[1], dig(agg, "checkpoint"), None  # train: with its checkpoints
 
 
-def _latency_op(view: dict[str, Any], phase: str, op: str | None) -> str | None:
-    latency = view.get("latency") or {}
+def _latency_op(section: IoFigures | None, phase: str, op: str | None) -> str | None:
+    latency = section.latency if section else {}
     if op:
         return op if op in latency else None
     main = MAIN_OP.get(phase, "read")
     return main if main in latency else next(iter(latency), None)
 
 
-def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
+def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[str, float]:
     """Every figure a run result holds; a figure the result lacks is simply absent."""
-    view, ckpt, load = views(res)
+    section, beside = headline(res)
+    _, ckpt, load = views(res)
+    spread = section.per_client_mib_s if section else None
     out: dict[str, float | None] = {
-        "aggregate_mib_s": _dig(view, ("first_done", "mib_s")),
-        "last_done_mib_s": _dig(view, ("last_done", "mib_s")),
-        "client_mib_s_min": _dig(view, ("per_client_mib_s", "min")),
-        "client_mib_s_mean": _dig(view, ("per_client_mib_s", "mean")),
-        "cv": _dig(view, ("per_client_mib_s", "cv")),
-        "jain": _dig(view, ("jain",)),
-        "au_min": _dig(view, ("au_min",)),
-        "au_mean": _dig(view, ("au_mean",)),
-        "samples_per_s": _dig(view, ("samples_per_s",)),
+        "aggregate_mib_s": section.first_done.mib_s if section and section.first_done else None,
+        "last_done_mib_s": section.last_done.mib_s if section and section.last_done else None,
+        "client_mib_s_min": spread.min if spread else None,
+        "client_mib_s_mean": spread.mean if spread else None,
+        "cv": spread.cv if spread else None,
+        "jain": section.jain if section else None,
+        "au_min": number(beside.get("au_min")),
+        "au_mean": number(beside.get("au_mean")),
+        "samples_per_s": number(beside.get("samples_per_s")),
         # the worst checkpoint: every accelerator waits until the last shard is durable
-        "checkpoint_s": _dig(ckpt, ("persist_last_done_s", "max")),
-        "restore_s": _dig(ckpt, ("restore_last_done_s", "max")),
+        "checkpoint_s": number(dig(ckpt, "persist_last_done_s", "max")),
+        "restore_s": number(dig(ckpt, "restore_last_done_s", "max")),
         # from the common start until the last replica has every byte: the fleet is serving
-        "load_s": _dig(load, ("last_ready_s",)),
+        "load_s": number(dig(load, "last_ready_s")),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(view, res.get("phase", ""), latency_op)
+    op = _latency_op(section, res.get("phase", ""), latency_op)
     if op is not None:
-        p99 = _dig(view, ("latency", op, "p99_ns"))
+        p99 = section.p(op) if section else None
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None
     return {k: v for k, v in out.items() if v is not None}
 
@@ -136,7 +141,7 @@ def _hero_fraction(res: dict[str, Any]) -> float | None:
     hero = res.get("hero") or {}
     if res.get("phase") == "all":
         hero = (hero.get("stages") or {}).get("train") or {}
-    percent = _dig(hero, ("percent",))
+    percent = number(dig(hero, "percent"))
     return percent / 100.0 if percent is not None else None
 
 

@@ -1,7 +1,13 @@
-"""Results: the versioned JSON every run, sweep, fio suite and acceptance run writes.
+"""Results: the one typed, versioned model of what a run, sweep, fio suite or acceptance run
+measured, with its one constructor (`new`), loader (`load`) and writer (`save`).
 
-A result is a plain dict with a fixed top-level shape (documented in docs/RESULTS.md); this
-module names it, saves it atomically and loads it back, refusing unknown schema versions.
+On disk a result is JSON (docs/RESULTS.md). In memory it is a `Result`: the document as saved,
+read-only, plus typed views of its figures: every named I/O section as `IoFigures` (train's
+reads, prep's read and write, each checkpoint burst's write and read, one type under a name),
+each client's own sections, the warnings, and a sweep's point results. Readers ask for a
+section by name instead of knowing where each phase keeps it; the one place that knows the
+phases' layouts is `io_paths`. Results of schema aiio.result/1 load through the same path:
+their sections are found from the same layout, which /1 and /2 share.
 """
 
 from __future__ import annotations
@@ -10,20 +16,304 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiio.errors import AiioError
 
-SCHEMA = "aiio.result/1"
+SCHEMA = "aiio.result/2"
+SCHEMA_V1 = "aiio.result/1"
+READABLE = (SCHEMA_V1, SCHEMA)
 STATUSES = ("ok", "failed", "interrupted")
+Where = tuple[str | int, ...]  # keys and list positions leading to a part of a document
 
+
+# --- the one getter ------------------------------------------------------------------------
+
+def dig(data: Any, *path: str | int, default: Any = None) -> Any:
+    """data[path[0]][path[1]]...; default when a step is missing, of the wrong type or None."""
+    for key in path:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return default
+    return default if data is None else data
+
+
+def number(value: Any) -> float | None:
+    """A recorded number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# --- figures -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Window:
+    """Bytes over one window of a run: first done (every client running) or last done."""
+
+    seconds: float
+    bytes: float  # a first-done window's bytes are read off the byte series, so fractional
+    mib_s: float
+
+    @classmethod
+    def of(cls, d: Any) -> Window | None:
+        if not isinstance(d, Mapping) or number(d.get("mib_s")) is None:
+            return None
+        return cls(number(d.get("seconds")) or 0.0, number(d.get("bytes")) or 0.0,
+                   float(d["mib_s"]))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, min, max, stdev, cv and count of one figure over clients (or repeats)."""
+
+    mean: float
+    min: float
+    max: float
+    stdev: float | None = None
+    cv: float | None = None
+    n: int | None = None
+
+    @classmethod
+    def of(cls, d: Any) -> Spread | None:
+        if not isinstance(d, Mapping):
+            return None
+        mean, low, high = (number(d.get(k)) for k in ("mean", "min", "max"))
+        if mean is None or low is None or high is None:
+            return None
+        return cls(mean, low, high, number(d.get("stdev")), number(d.get("cv")), d.get("n"))
+
+
+@dataclass(frozen=True)
+class IoFigures:
+    """One named stream of I/O: what one client moved, or the aggregate over the clients."""
+
+    name: str
+    path: Where                      # where in the document (a client's: from its entry)
+    bytes: int | None                # bytes moved (device bytes, O_DIRECT widening included)
+    ops: int | None
+    elapsed_s: float | None          # a client's time; an aggregate's is its last-done time
+    mib_s: float | None
+    first_done: Window | None = None  # aggregates only
+    last_done: Window | None = None
+    per_client_mib_s: Spread | None = None
+    jain: float | None = None
+    latency: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # ns, per op
+    histograms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    series: tuple[float, ...] = ()   # a client's bytes per bucket; an aggregate's MiB/s per s
+    bucket_s: float = 1.0            # the series' bucket width
+    figures: Mapping[str, Any] = field(default_factory=dict)  # the section as recorded
+
+    @classmethod
+    def of(cls, name: str, path: Where, d: Mapping[str, Any]) -> IoFigures:
+        last = Window.of(d.get("last_done"))
+        elapsed = number(d.get("elapsed_s", d.get("seconds")))
+        return cls(name=name, path=path, bytes=_int(d.get("bytes")),
+                   ops=_int(d.get("ops")) if _int(d.get("ops")) is not None
+                   else _int(d.get("ios")),  # fio counts I/Os as ios, ops per direction
+                   elapsed_s=elapsed if elapsed is not None else last and last.seconds,
+                   mib_s=number(d.get("mib_s")) if "mib_s" in d else last and last.mib_s,
+                   first_done=Window.of(d.get("first_done")), last_done=last,
+                   per_client_mib_s=Spread.of(d.get("per_client_mib_s")),
+                   jain=number(d.get("jain")), latency=_ops(d.get("latency")),
+                   histograms=_ops(d.get("histograms")),
+                   series=_values(d), bucket_s=_bucket(d), figures=d)
+
+    def p(self, op: str, quantile: str = "p99") -> float | None:
+        """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""
+        return number(dig(self.latency, op, f"{quantile}_ns"))
+
+
+def _values(d: Mapping[str, Any]) -> tuple[float, ...]:
+    """A client's byte series ({bucket_s, bytes}) or an aggregate's MiB/s per second."""
+    series = d.get("series")
+    got = series.get("bytes") if isinstance(series, Mapping) else d.get("series_mib_s")
+    return tuple(got) if isinstance(got, list) else ()
+
+
+def _bucket(d: Mapping[str, Any]) -> float:
+    return number(dig(d, "series", "bucket_s")) or 1.0
+
+
+def _int(value: Any) -> int | None:
+    got = number(value)
+    return None if got is None else int(got)
+
+
+def _ops(value: Any) -> Mapping[str, Any]:
+    return {k: v for k, v in value.items() if isinstance(v, Mapping)} \
+        if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class ResultWarning:
+    """Why a number may not be the storage's: a code, its message, the rank it came from."""
+
+    code: str
+    message: str
+    rank: int | None = None
+
+    @classmethod
+    def of(cls, item: Any) -> ResultWarning:
+        if isinstance(item, Mapping):
+            return cls(str(item.get("code", "")), str(item.get("message", "")), item.get("rank"))
+        return cls("", str(item))
+
+
+@dataclass(frozen=True)
+class ClientFigures:
+    """One client's own figures: who it was, its totals, and its named I/O sections."""
+
+    client: int | None
+    host: str
+    rank: int
+    pid: int | None
+    elapsed_s: float | None
+    cpu_s: float | None
+    bytes: int | None
+    io: Mapping[str, IoFigures]
+    figures: Mapping[str, Any]       # the client's entry as recorded
+
+
+# --- where each phase keeps its I/O sections (the same in /1 and /2) -------------------------
+
+def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
+    """Name -> path of every aggregate I/O section of a result, by its kind and phase."""
+    if doc.get("kind") == "fio":
+        return {name: ("tests", name, "aggregate") for name in dig(doc, "tests", default={})}
+    if doc.get("kind") != "run":
+        return {}
+    return _phase_paths(doc.get("phase"), dig(doc, "aggregate", default={}), ("aggregate",),
+                        client=False)
+
+
+def client_io_paths(phase: Any, entry: Mapping[str, Any]) -> dict[str, Where]:
+    """Name -> path (from the client's entry) of every I/O section of one run client."""
+    return _phase_paths(phase, entry, (), client=True)
+
+
+def _phase_paths(phase: Any, part: Any, base: Where, client: bool) -> dict[str, Where]:
+    if not isinstance(part, Mapping) or not part:
+        return {}
+    if phase == "all":  # one part per stage, each laid out as that phase
+        return {f"{stage}.{name}": path for stage in ("prep", "train", "load")
+                for name, path in _phase_paths(stage, part.get(stage), (*base, stage),
+                                               client).items()}
+    if phase == "prep":
+        return {d: (*base, d) for d in ("read", "write") if isinstance(part.get(d), Mapping)}
+    if phase == "checkpoint":
+        return _bursts(part, base, ("write", "read"))
+    out: dict[str, Where] = {"read": base}  # train and load: the reads, flat
+    if phase == "train" and not client and isinstance(part.get("delivered"), Mapping):
+        out["delivered"] = (*base, "delivered")  # the loaders' side, read-ahead included
+    if phase == "train":
+        held = part if client else part.get("checkpoint")
+        out.update(_bursts(held, (*base,) if client else (*base, "checkpoint"), ("write",)))
+    return out
+
+
+def _bursts(part: Any, base: Where, sides: tuple[str, ...]) -> dict[str, Where]:
+    """'checkpoint.N.write' (and '.read') for each checkpoint burst under part['checkpoints']."""
+    out: dict[str, Where] = {}
+    for k, burst in enumerate(dig(part, "checkpoints", default=[])):
+        for side in sides:
+            if isinstance(dig(burst, side), Mapping):
+                out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = (*base, "checkpoints", k,
+                                                                     side)
+    return out
+
+
+# --- the result ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Result(Mapping[str, Any]):
+    """A saved result: the document (read-only, as a mapping) and its typed figures."""
+
+    doc: Mapping[str, Any]
+    io: Mapping[str, IoFigures]
+    clients: tuple[ClientFigures, ...]
+    warnings: tuple[ResultWarning, ...]
+    points: tuple[Result, ...]       # a sweep's run results, in the order they ran
+    path: Path | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self.doc[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.doc)
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc.get("kind", ""))
+
+    @property
+    def phase(self) -> str:
+        return str(self.doc.get("phase") or "")
+
+    @property
+    def status(self) -> str:
+        return str(self.doc.get("status", ""))
+
+    @property
+    def id(self) -> str:
+        return str(self.doc.get("id", ""))
+
+    def section(self, name: str) -> IoFigures | None:
+        return self.io.get(name)
+
+    def sections(self, prefix: str) -> list[IoFigures]:
+        """Sections whose name starts with prefix, in order ('checkpoint.' : every burst)."""
+        return [s for name, s in self.io.items() if name.startswith(prefix)]
+
+
+def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:
+    """The typed result of a document (either schema)."""
+    phase = doc.get("phase")
+    clients = tuple(_client(phase, c) for c in dig(doc, "clients", default=[])
+                    if isinstance(c, Mapping)) if doc.get("kind") == "run" else ()
+    points = tuple(model(p["result"]) for p in dig(doc, "points", default=[])
+                   if isinstance(dig(p, "result"), Mapping))
+    return Result(doc=doc, io=_sections(doc, io_paths(doc)), clients=clients,
+                  warnings=tuple(ResultWarning.of(w) for w in dig(doc, "warnings", default=[])),
+                  points=points, path=path)
+
+
+def _sections(doc: Mapping[str, Any], paths: Mapping[str, Where]) -> dict[str, IoFigures]:
+    return {name: IoFigures.of(name, path, dig(doc, *path)) for name, path in paths.items()
+            if isinstance(dig(doc, *path), Mapping)}
+
+
+def _client(phase: Any, c: Mapping[str, Any]) -> ClientFigures:
+    return ClientFigures(client=c.get("client"), host=str(c.get("host", "")),
+                         rank=int(c.get("rank") or 0), pid=c.get("pid"),
+                         elapsed_s=number(c.get("elapsed_s")), cpu_s=number(c.get("cpu_s")),
+                         bytes=_int(c.get("bytes")),
+                         io=_sections(c, client_io_paths(phase, c)), figures=c)
+
+
+# --- the one constructor, loader and writer ------------------------------------------------
 
 def new_id(kind: str, *parts: Any) -> str:
     """A sortable, readable id: 20261130-041501-train-demo-c2."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     tail = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", str(p)) for p in parts if p != "")
     return f"{stamp}-{kind}-{tail}" if tail else f"{stamp}-{kind}"
+
+
+def new(kind: str, run_id: str, started: str, **fields: Any) -> dict[str, Any]:
+    """The skeleton every result starts as, filled in while it runs: its schema, kind, id and
+    status first, then the kind's own fields. status is 'running' until it is saved done."""
+    return {"schema": SCHEMA, "kind": kind, **({"phase": fields.pop("phase")}
+                                               if "phase" in fields else {}),
+            "id": run_id, "status": "running", "error": None, "started": started,
+            "finished": None, **fields}
 
 
 def unique_folder(base: Path, run_id: str) -> Path:
@@ -37,14 +327,26 @@ def unique_folder(base: Path, run_id: str) -> Path:
     return folder
 
 
-def save(result: dict[str, Any], folder: Path) -> Path:
-    """Write folder/result.json atomically (a crash never leaves half a file)."""
+def save(result: Mapping[str, Any], folder: Path) -> Path:
+    """Write folder/result.json atomically (a crash never leaves half a file), as schema /2
+    with the index of its I/O sections."""
+    doc = dict(result.doc if isinstance(result, Result) else result)
+    doc["schema"] = SCHEMA
+    doc["io"] = _index(doc)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "result.json"
     tmp = folder / ".result.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1, default=_json_default) + "\n")
+    tmp.write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def _index(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the I/O sections are: the aggregate's, and the first client's (all alike)."""
+    first = next((c for c in dig(doc, "clients", default=[]) if isinstance(c, Mapping)), {})
+    clients = client_io_paths(doc.get("phase"), first) if doc.get("kind") == "run" else {}
+    return {"aggregate": {k: list(v) for k, v in io_paths(doc).items()},
+            "client": {k: list(v) for k, v in clients.items()}}
 
 
 def _json_default(value: Any) -> Any:
@@ -55,8 +357,8 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
-    """A result from result.json or the folder holding it."""
+def load(path: str | os.PathLike) -> Result:
+    """The result in result.json or the folder holding it, of either schema."""
     p = Path(path)
     if p.is_dir():
         p = p / "result.json"
@@ -66,6 +368,6 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
         raise AiioError(f"no result at {path} (expected a result.json or its folder)") from None
     except (OSError, ValueError) as exc:
         raise AiioError(f"cannot read result {p}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise AiioError(f"{p} is not an aiio result of schema {SCHEMA}")
-    return data
+    if not isinstance(data, dict) or data.get("schema") not in READABLE:
+        raise AiioError(f"{p} is not an aiio result (schema {' or '.join(READABLE)})")
+    return model(data, p)

@@ -163,14 +163,12 @@ def _since_process_start(start_ns: int) -> float:
 
 def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
     w = req.workload
-    return {
-        "schema": result.SCHEMA, "kind": "run", "phase": req.phase,
-        "id": result.new_id(req.phase, w.name, f"c{w.run.clients}"),
-        "status": "running", "error": None, "started": now_iso(), "finished": None,
-        "workload": w.to_dict(), "options": req.options, "clients_requested": w.run.clients,
-        "environment": collect_environment(), "target": info.to_dict(), "method": method,
-        "clients": [], "aggregate": {}, "warnings": [], "ranks": world().size, "hosts": [],
-    }
+    return result.new(
+        "run", result.new_id(req.phase, w.name, f"c{w.run.clients}"), now_iso(),
+        phase=req.phase, workload=w.to_dict(), options=req.options,
+        clients_requested=w.run.clients, environment=collect_environment(),
+        target=info.to_dict(), method=method, clients=[], aggregate={}, warnings=[],
+        ranks=world().size, hosts=[])
 
 
 def _host_figures(phase: Any, rc: RunContext, args: Any, entries: list[dict],

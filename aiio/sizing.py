@@ -9,19 +9,19 @@ docs/SIZING.md explains every formula and default.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio.errors import ConfigError
+from aiio import result
+from aiio.errors import AiioError, ConfigError
+from aiio.result import Result, dig, number
 from aiio.units import GiB, MiB
 from aiio.workload import Workload, load_workload, workload_folders, workloads_dir
 
 SIZING_SCHEMA = "aiio.sizing/1"
-RESULT_SCHEMA = "aiio.result/1"
 SECONDS_PER_DAY = 86400.0
 DEFAULT_MFU = 0.4
 DEFAULT_BYTES_PER_TOKEN = 4.0  # Llama 3's 128,256-token vocabulary needs 32-bit token ids
@@ -266,100 +266,103 @@ class MeasuredCheckpoint:
     warnings: tuple[str, ...] = ()
 
 
-def read_result(path: str) -> tuple[str, dict[str, Any]]:
-    """(file name, document) of a result.json or the folder holding one."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "result.json"
-    if not p.is_file():
-        raise ConfigError(f"--from {path}: no result there (give a result.json or its folder)")
+def read_result(path: str) -> Result:
+    """The run or sweep result at --from PATH (a result.json or its folder), either schema."""
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--from {p}: cannot read it as JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != RESULT_SCHEMA:
-        raise ConfigError(f"--from {p}: not an aiio result (schema {RESULT_SCHEMA} expected)")
-    if doc.get("kind") not in ("run", "sweep"):
-        raise ConfigError(f"--from {p}: kind {doc.get('kind')!r} is neither run nor sweep")
-    return str(p), doc
+        res = result.load(path)
+    except AiioError as exc:
+        raise ConfigError(f"--from {path}: {exc}") from None
+    if res.kind not in ("run", "sweep"):
+        raise ConfigError(f"--from {res.path}: kind {res.kind!r} is neither run nor sweep")
+    return res
 
 
 def _get(doc: Any, dotted: str, where: str) -> Any:
-    """doc['a']['b'] for 'a.b', or a one-line error naming the missing field."""
-    value = doc
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise ConfigError(f"--from {where}: the result has no {dotted}")
-        value = value[part]
+    """A recorded value by its dotted path, or a one-line error naming the missing field."""
+    value = dig(doc, *dotted.split("."), default=_MISSING)
+    if value is _MISSING:
+        raise ConfigError(f"--from {where}: the result has no {dotted}")
     return value
+
+
+_MISSING = object()
 
 
 def _number(doc: Any, dotted: str, where: str) -> float:
     value = _get(doc, dotted, where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if number(value) is None:
         raise ConfigError(f"--from {where}: {dotted} = {value!r} is not a number")
     return float(value)
 
 
-def _runs(doc: dict[str, Any], where: str) -> list[tuple[int, dict[str, Any]]]:
+def _runs(res: Result, where: str) -> list[tuple[int, Result]]:
     """(client count, run result) for a run, or for each point of a sweep."""
-    if doc["kind"] == "run":
-        return [(len(_get(doc, "clients", where)), doc)]
-    points = _get(doc, "points", where)
+    if res.kind == "run":
+        return [(len(_get(res, "clients", where)), res)]
+    points = _get(res, "points", where)
     if not isinstance(points, list) or not points:
         raise ConfigError(f"--from {where}: the sweep has no points")
-    return [(int(_number(p, "clients", where)), _get(p, "result", where)) for p in points]
+    for p in points:
+        _get(p, "result", where)  # a point without its run result is named, not skipped
+    return [(int(_number(p, "clients", where)), run)
+            for p, run in zip(points, res.points, strict=True)]
 
 
-def measured_train(doc: dict[str, Any], where: str) -> MeasuredTrain:
+def measured_train(res: Result, where: str) -> MeasuredTrain:
     """Summarize a train run or sweep: per point, AU pass and first-done aggregate MiB/s."""
-    runs = _runs(doc, where)
+    runs = _runs(res, where)
     first = runs[0][1]
     accel = str(_get(first, "workload.train.accelerator", where))
     compute = _number(first, f"workload.train.compute_time.{accel}", where)
     demand = demand_mib_s(_number(first, "workload.train.batch_size", where),
                           _number(first, "workload.dataset.sample_size", where), compute)
     au_goal = _number(first, "workload.train.au_goal", where)
-    points = tuple(TrainPoint(n, _au_pass(run, au_goal, where),
-                              _number(run, "aggregate.first_done.mib_s", where))
+    points = tuple(TrainPoint(n, _au_pass(run, au_goal, where), _first_done(run, where))
                    for n, run in runs)
     name = str(_get(first, "workload.workload.name", where))
-    return MeasuredTrain(source=where, kind=doc["kind"], workload=name, accelerator=accel,
+    return MeasuredTrain(source=where, kind=res.kind, workload=name, accelerator=accel,
                          au_goal=au_goal, demand_mib_s=demand, points=points,
                          warnings=result_warnings(run for _, run in runs))
+
+
+def _first_done(run: Result, where: str) -> float:
+    """The run's first-done aggregate read rate: its 'read' section (the headline)."""
+    section = run.section("read")
+    if section is None or section.first_done is None:
+        raise ConfigError(f"--from {where}: the result has no aggregate.first_done.mib_s")
+    return section.first_done.mib_s
 
 
 def result_warnings(runs: Any) -> tuple[str, ...]:
     """The distinct warnings the measuring side attached to these runs, in order."""
     seen: dict[str, None] = {}
     for run in runs:
-        for item in run.get("warnings") or ():
-            text = item.get("message") if isinstance(item, dict) else item
-            if text:
-                seen.setdefault(str(text), None)
+        for warning in run.warnings:
+            if warning.message:
+                seen.setdefault(warning.message, None)
     return tuple(seen)
 
 
-def _au_pass(run: dict[str, Any], au_goal: float, where: str) -> bool:
+def _au_pass(run: Result, au_goal: float, where: str) -> bool:
     """The run's own verdict, or every client's AU against the goal when it has none."""
-    verdict = run.get("aggregate", {}).get("au_pass")
+    verdict = dig(run, "aggregate", "au_pass")
     if isinstance(verdict, bool):
         return verdict
     clients = _get(run, "clients", where)
     return bool(clients) and all(_number(c, "au", where) >= au_goal for c in clients)
 
 
-def measured_checkpoint(doc: dict[str, Any], where: str) -> MeasuredCheckpoint:
+def measured_checkpoint(res: Result, where: str) -> MeasuredCheckpoint:
     """The best aggregate write rate of a checkpoint run or sweep: the checkpoint phase's
     `write_mib_s`, all bytes over the windows until every client's shard was durable."""
-    runs = _runs(doc, where)
+    runs = _runs(res, where)
     warnings = result_warnings(run for _, run in runs)
     best: MeasuredCheckpoint | None = None
     for n, run in runs:
-        rate = run.get("aggregate", {}).get("write_mib_s")
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
+        rate = number(dig(run, "aggregate", "write_mib_s"))
+        if rate is not None and rate > 0:
             if best is None or rate > best.write_mib_s:
-                best = MeasuredCheckpoint(where, n, float(rate), warnings=warnings)
+                best = MeasuredCheckpoint(where, n, rate, warnings=warnings)
     if best is None:
         return MeasuredCheckpoint(where, 0, None, f"{where} has no aggregate.write_mib_s;"
                                   " checkpoint time not computed", warnings)
@@ -549,8 +552,8 @@ class _Sizer:
     def _results(self) -> tuple[MeasuredTrain | None, MeasuredCheckpoint | None]:
         train = checkpoint = None
         for path in self.inp.results:
-            where, doc = read_result(path)
-            phase = doc.get("phase")
+            doc = read_result(path)
+            where, phase = str(doc.path), doc.phase
             if phase == "train":
                 if train is not None:
                     raise ConfigError("--from: give one train result or sweep, not two")

@@ -89,7 +89,7 @@ def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp
     assert case.get("name") == "train-tiny" and case.get("classname") == "aiio.accept.tiny"
     assert "min_au:" in case.find("system-out").text
     out = _accept_result(results)
-    assert (out["schema"], out["kind"], out["status"]) == ("aiio.result/1", "accept", "pass")
+    assert (out["schema"], out["kind"], out["status"]) == ("aiio.result/2", "accept", "pass")
     assert (out["passed"], out["failed"], out["errors"]) == (1, 0, 0)
     (check,) = out["checks"]
     assert check["status"] == "pass" and check["failures"] == []

@@ -280,10 +280,10 @@ def test_interrupted_run_leaves_a_report(interrupted: Path) -> None:
         assert f"{c['mib_s']:,.1f} MiB/s" in page
 
 
-def _damaged(res: dict) -> list[tuple[str, dict, list[str]]]:
-    """(name, damaged copy, phrases the page must contain)."""
+def _damaged(res: result.Result) -> list[tuple[str, dict, list[str]]]:
+    """(name, damaged copy of the saved document, phrases the page must contain)."""
     cases = []
-    r = copy.deepcopy(res)
+    r = copy.deepcopy(dict(res.doc))
     r.update(status="failed", error="client 1 died (exit code -9)", clients=[], aggregate={})
     del r["monitor"]
     cases.append(("failed, no clients", r, ["it was failed", "client 1 died",
@@ -291,7 +291,7 @@ def _damaged(res: dict) -> list[tuple[str, dict, list[str]]]:
     r = {k: v for k, v in res.items() if k in ("schema", "kind", "id", "status")}
     cases.append(("only the identity", r, ["the target and its filesystem",
                                            "how the page cache was defeated"]))
-    r = copy.deepcopy(res)
+    r = copy.deepcopy(dict(res.doc))
     r["aggregate"] = {"first_done": "garbage", "latency": 7}
     r["clients"][0]["series"] = {"bucket_s": 0.1, "bytes": "not a list"}
     r["clients"][1] = {"client": 1}
@@ -489,7 +489,7 @@ def test_accept_report_errors_and_regressions(run2: Path, tmp_path: Path) -> Non
 
 def test_hero_in_run_report(run2: Path) -> None:
     """"% of hero" in the shape docs/RESULTS.md gives the hero field."""
-    res = result.load(run2)
+    res = dict(result.load(run2).doc)
     mib = res["aggregate"]["last_done"]["mib_s"]
     res["hero"] = {"test": "seq_read", "window": "last done", "phase_mib_s": mib,
                    "fio_mib_s": mib * 4, "percent": 25.0, "fio_result_id": "x-fio-2",

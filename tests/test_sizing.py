@@ -468,7 +468,7 @@ def test_cli_json_matches_the_library(tmp_path):
     (("--model", "llama3-70b", "--tokens", "-2T"), "must not be negative"),
     (("--model", "llama3-70b", "--gpus", "-4"), "must be greater than 0"),
     (("--model", "llama3-70b", "--stall-budget", "lots"), "--stall-budget"),
-    (("--workload", "unet3d", "--from", "/nonexistent/run"), "no result there"),
+    (("--workload", "unet3d", "--from", "/nonexistent/run"), "no result at"),
 ])
 def test_cli_errors_are_one_line_exit_2(args, message):
     proc = run_size(*args)

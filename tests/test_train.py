@@ -64,7 +64,7 @@ def test_run_result_holds_every_client(target, results):
                    *TINY_ARGS, "--clients", "3")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
-    assert res["status"] == "ok" and res["schema"] == "aiio.result/1"
+    assert res["status"] == "ok" and res["schema"] == "aiio.result/2"
     assert [c["client"] for c in res["clients"]] == [0, 1, 2]
     data_bytes = json.loads((target / "aiio/datasets/demo/manifest.json").read_text())
     # every client read its share: 2 epochs of the whole dataset, widened to 4 KiB blocks

@@ -236,12 +236,11 @@ def record_check(history: History, spec: Spec, check: Check, entry: dict[str, An
 
 
 def _skeleton(spec: Spec, target: str) -> dict[str, Any]:
-    return {"schema": results.SCHEMA, "kind": "accept",
-            "id": results.new_id("accept", spec.name), "spec": spec.name,
-            "spec_path": spec.path, "description": spec.info.description, "target": target,
-            "status": "running", "error": None, "started": now_iso(), "finished": None,
-            "environment": collect_environment(), "checks": [], "passed": 0, "failed": 0,
-            "errors": 0, "not_run": [], "history": None}
+    return results.new("accept", results.new_id("accept", spec.name), now_iso(),
+                       spec=spec.name, spec_path=spec.path,
+                       description=spec.info.description, target=target,
+                       environment=collect_environment(), checks=[], passed=0, failed=0,
+                       errors=0, not_run=[], history=None)
 
 
 def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: str, ui: Any,

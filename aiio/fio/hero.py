@@ -7,12 +7,15 @@ write for checkpoint, the random mix for prep.
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aiio import result
+from aiio.errors import AiioError
 from aiio.fio import pairing
+from aiio.result import Result, dig
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
 # The first fio test each phase is set against (prep in shards mode also against seq_write,
@@ -26,7 +29,7 @@ def same_target(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, Result]]:
     """Every readable, successful fio result under results_dir, oldest first."""
     found = []
     base = Path(results_dir)
@@ -36,10 +39,10 @@ def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, An
         if "-fio-" not in path.parent.name:
             continue  # ids carry their kind: skip loading large run results
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = result.load(path)
+        except AiioError:
             continue  # an unreadable result is no hero; it must not fail a run
-        if isinstance(data, dict) and data.get("kind") == "fio" and data.get("status") == "ok":
+        if data.kind == "fio" and data.status == "ok":
             found.append((path.parent, data))
     found.sort(key=lambda item: (item[1].get("saved_at", 0), item[1].get("id", "")))
     return found
@@ -186,40 +189,40 @@ def _block(size: int | None) -> str:
 TEST_OP = {"seq_read": "read", "seq_write": "write", "rand_mix": "read"}
 
 
-def fio_result_for(run: dict[str, Any], run_folder: Path) -> dict[str, Any] | None:
+def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
     """The fio result a run was compared with when it ran, else the latest on its target."""
     base = run_folder.parent
     recorded = (run.get("hero") or {}).get("fio_result_id")
     if recorded:
-        path = base / recorded / "result.json"
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
+            return result.load(base / recorded)
+        except AiioError:
             pass  # moved or deleted since: fall back to the latest one
     found = hero_for(run["target"]["path"], run.get("phase", ""), base)
     if found is None:
         return None
-    return json.loads((Path(found["fio_result"]) / "result.json").read_text())
+    return result.load(found["fio_result"])
 
 
-def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_rows(run: Mapping[str, Any], fio_res: Result) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency."""
     sides = pairing.sides(run)
     test = sides[0].test if sides else "seq_read"
-    entry = fio_res["tests"].get(test)
-    if entry is None:
+    fio = fio_res.section(test)
+    if fio is None:
         return []
-    agg, fagg = run.get("aggregate") or {}, entry["aggregate"]
+    agg = run.get("aggregate") or {}
     op = TEST_OP.get(test, "read")
-    spread, fspread = agg.get("per_client_mib_s") or {}, fagg.get("per_client_mib_s") or {}
-    lat, flat = (agg.get("latency") or {}).get(op) or {}, fagg.get("latency") or {}
-    rows = [("clients / fio jobs", len(run.get("clients", [])), len(entry["clients"]), None),
+    spread, fspread = agg.get("per_client_mib_s") or {}, fio.per_client_mib_s
+    lat, flat = (agg.get("latency") or {}).get(op) or {}, fio.figures.get("latency") or {}
+    rows = [("clients / fio jobs", len(run.get("clients", [])),
+             len(dig(fio_res, "tests", test, "clients", default=[])), None),
             ("aggregate MiB/s (the % of hero figure)", sides[0].phase_mib_s if sides else None,
-             fagg["mib_s"], "MiB/s"),
+             fio.mib_s, "MiB/s"),
             ("aggregate MiB/s, first done", (agg.get("first_done") or {}).get("mib_s"),
-             fagg["mib_s"], "MiB/s"),
-            ("per client MiB/s, mean", spread.get("mean"), fspread.get("mean"), "MiB/s"),
-            ("per client MiB/s, min", spread.get("min"), fspread.get("min"), "MiB/s"),
+             fio.mib_s, "MiB/s"),
+            ("per client MiB/s, mean", spread.get("mean"), fspread and fspread.mean, "MiB/s"),
+            ("per client MiB/s, min", spread.get("min"), fspread and fspread.min, "MiB/s"),
             (f"{op} latency p50", lat.get("p50_ns"), flat.get("p50_ns"), "ns"),
             (f"{op} latency p99", lat.get("p99_ns"), flat.get("p99_ns"), "ns")]
     out = []

@@ -156,16 +156,14 @@ def run_suite(req: SuiteRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
 
 def _skeleton(req: SuiteRequest, info: TargetInfo, version: str) -> dict[str, Any]:
     method = METHOD_DIRECT if info.o_direct else METHOD_FADVISE
-    return {
-        "schema": result.SCHEMA, "kind": "fio", "phase": None,
-        "id": result.new_id("fio", f"c{req.clients}"), "status": "running", "error": None,
-        "started": now_iso(), "finished": None, "environment": collect_environment(),
-        "target": info.to_dict(), "method": method, "fio_version": version,
-        "options": {"clients": req.clients, "size": req.size, "runtime_s": req.runtime_s,
-                    "ramp_s": req.ramp_s, "iodepth": req.iodepth, "ioengine": req.engine,
-                    "direct": info.o_direct, "tests": list(req.tests), "keep": req.keep},
-        "clients_requested": req.clients, "tests": {}, "aggregate": {}, "warnings": [],
-    }
+    return result.new(
+        "fio", result.new_id("fio", f"c{req.clients}"), now_iso(), phase=None,
+        environment=collect_environment(), target=info.to_dict(), method=method,
+        fio_version=version,
+        options={"clients": req.clients, "size": req.size, "runtime_s": req.runtime_s,
+                 "ramp_s": req.ramp_s, "iodepth": req.iodepth, "ioengine": req.engine,
+                 "direct": info.o_direct, "tests": list(req.tests), "keep": req.keep},
+        clients_requested=req.clients, tests={}, aggregate={}, warnings=[])
 
 
 def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui: Any,

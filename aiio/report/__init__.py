@@ -38,7 +38,7 @@ def render(result: Mapping[str, Any]) -> str:
 def _plain_page(result: Mapping[str, Any], why: str) -> str:
     """Every key of the result as tables, under a notice saying why there is nothing more."""
     body = [html.tag("h1", f"aiio result {result.get('id', '(no id)')}"),
-            html.notice("warn", why), other_section(result, {"schema"})]
+            html.notice("warn", why), other_section(result, {"schema", "io"})]
     return html.page(f"aiio result {result.get('id', '')}", body,
                      footer=_footer(result.get("id")))
 

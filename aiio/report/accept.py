@@ -25,7 +25,7 @@ from aiio.report.common import (
 from aiio.report.html import Html
 
 EXPECTED = {"checks": "the checks and their verdicts (none was recorded)"}
-KNOWN = {"schema", "kind", "id", "status", "error", "started", "finished", "checks",
+KNOWN = {"schema", "io", "kind", "id", "status", "error", "started", "finished", "checks",
          "warnings", "saved_at", "environment", "target", "spec", "spec_path", "description",
          "passed", "failed", "errors", "not_run", "history"}
 PASSING = ("pass", "passed", "ok")

@@ -35,8 +35,8 @@ EXPECTED = {
     "aggregate": "aggregate figures (the run ended before they were computed)",
     "monitor": "CPU, block-device and network use during the run",
 }
-KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finished", "workload",
-         "options", "clients_requested", "environment", "target", "method", "clients",
+KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished",
+         "workload", "options", "clients_requested", "environment", "target", "method", "clients",
          "aggregate", "warnings", "monitor", "saved_at", "hero", "hosts", "split"}
 TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreadable
 

@@ -30,7 +30,7 @@ EXPECTED = {
     "table": "the per-count table (read from the points instead)",
     "verdict": "the scaling verdict",
 }
-KNOWN = {"schema", "kind", "id", "phase", "status", "error", "started", "finished", "points",
+KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished", "points",
          "table", "verdict", "warnings", "workload", "environment", "target", "method",
          "saved_at", "options", "sweep", "charts"}
 

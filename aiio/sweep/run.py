@@ -256,17 +256,14 @@ def _stopped(out: dict[str, Any], status: str, message: str, code: int) -> tuple
 def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str, Any]:
     _target, info, _method = runner.open_target(req.target, req.options, req.method)
     lo, hi = req.clients[0], req.clients[-1]
-    return {
-        "schema": result.SCHEMA, "kind": "sweep", "phase": req.phase,
-        "id": result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"),
-        "status": "running", "error": None, "started": now_iso(), "finished": None,
-        "workload": w.to_dict(), "target": info.to_dict(),
-        "environment": collect_environment(), "method": req.method, "options": req.options,
-        "sweep": {"clients": list(req.clients), "repeat": req.repeat,
-                  "threshold": req.threshold, "duration_s": seconds,
-                  "excluded": _excluded(req.phase, seconds)},
-        "points": [], "table": [], "verdict": {}, "charts": [], "warnings": [],
-    }
+    return result.new(
+        "sweep", result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"), now_iso(),
+        phase=req.phase, workload=w.to_dict(), target=info.to_dict(),
+        environment=collect_environment(), method=req.method, options=req.options,
+        sweep={"clients": list(req.clients), "repeat": req.repeat,
+               "threshold": req.threshold, "duration_s": seconds,
+               "excluded": _excluded(req.phase, seconds)},
+        points=[], table=[], verdict={}, charts=[], warnings=[])
 
 
 def _judge(req: SweepRequest, out: dict[str, Any], folder: Path) -> None:

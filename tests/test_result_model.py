@@ -1,0 +1,154 @@
+"""The typed result model: every phase's I/O sections under one type and a name, the same from a
+result saved by an earlier aiio (aiio.result/1) as from a new one (aiio.result/2).
+
+Expected numbers are read from the saved JSON with plain dict access, so they do not depend on
+the model under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiio import result
+
+from .conftest import TINY_ARGS, run_cli
+
+STORED = Path(__file__).parent / "data" / "results-v1"
+
+
+def _folder(name: str) -> Path:
+    [folder] = [p for p in STORED.iterdir() if p.name.endswith(f"-{name}")]
+    return folder
+
+
+def _doc(folder: Path) -> dict:
+    return json.loads((folder / "result.json").read_text())
+
+
+def _bursts(part: dict, sides: tuple[str, ...], prefix: str = "") -> dict[str, dict]:
+    return {f"{prefix}checkpoint.{b['n']}.{side}": b[side]
+            for b in part.get("checkpoints", []) for side in sides if side in b}
+
+
+# Where each phase keeps its I/O sections in the saved document, spelled out by hand.
+AGGREGATE = {
+    "230529-train-demo-c2": lambda a: {"read": a, "delivered": a["delivered"]},
+    "prep-demo-c2": lambda a: {"read": a["read"], "write": a["write"]},
+    "checkpoint-demo-c2": lambda a: _bursts(a, ("write", "read")),
+    "load-demo-c2": lambda a: {"read": a},
+    "all-demo-c2": lambda a: {
+        "prep.read": a["prep"]["read"], "prep.write": a["prep"]["write"],
+        "train.read": a["train"], "train.delivered": a["train"]["delivered"],
+        **_bursts(a["train"]["checkpoint"], ("write",), "train."), "load.read": a["load"]},
+}
+CLIENT = {
+    "230529-train-demo-c2": lambda c: {"read": c},
+    "prep-demo-c2": lambda c: {"read": c["read"], "write": c["write"]},
+    "checkpoint-demo-c2": lambda c: _bursts(c, ("write", "read")),
+    "load-demo-c2": lambda c: {"read": c},
+    "all-demo-c2": lambda c: {"prep.read": c["prep"]["read"], "prep.write": c["prep"]["write"],
+                              "train.read": c["train"],
+                              **_bursts(c["train"], ("write",), "train."),
+                              "load.read": c["load"]},
+}
+
+
+def _same_aggregate(section: result.IoFigures, recorded: dict) -> None:
+    for window in ("first_done", "last_done"):
+        got = getattr(section, window)
+        assert (got.mib_s, got.seconds, got.bytes) == (
+            recorded[window]["mib_s"], recorded[window]["seconds"], recorded[window]["bytes"])
+    assert section.per_client_mib_s.min == recorded["per_client_mib_s"]["min"]
+    assert section.jain == recorded["jain"]
+    assert section.latency == recorded.get("latency", {})
+
+
+def _same_client(section: result.IoFigures, recorded: dict) -> None:
+    assert (section.bytes, section.ops, section.elapsed_s, section.mib_s) == (
+        recorded["bytes"], recorded["ops"], recorded["elapsed_s"], recorded["mib_s"])
+    assert list(section.series) == recorded["series"]["bytes"]
+    assert section.bucket_s == recorded["series"]["bucket_s"]
+    assert section.histograms == recorded["histograms"]
+
+
+@pytest.mark.parametrize("name", sorted(AGGREGATE))
+def test_a_stored_v1_run_holds_its_sections_under_one_type(name: str) -> None:
+    folder = _folder(name)
+    doc, res = _doc(folder), result.load(folder)
+    expected = AGGREGATE[name](doc["aggregate"])
+    assert list(res.io) == list(expected)
+    for key, recorded in expected.items():
+        _same_aggregate(res.io[key], recorded)
+    assert len(res.clients) == len(doc["clients"]) == 2
+    for client, entry in zip(res.clients, doc["clients"], strict=True):
+        mine = CLIENT[name](entry)
+        assert list(client.io) == list(mine)
+        for key, recorded in mine.items():
+            _same_client(client.io[key], recorded)
+        assert (client.client, client.bytes, client.cpu_s) == (
+            entry["client"], entry["bytes"], entry["cpu_s"])
+
+
+def test_a_stored_fio_suite_sweep_and_warnings_read_as_types() -> None:
+    fio = result.load(_folder("fio-c2"))
+    for test, entry in _doc(_folder("fio-c2"))["tests"].items():
+        agg = entry["aggregate"]
+        got = fio.io[test]
+        assert (got.bytes, got.ops, got.elapsed_s, got.mib_s) == (
+            agg["bytes"], agg["ios"], agg["seconds"], agg["mib_s"])
+    sweep_folder = _folder("scale-train-demo-c1_2")
+    sweep = result.load(sweep_folder)
+    points = _doc(sweep_folder)["points"]
+    assert [p.io["read"].first_done.mib_s for p in sweep.points] == [
+        p["result"]["aggregate"]["first_done"]["mib_s"] for p in points]
+    train = _folder("230529-train-demo-c2")
+    assert [(w.code, w.message) for w in result.load(train).warnings] == [
+        (w["code"], w["message"]) for w in _doc(train)["warnings"]]
+
+
+def test_a_v1_result_saved_again_is_v2_with_the_same_sections(tmp_path: Path) -> None:
+    old = result.load(_folder("checkpoint-demo-c2"))
+    assert old["schema"] == "aiio.result/1"
+    result.save(old, tmp_path)
+    doc = _doc(tmp_path)
+    assert doc["schema"] == result.SCHEMA == "aiio.result/2"
+    assert doc["io"]["aggregate"]["checkpoint.1.read"] == ["aggregate", "checkpoints", 1, "read"]
+    assert doc["io"]["client"]["checkpoint.0.write"] == ["checkpoints", 0, "write"]
+    again = result.load(tmp_path)
+    assert again.io == old.io and again.clients == old.clients
+
+
+def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    proc = run_cli("run", "--phase", "prep", "-t", str(tmp_path / "t"), "--results",
+                   str(tmp_path / "r"), *TINY_ARGS, "--set", "prep.shard_size=256KiB", "-q")
+    assert proc.returncode == 0, proc.stderr
+    [folder] = (tmp_path / "r").glob("*-prep-*")
+    doc = _doc(folder)
+    assert doc["schema"] == "aiio.result/2"
+    assert doc["io"] == {"aggregate": {"read": ["aggregate", "read"],
+                                       "write": ["aggregate", "write"]},
+                         "client": {"read": ["read"], "write": ["write"]}}
+    res = result.load(folder)
+    for name, path in doc["io"]["aggregate"].items():
+        recorded = result.dig(doc, *path)
+        assert res.io[name].first_done.mib_s == recorded["first_done"]["mib_s"]
+        assert res.io[name].last_done.bytes == recorded["last_done"]["bytes"]
+
+
+def test_a_result_of_an_unknown_schema_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "result.json").write_text(json.dumps({"schema": "aiio.result/9", "kind": "run"}))
+    proc = run_cli("report", str(tmp_path))
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert "not an aiio result (schema aiio.result/1 or aiio.result/2)" in line
+
+
+def test_the_one_constructor_starts_every_kind_alike() -> None:
+    doc = result.new("sweep", "x-1", "2026-11-30T23:00:00+0000", phase="train", points=[])
+    assert list(doc)[:8] == ["schema", "kind", "phase", "id", "status", "error", "started",
+                             "finished"]
+    assert (doc["schema"], doc["status"], doc["points"]) == (result.SCHEMA, "running", [])
