@@ -327,12 +327,12 @@ def unique_folder(base: Path, run_id: str) -> Path:
     return folder
 
 
-def save(result: Mapping[str, Any], folder: Path) -> Path:
+def save(result: Result | dict[str, Any], folder: Path) -> Path:
     """Write folder/result.json atomically (a crash never leaves half a file), as schema /2
     with the index of its I/O sections."""
-    doc = dict(result.doc if isinstance(result, Result) else result)
-    doc["schema"] = SCHEMA
-    doc["io"] = _index(doc)
+    doc = dict(result.doc) if isinstance(result, Result) else result
+    if isinstance(doc, dict):  # a run being built: what it prints is what it saved
+        doc.update(schema=SCHEMA, io=_index(doc))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "result.json"
     tmp = folder / ".result.json.tmp"
