@@ -9,10 +9,12 @@ writes for checkpoints, sequential reads plus writes for data preparation in sha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aiio.errors import AiioError
+from aiio.result import IoFigures, Result, model
 
 WINDOW = "last done"
 PATTERN = {"seq_read": "sequential read", "seq_write": "sequential write",
@@ -50,11 +52,12 @@ def prep_mode(res: dict[str, Any]) -> str:
     return agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode", "shards")
 
 
-def sides(res: dict[str, Any]) -> list[Side]:
+def sides(res: Mapping[str, Any]) -> list[Side]:
     """The run's figures, each with the fio test it is set against; [] when none matches."""
-    phase, agg = res.get("phase"), res.get("aggregate") or {}
+    run = res if isinstance(res, Result) else model(res)
+    phase, agg = run.phase, run.get("aggregate") or {}
     if phase in ("train", "load"):
-        return [Side("read", "seq_read", _last_done(agg))]
+        return [Side("read", "seq_read", _last_done(run.section("read")))]
     if phase == "checkpoint":
         return [Side("write", "seq_write", _checkpoint_rate(agg))]
     if phase == "prep" and prep_mode(res) == "randrw":
@@ -63,14 +66,13 @@ def sides(res: dict[str, Any]) -> list[Side]:
             isinstance(p, (int, float)) for p in parts) else None
         return [Side("read+write", "rand_mix", total)]
     if phase == "prep":
-        return [Side("read", "seq_read", _last_done(agg.get("read") or {})),
-                Side("write", "seq_write", _last_done(agg.get("write") or {}))]
+        return [Side("read", "seq_read", _last_done(run.section("read"))),
+                Side("write", "seq_write", _last_done(run.section("write")))]
     return []
 
 
-def _last_done(view: dict[str, Any]) -> float | None:
-    last = view.get("last_done")
-    return float(last["mib_s"]) if isinstance(last, dict) and "mib_s" in last else None
+def _last_done(section: IoFigures | None) -> float | None:
+    return section.last_done.mib_s if section and section.last_done else None
 
 
 def _checkpoint_rate(agg: dict[str, Any]) -> float | None:

@@ -14,7 +14,6 @@ from aiio.report import charts
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,
-    get,
     guarded,
     header,
     missing_notice,
@@ -23,6 +22,7 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.html import Html
+from aiio.result import dig
 
 EXPECTED = {"checks": "the checks and their verdicts (none was recorded)"}
 KNOWN = {"schema", "io", "kind", "id", "status", "error", "started", "finished", "checks",
@@ -78,7 +78,7 @@ def overall_notice(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> H
 
 
 def _check_warnings(c: Mapping[str, Any]) -> list[Any]:
-    return h.items(c.get("warnings")) or h.items(get(c, "result", "warnings"))
+    return h.items(c.get("warnings")) or h.items(dig(c, "result", "warnings"))
 
 
 def accept_warnings(res: Mapping[str, Any], cs: Sequence[Mapping[str, Any]]) -> list[Any]:

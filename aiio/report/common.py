@@ -8,6 +8,7 @@ from typing import Any
 
 from aiio.report import html as h
 from aiio.report.html import Html
+from aiio.result import dig
 
 log = logging.getLogger(__name__)
 
@@ -25,16 +26,6 @@ KINDS_OF: dict[str, type | tuple[type, ...]] = {
     "environment": Mapping, "monitor": Mapping, "verdict": (Mapping, str), "method": str}
 
 
-def get(data: Any, *path: str | int, default: Any = None) -> Any:
-    """data[path[0]][path[1]]...; default when any step is missing or of the wrong type."""
-    for key in path:
-        try:
-            data = data[key]
-        except (KeyError, IndexError, TypeError):
-            return default
-    return default if data is None else data
-
-
 def guarded(name: str, draw: Callable[..., Html], *args: Any) -> Html:
     """Draw one section; a damaged part of the result costs that section, never the page."""
     try:
@@ -46,11 +37,11 @@ def guarded(name: str, draw: Callable[..., Html], *args: Any) -> Html:
 
 
 def header(res: Mapping[str, Any], title: str) -> Html:
-    status = get(res, "status", default="unknown")
-    when = f"{get(res, 'started', default='start unknown')} to " \
-           f"{get(res, 'finished', default='end unknown')}"
-    version = get(res, "environment", "aiio")
-    meta = h.join([h.badge(status), " ", h.tag("code", get(res, "id", default="no id")),
+    status = dig(res, "status", default="unknown")
+    when = f"{dig(res, 'started', default='start unknown')} to " \
+           f"{dig(res, 'finished', default='end unknown')}"
+    version = dig(res, "environment", "aiio")
+    meta = h.join([h.badge(status), " ", h.tag("code", dig(res, "id", default="no id")),
                    f" · {when}" + (f" · aiio {version}" if version else "")])
     return h.join([h.tag("h1", title), h.tag("p", meta, class_="meta")])
 
@@ -174,14 +165,14 @@ def environment_pairs(env: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
     """Target, filesystem, workload, clients, cache-defeat method and environment."""
-    w = get(res, "workload", default={})
+    w = dig(res, "workload", default={})
     w = mark_unset(w) if isinstance(w, Mapping) else w
     phase = res.get("phase", h.MISSING)
     method = res.get("method")
     what = [
         ("phase", phase),
-        ("workload", f"{get(w, 'workload', 'name', default='?')}: "
-                     f"{get(w, 'workload', 'description', default='')}"),
+        ("workload", f"{dig(w, 'workload', 'name', default='?')}: "
+                     f"{dig(w, 'workload', 'description', default='')}"),
         ("clients", clients_line),
         ("page-cache defeat", f"{method}: {METHODS.get(method, 'unknown method')}"
          if method else h.MISSING),

@@ -7,8 +7,8 @@ from typing import Any
 
 from aiio.report import charts
 from aiio.report import html as h
-from aiio.report.common import get
 from aiio.report.html import Html
+from aiio.result import dig
 
 
 def hosts_section(res: Mapping[str, Any]) -> Html:
@@ -19,7 +19,7 @@ def hosts_section(res: Mapping[str, Any]) -> Html:
     rows, labels, speeds = [], [], []
     for x in sorted(hosts, key=lambda x: h.finite(x.get("rank")) or 0):
         agg = x.get("aggregate") if isinstance(x.get("aggregate"), Mapping) else {}
-        first = get(agg, "first_done", "mib_s")
+        first = dig(agg, "first_done", "mib_s")
         label = f"rank {x.get('rank', '?')} ({x.get('host', '?')})"
         labels.append(label)
         speeds.append(h.finite(first) or 0.0)
@@ -28,11 +28,11 @@ def hosts_section(res: Mapping[str, Any]) -> Html:
                      h.num(h.plain(x.get("clients")), x.get("clients")),
                      h.plain(x.get("client_numbers")),
                      h.num(h.mib_s(first), first),
-                     h.num(h.mib_s(get(agg, "last_done", "mib_s")), get(agg, "last_done", "mib_s")),
+                     h.num(h.mib_s(dig(agg, "last_done", "mib_s")), dig(agg, "last_done", "mib_s")),
                      h.num(h.size(agg.get("bytes")), agg.get("bytes")),
                      h.num(h.pct(agg.get("au_min")), agg.get("au_min")),
-                     h.num(h.number(get(x, "monitor", "cpu_percent_mean"), 0, "%"),
-                           get(x, "monitor", "cpu_percent_mean")),
+                     h.num(h.number(dig(x, "monitor", "cpu_percent_mean"), 0, "%"),
+                           dig(x, "monitor", "cpu_percent_mean")),
                      h.plain(x.get("error") or "")])
     table = h.table(["rank", "host", "status", "clients", "client numbers",
                      "aggregate first done", "last done", "bytes", "AU lowest",

@@ -12,7 +12,6 @@ from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.bandwidth import bandwidth_section, timeline_section
 from aiio.report.common import (
-    get,
     guarded,
     header,
     measured_section,
@@ -25,6 +24,7 @@ from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import IOSection, aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
+from aiio.result import dig
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -43,10 +43,10 @@ TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreada
 
 def title(res: Mapping[str, Any]) -> str:
     res = clean(res)
-    name = get(res, "workload", "workload", "name", default="?")
+    name = dig(res, "workload", "workload", "name", default="?")
     n = len(res.get("clients") or [])
-    where = get(res, "target", "path")
-    on = f" on {where} ({get(res, 'target', 'fstype', default='?')})" if where else ""
+    where = dig(res, "target", "path")
+    on = f" on {where} ({dig(res, 'target', 'fstype', default='?')})" if where else ""
     return f"aiio {res.get('phase', '?')} run: {name}, {n} client{'s' * (n != 1)}{on}"
 
 
@@ -259,10 +259,10 @@ def clients_section(res: Mapping[str, Any]) -> Html:
     for x in sorted(clients, key=lambda x: speed(x) or 0.0):
         row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
         row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
-        row += [h.num(h.latency(get(x, "latency", k)), get(x, "latency", k)) for _, k in lats]
+        row += [h.num(h.latency(dig(x, "latency", k)), dig(x, "latency", k)) for _, k in lats]
         for sec in subs:
             got, size, p99 = (sec.value(x, "mib_s"), sec.value(x, "bytes"),
-                              get(sec.value(x, "latency"), "p99_ns"))
+                              dig(sec.value(x, "latency"), "p99_ns"))
             row += [h.num(h.mib_s(got), got), h.num(h.size(size), size),
                     h.num(h.latency(p99), p99)]
         row += [h.num(h.by_name(k, x.get(k)), x.get(k)) for k in extra]
@@ -282,8 +282,8 @@ def training_section(res: Mapping[str, Any]) -> Html:
     clients = [c for c in res.get("clients") or [] if "au" in c]
     if not clients:
         return Html("")
-    goal = h.finite(get(res, "aggregate", "au_goal")) or \
-        h.finite(get(res, "workload", "train", "au_goal"))
+    goal = h.finite(dig(res, "aggregate", "au_goal")) or \
+        h.finite(dig(res, "workload", "train", "au_goal"))
     clients.sort(key=lambda c: h.finite(c.get("client")) or 0)
     au = charts.bars([str(c.get("client", "?")) for c in clients],
                      [h.finite(c.get("au")) or 0.0 for c in clients], percent=True,
@@ -333,7 +333,7 @@ def monitor_section(res: Mapping[str, Any]) -> Html:
     if isinstance(dev, Mapping):
         rows.append((f"block device {dev.get('name', '?')} read / written",
                      f"{h.size(dev.get('read_bytes'))} / {h.size(dev.get('write_bytes'))}"))
-        rows.append(("bytes the clients moved", h.size(get(res, "aggregate", "bytes"))))
+        rows.append(("bytes the clients moved", h.size(dig(res, "aggregate", "bytes"))))
     for name, nic in (mon.get("nics") or {}).items():
         rows.append((f"network {name} received / sent (peak share of link)",
                      f"{h.size(nic.get('rx_bytes'))} / {h.size(nic.get('tx_bytes'))} "

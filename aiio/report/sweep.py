@@ -13,7 +13,6 @@ from typing import Any
 from aiio.report import charts
 from aiio.report import html as h
 from aiio.report.common import (
-    get,
     guarded,
     header,
     measured_section,
@@ -24,6 +23,7 @@ from aiio.report.common import (
 )
 from aiio.report.html import Html
 from aiio.report.run import clients_section
+from aiio.result import dig
 
 EXPECTED = {
     "points": "the measured client counts (no point finished)",
@@ -44,8 +44,8 @@ def points(res: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def title(res: Mapping[str, Any]) -> str:
     base = _base(res)
-    name = get(base, "workload", "workload", "name", default="?")
-    counts = get(res, "sweep", "clients") or sorted({p["clients"] for p in points(res)})
+    name = dig(base, "workload", "workload", "name", default="?")
+    counts = dig(res, "sweep", "clients") or sorted({p["clients"] for p in points(res)})
     return f"aiio {res.get('phase') or base.get('phase', '?')} scaling sweep: {name}, " \
            f"clients {', '.join(str(n) for n in counts) or 'none'}"
 
@@ -65,7 +65,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         guarded("verdict", verdict_section, res.get("verdict")),
         warnings_section(sweep_warnings(res), "sweep", res.get("status") == "ok"),
         missing_notice(res, EXPECTED),
-        guarded("scaling", scaling_section, data, get(res, "sweep", "threshold")),
+        guarded("scaling", scaling_section, data, dig(res, "sweep", "threshold")),
         guarded("measured", measured_section, _base(res), clients_text(res, data)),
         guarded("sweep parameters", parameters_section, res.get("sweep")),
         guarded("points", points_section, points(res)),
@@ -74,7 +74,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
 
 
 def clients_text(res: Mapping[str, Any], data: Sequence[Mapping[str, Any]]) -> str:
-    asked = get(res, "sweep", "clients")
+    asked = dig(res, "sweep", "clients")
     done = [r["clients"] for r in data]
     text = f"{len(done)} client counts measured: {', '.join(map(str, done)) or 'none'}"
     return text + (f" (asked for {', '.join(map(str, asked))})" if asked and asked != done
@@ -177,13 +177,13 @@ def _row(n: int, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     aggs = [r.get("aggregate") or {} for r in runs]
     pcs = [a.get("per_client_mib_s") or {} for a in aggs]
     row = {"clients": n, "repeats": len(runs),
-           "aggregate_mib_s": _mean([get(a, "first_done", "mib_s") for a in aggs]),
-           "last_done_mib_s": _mean([get(a, "last_done", "mib_s") for a in aggs]),
+           "aggregate_mib_s": _mean([dig(a, "first_done", "mib_s") for a in aggs]),
+           "last_done_mib_s": _mean([dig(a, "last_done", "mib_s") for a in aggs]),
            "per_client_mib_s": {k: _mean([p.get(k) for p in pcs])
                                 for k in ("mean", "min", "max", "cv")},
            "jain": _mean([a.get("jain") for a in aggs]),
            "latency": aggs[0].get("latency") or {},
-           "cpu_percent": _mean([get(r, "monitor", "cpu_percent_mean") for r in runs])}
+           "cpu_percent": _mean([dig(r, "monitor", "cpu_percent_mean") for r in runs])}
     if all("au_min" in a for a in aggs):
         row.update(au_mean=_mean([a["au_mean"] for a in aggs]),
                    au_min=min(h.finite(a["au_min"]) or 0 for a in aggs),
@@ -206,7 +206,7 @@ def scaling_section(data: Sequence[Mapping[str, Any]], threshold: Any = None) ->
 
 
 def _pc(r: Mapping[str, Any], key: str) -> float:
-    return h.finite(get(r, "per_client_mib_s", key)) or 0.0
+    return h.finite(dig(r, "per_client_mib_s", key)) or 0.0
 
 
 def scaling_charts(data: Sequence[Mapping[str, Any]],
@@ -267,7 +267,7 @@ def _efficiency_chart(data: Sequence[Mapping[str, Any]],
 def _lat(r: Mapping[str, Any], key: str) -> Any:
     lat = r.get("latency") or {}
     op = "read" if "read" in lat else next(iter(lat), None)
-    return get(lat, op, key) if op else None
+    return dig(lat, op, key) if op else None
 
 
 def table(data: Sequence[Mapping[str, Any]]) -> Html:
@@ -280,9 +280,9 @@ def table(data: Sequence[Mapping[str, Any]]) -> Html:
         cells = [("clients", h.plain), ("repeats", h.plain), ("aggregate_mib_s", h.mib_s),
                  ("last_done_mib_s", h.mib_s), ("efficiency", h.pct), ("consistency", h.pct)]
         row = [h.num(fmt(r.get(k)), r.get(k)) for k, fmt in cells]
-        row += [h.num(h.mib_s(get(r, "per_client_mib_s", k)), get(r, "per_client_mib_s", k))
+        row += [h.num(h.mib_s(dig(r, "per_client_mib_s", k)), dig(r, "per_client_mib_s", k))
                 for k in ("mean", "min", "max")]
-        cv = get(r, "per_client_mib_s", "cv")
+        cv = dig(r, "per_client_mib_s", "cv")
         row += [h.num(h.number(cv, 3), cv), h.num(h.number(r.get("jain"), 3), r.get("jain")),
                 h.num(h.pct(r.get("au_mean")), r.get("au_mean")),
                 h.num(h.pct(r.get("au_min")), r.get("au_min")),

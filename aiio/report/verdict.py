@@ -8,8 +8,9 @@ from typing import Any
 
 from aiio.figures import FIGURES, run_figures
 from aiio.report import html as h
-from aiio.report.common import get, status_notice
+from aiio.report.common import status_notice
 from aiio.report.html import Html
+from aiio.result import dig
 
 # The figures shown as cards, in this order, when the result has them.
 CARDS = ("aggregate_mib_s", "client_mib_s_min", "au_min", "cv", "p99_ms", "checkpoint_s",
@@ -27,7 +28,7 @@ def run_verdict(res: Mapping[str, Any]) -> Html:
 
 def _answer(res: Mapping[str, Any]) -> tuple[str, str]:
     """(notice kind, sentence) of a finished run: the phase's own goal if it has one."""
-    agg = get(res, "aggregate", default={})
+    agg = dig(res, "aggregate", default={})
     if isinstance(agg, Mapping) and "au_pass" in agg:
         goal, least = h.pct(agg.get("au_goal"), 0), h.pct(agg.get("au_min"))
         if agg.get("au_pass"):
