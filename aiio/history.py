@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from urllib.parse import quote
 from aiio import __version__
 from aiio.errors import AiioError
 from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures
+from aiio.result import Result, dig, model
 
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -314,16 +316,15 @@ def _abs(path: str) -> str:
     return os.path.abspath(path) if path else ""
 
 
-def run_record(res: dict[str, Any]) -> Record:
-    """A saved run result as a history record."""
-    workload = res.get("workload", {}).get("workload", {}).get("name", "")
-    clients = res.get("clients_requested", len(res.get("clients", [])))
-    return Record(kind="run", name=run_series(res.get("phase", ""), workload, clients),
-                  target=_abs(res.get("target", {}).get("path", "")),
-                  status=res.get("status", ""),
-                  passed=res.get("status") == "ok", figures=run_figures(res),
-                  phase=res.get("phase", ""), workload=workload, clients=str(clients),
-                  result_id=res.get("id", ""))
+def run_record(res: Mapping[str, Any]) -> Record:
+    """A saved run result (or one being saved) as a history record."""
+    run = res if isinstance(res, Result) else model(res)
+    workload = dig(run, "workload", "workload", "name", default="")
+    clients = run.get("clients_requested", len(run.clients))
+    return Record(kind="run", name=run_series(run.phase, workload, clients),
+                  target=_abs(dig(run, "target", "path", default="")), status=run.status,
+                  passed=run.status == "ok", figures=run_figures(run), phase=run.phase,
+                  workload=workload, clients=str(clients), result_id=run.id)
 
 
 def sweep_record(sweep: dict[str, Any]) -> Record:

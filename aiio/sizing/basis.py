@@ -8,7 +8,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiio.errors import ConfigError
+from aiio import result
+from aiio.errors import AiioError, ConfigError
+from aiio.result import Result
 from aiio.sizing.accelerators import Accelerator, find_accelerator, load_accelerators
 from aiio.sizing.formulas import DEFAULT_MFU
 from aiio.sizing.inputs import SizingInputs
@@ -17,7 +19,6 @@ from aiio.sizing.measured import (
     MeasuredTrain,
     measured_checkpoint,
     measured_train,
-    read_result,
 )
 from aiio.workload import Workload, load_workload
 
@@ -95,7 +96,7 @@ def _results(inp: SizingInputs,
              w: Workload) -> tuple[MeasuredTrain | None, MeasuredCheckpoint | None]:
     train = checkpoint = None
     for path in inp.results:
-        res = read_result(path)
+        res = _load(path)
         where, phase = str(res.path), res.phase
         if phase == "train":
             if train is not None:
@@ -110,6 +111,17 @@ def _results(inp: SizingInputs,
             raise ConfigError(f"--from {where}: a {phase!r} result; sizing reads train and "
                               "checkpoint results")
     return train, checkpoint
+
+
+def _load(path: str) -> Result:
+    """The run or sweep result at --from PATH, either schema; other kinds are refused."""
+    try:
+        res = result.load(path)
+    except AiioError as exc:
+        raise ConfigError(f"--from {path}: {exc}") from None
+    if res.kind not in ("run", "sweep"):
+        raise ConfigError(f"--from {res.path}: kind {res.kind!r} is neither run nor sweep")
+    return res
 
 
 def _check_same_workload(train: MeasuredTrain, w: Workload) -> None:

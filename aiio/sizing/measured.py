@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import result
-from aiio.errors import AiioError, ConfigError
+from aiio.errors import ConfigError
 from aiio.result import Result, dig, number
 from aiio.sizing.formulas import demand_mib_s
 
@@ -58,17 +57,6 @@ class MeasuredCheckpoint:
     write_mib_s: float | None
     note: str = ""
     warnings: tuple[str, ...] = ()
-
-
-def read_result(path: str) -> Result:
-    """The run or sweep result at --from PATH (a result.json or its folder), either schema."""
-    try:
-        res = result.load(path)
-    except AiioError as exc:
-        raise ConfigError(f"--from {path}: {exc}") from None
-    if res.kind not in ("run", "sweep"):
-        raise ConfigError(f"--from {res.path}: kind {res.kind!r} is neither run nor sweep")
-    return res
 
 
 def _get(doc: Any, dotted: str, where: str) -> Any:
