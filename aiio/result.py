@@ -185,10 +185,15 @@ def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
     """Name -> path of every aggregate I/O section of a result, by its kind and phase."""
     if doc.get("kind") == "fio":
         return {name: ("tests", name, "aggregate") for name in dig(doc, "tests", default={})}
-    if doc.get("kind") != "run":
+    if not _is_run(doc):
         return {}
     return _phase_paths(doc.get("phase"), dig(doc, "aggregate", default={}), ("aggregate",),
                         client=False)
+
+
+def _is_run(doc: Mapping[str, Any]) -> bool:
+    """A run result, or figures of one built without a kind (they name only their phase)."""
+    return doc.get("kind", "run") == "run"
 
 
 def client_io_paths(phase: Any, entry: Mapping[str, Any]) -> dict[str, Where]:
@@ -277,7 +282,7 @@ def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:
     """The typed result of a document (either schema)."""
     phase = doc.get("phase")
     clients = tuple(_client(phase, c) for c in dig(doc, "clients", default=[])
-                    if isinstance(c, Mapping)) if doc.get("kind") == "run" else ()
+                    if isinstance(c, Mapping)) if _is_run(doc) else ()
     points = tuple(model(p["result"]) for p in dig(doc, "points", default=[])
                    if isinstance(dig(p, "result"), Mapping))
     return Result(doc=doc, io=_sections(doc, io_paths(doc)), clients=clients,
@@ -344,7 +349,7 @@ def save(result: Result | dict[str, Any], folder: Path) -> Path:
 def _index(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Where the I/O sections are: the aggregate's, and the first client's (all alike)."""
     first = next((c for c in dig(doc, "clients", default=[]) if isinstance(c, Mapping)), {})
-    clients = client_io_paths(doc.get("phase"), first) if doc.get("kind") == "run" else {}
+    clients = client_io_paths(doc.get("phase"), first) if _is_run(doc) else {}
     return {"aggregate": {k: list(v) for k, v in io_paths(doc).items()},
             "client": {k: list(v) for k, v in clients.items()}}
 
