@@ -91,7 +91,6 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 class CheckpointPhase(Phase):
     name = "checkpoint"
-    unit = "checkpoints"
     options = ("scale", "checkpoints")
     main_op = "write"
     hero_test = "seq_write"

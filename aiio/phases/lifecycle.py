@@ -95,7 +95,6 @@ class AllPhase(Phase):
     """No hero test or fio job of its own: each stage has its own (fio/hero.py, fio/emit.py)."""
 
     name = "all"
-    unit = "units"
     options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"

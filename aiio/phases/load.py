@@ -203,7 +203,6 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 class LoadPhase(Phase):
     name = "load"
-    unit = "files"
     options = ("scale", "stagger")
     main_op = "read"
     hero_test = "seq_read"

@@ -304,7 +304,6 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
 
 class PrepPhase(Phase):
     name = "prep"
-    unit = "samples"
     main_op = "read"
     hero_test = "seq_read"  # and seq_write beside it: see fio/pairing
     fio_job = "prep_job"

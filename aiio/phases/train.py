@@ -373,7 +373,6 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
 
 class TrainPhase(Phase):
     name = "train"
-    unit = "steps"
     options = ("scale", "checkpoint_every")
     main_op = "read"
     hero_test = "seq_read"
