@@ -174,3 +174,19 @@ def test_a_randrw_run_is_held_against_the_random_mix_only(target: Path, results:
     assert _command(["compare", str(folder), "--fio", str(fio_folder)], None) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "has no rand_mix test" in out and "seq_read" not in out
+
+
+def test_the_lifecycle_runs_prep_in_randrw_mode_as_the_randrw_phase(target: Path,
+                                                                    results: Path) -> None:
+    w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="200ms",
+                      checkpoint__size="4MiB", load__size="2MiB")
+    res, folder = runner.run(runner.RunRequest("all", w, str(target), str(results),
+                                               options={"verify": True}))
+    assert res["status"] == "ok"
+    prep = res["aggregate"]["prep"]
+    assert prep["mode"] == "randrw" and prep["verify"]["mismatches"] == 0
+    assert prep["verify"]["blocks_checked"] == prep["read"]["latency"]["read"]["count"] > 0
+    assert all(c["prep"]["fsync_s"] >= 0 for c in res["clients"])  # randrw's own figure
+    titles = [t.title.split(":")[0] for t in console.phase_tables(result.load(folder))]
+    assert titles[0] == "prep randrw" and "train" in titles and "load" in titles
+    assert not (target / "aiio" / "prep").exists()
