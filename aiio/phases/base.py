@@ -74,7 +74,8 @@ class Phase(Protocol):
         ...
 
     def total_units(self, args: Any, clients: int) -> int | None:
-        """Units (see `unit`) the run will do in all, for the progress bar; None: unknown."""
+        """Work items (steps, samples, files...) the run does in all, for the progress bar;
+        None: unknown, the bar shows bytes and time."""
         return None
 
     def client(self, ctx: ClientContext) -> dict[str, Any]:
