@@ -25,6 +25,7 @@ from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
+    Phase,
     RunContext,
     client_identity,
     client_io_figures,
@@ -384,9 +385,14 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
     }
 
 
-class TrainPhase:
+class TrainPhase(Phase):
     name = "train"
-    unit = "steps"
+    options = ("scale", "checkpoint_every")
+    main_op = "read"
+    hero_test = "seq_read"
+    fio_job = "train_job"
+    console = "train_tables"
+    duration_key = ("train", "duration")
 
     def prepare(self, rc: RunContext) -> TrainArgs:
         """Make sure the dataset exists and matches, then fix the run's plan."""
