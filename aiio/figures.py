@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aiio.phases import REGISTRY, phase_of
 from aiio.result import IoFigures, Result, dig, model, number
 
 HIGHER, LOWER = "higher", "lower"
@@ -64,23 +65,22 @@ FIGURES = {f.name: f for f in (
     Figure("scaling_efficiency_min", "lowest scaling efficiency of the sweep", "%", HIGHER),
 )}
 
-# The main operation a phase's p99 latency is taken from, unless a check names another.
-MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read",
-           "all": "read"}
 
 
 def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any]]:
     """The I/O section a run's headline figures come from, and the figures recorded beside it
-    (AU, samples/s): training's and model loading's reads, a lifecycle run's training reads,
-    a checkpoint run's slowest write burst; prep has no single stream (its aggregate only)."""
+    (AU, samples/s): the reads of training, model loading and any phase with the common
+    aggregate, a lifecycle run's training reads, a checkpoint run's slowest write burst; prep
+    and randrw have no single stream (their aggregate only)."""
     run = res if isinstance(res, Result) else model(res)
-    name = {"train": "read", "load": "read", "all": "train.read"}.get(run.phase)
+    if run.phase in ("prep", "randrw"):  # two streams, no headline one
+        return None, dig(run, "aggregate", default={})
     if run.phase == "checkpoint":
         bursts = [s for s in run.sections("checkpoint.") if s.name.endswith(".write")]
         worst = max(bursts, key=lambda b: number(b.figures.get("last_done_s")) or 0.0,
                     default=None)
         return worst, worst.figures if worst else {}
-    section = run.section(name) if name else None
+    section = run.section("train.read" if run.phase == "all" else "read")
     return section, section.figures if section else dig(run, "aggregate", default={})
 
 
@@ -98,11 +98,13 @@ def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | No
     return headline(res)[1], dig(agg, "checkpoint"), None  # train: with its checkpoints
 
 
-def _latency_op(section: IoFigures | None, phase: str, op: str | None) -> str | None:
+def _latency_op(section: IoFigures | None, res: Mapping[str, Any],
+               op: str | None) -> str | None:
+    """The operation the p99 figure is taken from: `op`, else the phase's main operation."""
     latency = section.latency if section else {}
     if op:
         return op if op in latency else None
-    main = MAIN_OP.get(phase, "read")
+    main = phase_of(res).main_op if res.get("phase") in REGISTRY else "read"
     return main if main in latency else next(iter(latency), None)
 
 
@@ -128,7 +130,7 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "load_s": number(dig(load, "last_ready_s")),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(section, res.get("phase", ""), latency_op)
+    op = _latency_op(section, res, latency_op)
     if op is not None:
         p99 = section.p(op) if section else None
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None

@@ -208,7 +208,7 @@ def _phase_paths(phase: Any, part: Any, base: Where, client: bool) -> dict[str, 
         return {f"{stage}.{name}": path for stage in ("prep", "train", "load")
                 for name, path in _phase_paths(stage, part.get(stage), (*base, stage),
                                                client).items()}
-    if phase == "prep":
+    if phase in ("prep", "randrw"):  # randrw: also prep in randrw mode
         return {d: (*base, d) for d in ("read", "write") if isinstance(part.get(d), Mapping)}
     if phase == "checkpoint":
         return _bursts(part, base, ("write", "read"))
