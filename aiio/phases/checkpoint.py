@@ -7,10 +7,9 @@ retention policy would, and the run's own checkpoints are removed when it ends.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from aiio import honesty
+from aiio import engine, honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.phases import shards as ckptio
@@ -36,7 +35,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
                 break
             if k >= plan.keep:
                 ckptio.retire(plan, k - plan.keep, ctx.index, retention)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for io in writers + readers:
             io.close()

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
@@ -76,7 +75,7 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")
     try:
         run_parallel(range(rc.clients), writers,
-                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), time.monotonic_ns())
+                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), engine.now_ns())
     finally:
         for wr in writers:
             wr.close()
@@ -106,7 +105,7 @@ class _Mixer:
     def run(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
         a, read, write, path, tag = (self.a, self.reader.read_block, self.writer.write_range,
                                      self.path, self.tag)
-        bs, now = a.block_size, time.monotonic_ns
+        bs, now = a.block_size, engine.now_ns
         while now() < deadline_ns and not stop.is_set():
             reads = self.rng.random(BATCH) < a.read_share
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
@@ -152,13 +151,11 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
             th.start()
         for th in threads:
             th.join()
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
         if errors:
             raise errors[0]
         fsync_log = OpLog(start_ns)
-        t0 = time.monotonic_ns()
-        os.fsync(fd)
-        fsync_log.add("fsync", t0, time.monotonic_ns(), 0)
+        engine.fsync(fsync_log, fd, a.path(ctx.index))
     finally:
         os.close(fd)
         for m in mixers:
