@@ -485,8 +485,30 @@ def thread_read_bytes() -> int:
     return 0
 
 
+def setup_method(method: str) -> str:
+    """The method for files written before a run measures (weights, randrw files): never
+    null, since those files are kept or read and must hold their data."""
+    return METHOD_NONE if method == METHOD_NULL else method
+
+
 def choose_method(o_direct_works: bool, requested: str = "auto") -> str:
     """O_DIRECT where the filesystem accepts it, else drop cached pages before reading."""
     if requested != "auto":
         return requested
     return METHOD_DIRECT if o_direct_works else METHOD_FADVISE
+
+
+def null_read_ns(ops: int, size: int = 4096) -> float:
+    """aiio's own cost of one read, in ns: `ops` reads of `size` bytes through the loop every
+    file read goes through (`Reader.read_range`: two clock readings, the call, the log) with
+    the null method, so no system call; wall time over ops, the folding of the latencies
+    into histograms included."""
+    log = OpLog(start_ns=now_ns())
+    reader = Reader(METHOD_NULL, size, log)
+    try:
+        t0 = now_ns()
+        reader.read_range(-1, 0, ops * size)  # the null method never touches the descriptor
+        log.flush()
+        return (now_ns() - t0) / ops
+    finally:
+        reader.close()

@@ -126,7 +126,8 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
 def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None:
     names = _names(params["files"])
     sizes = split_sizes(params["bytes"], params["files"])
-    writers = [Writer(rc.method, rc.workload.load.transfer_size, OpLog(0), seed=params["seed"]
+    writers = [Writer(engine.setup_method(rc.method), rc.workload.load.transfer_size, OpLog(0),
+                      seed=params["seed"]
                       + i, checksum=True) for i in range(min(4, len(names)))]
     done = [0]
     lock = threading.Lock()  # the progress display is not thread-safe

@@ -70,7 +70,8 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     os.makedirs(folder)
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
                    p.duration, w.run.seed, bool(rc.options.get("verify")))
-    writers = [Writer(rc.method, 1024 * 1024, OpLog(0), seed=w.run.seed + i, checksum=True)
+    writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,
+                      checksum=True)
                for i in range(min(4, rc.clients))]
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")
     try:
