@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 from aiio.clients import ClientContext, run_clients
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer
+from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer, null_read_ns
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB
@@ -294,6 +294,25 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
                ratio_max=max(ratios))
 
 
+def fio_null_read_us(ops: int) -> float:
+    """fio's own cost of one 4 KiB read with `ioengine=null` (no I/O): its job runtime over
+    its reads, in microseconds."""
+    job = {"ioengine": "null", "rw": "read", "bs": "4k", "size": str(ops * 4 * KiB)}
+    (out,) = fio_jobs([job], {})
+    return out["job_runtime"] * 1000 / out["read"]["total_ios"]
+
+
+def null_overhead_row(ops: int = 1_000_000) -> Row:
+    """aiio's cost per read with the null method (`Reader.read_range`, no system call) beside
+    fio's with its null engine, alternating: the floor each tool adds to every operation."""
+    ours, theirs = interleaved(lambda: null_read_ns(ops) / 1000,
+                               lambda: fio_null_read_us(ops))
+    a, f = statistics.median(ours), statistics.median(theirs)
+    return Row("aiio overhead per op (null method) vs fio ioengine=null", a, f,
+               "us", a / f, "reported", True,
+               note=f"4 KiB reads, {ops:,} per run, {REPEATS} runs each, medians; no I/O happened")
+
+
 def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
     rows = []
     for clients in (1, 2):
@@ -433,6 +452,11 @@ def figure(name: str):
         FIGURES[name] = fn
         return fn
     return register
+
+
+@figure("overhead-null")
+def _overhead_null() -> list[Row]:
+    return [null_overhead_row()]
 
 
 @figure("stream-tmpfs")
