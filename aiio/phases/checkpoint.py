@@ -15,7 +15,6 @@ from aiio.engine import OpLog
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, client_identity, cpu_seconds
 from aiio.phases.shards import CheckpointPlan
-from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -52,9 +51,7 @@ def client_result(index: int, run_ns: int, end_ns: int, cpu0: float, rounds: lis
     out["write"] = _totals([r["write"] for r in rounds])
     out["read"] = _totals([r["read"] for r in rounds if "read" in r])
     out["bytes"] = out["write"]["bytes"] + out["read"]["bytes"]
-    retention.flush()
-    unlink = retention.hist.get(delete_op, Histogram())
-    out["retention"] = {"files_deleted": unlink.count, "unlink_latency": unlink.summary()}
+    out["retention"] = ckptio.retention_figures(retention, delete_op)
     return out
 
 

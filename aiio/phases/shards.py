@@ -268,6 +268,14 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
     return removed
 
 
+def retention_figures(log: OpLog, delete_op: str = "unlink") -> dict[str, Any]:
+    """One client's retention deletes: how many, their latency summary and histogram."""
+    log.flush()
+    h = log.hist.get(delete_op, Histogram())
+    return {"files_deleted": h.count, "unlink_latency": h.summary(),
+            "unlink_histogram": h.to_dict()}
+
+
 # --- the parent side -----------------------------------------------------------------------
 
 def burst_aggregate(entries: list[dict[str, Any]]) -> dict[str, Any]:

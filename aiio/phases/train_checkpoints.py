@@ -23,7 +23,7 @@ from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
-from aiio.stats import ByteSeries, Histogram
+from aiio.stats import ByteSeries
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -242,6 +242,4 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
 
 
 def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
-    ck.retention.flush()
-    h = ck.retention.hist.get("unlink", Histogram())
-    return {"files_deleted": h.count, "unlink_latency": h.summary()}
+    return ckptio.retention_figures(ck.retention)
