@@ -18,6 +18,7 @@ import errno
 import os
 import threading
 import time
+from array import array
 from typing import Any
 
 from aiio.engine import OpLog, aligned_buffer
@@ -85,36 +86,45 @@ class DepthReader:
 
         With a deadline, no request is issued after it (those in flight complete and count).
         """
-        pending = iter(offsets)
+        pending, wait, now = iter(offsets), self.ring.wait, time.monotonic_ns
         issued = [0] * self.depth      # when each slot's request was issued (monotonic ns)
         where = [0] * self.depth       # the file offset each slot is reading
+        lat, ends, sizes = array("q"), array("q"), array("q")
+        lat_add, end_add, size_add = lat.append, ends.append, sizes.append
         inflight = self._issue(fd, pending, range(self.depth), issued, where, deadline_ns)
-        done, failure = 0, None
-        while inflight:
-            reaped = self.ring.wait() or ()
-            t = time.monotonic_ns()
-            free = []
-            for c in reaped:
-                slot, n = c.user_data, c.res
-                inflight -= 1
-                free.append(slot)
-                if n < 0:
-                    failure = failure or ReadFailed(-n, where[slot])
-                    continue
-                self.log.add("read", issued[slot], t, n)
-                done += n
-                if self.check is not None and n:
-                    c0 = time.monotonic_ns()
-                    self.check(self.views[slot], n, where[slot])
-                    self.log.add("verify", c0, time.monotonic_ns(), 0)
-            if failure is None and not (self.stop is not None and self.stop.is_set()):
-                inflight += self._issue(fd, pending, free, issued, where, deadline_ns)
+        failure = None
+        try:
+            while inflight:
+                reaped = wait() or ()
+                t = now()
+                for c in reaped:
+                    slot, n = c.user_data, c.res
+                    if n < 0:
+                        failure = failure or ReadFailed(-n, where[slot])
+                        continue
+                    lat_add(t - issued[slot])
+                    end_add(t)
+                    size_add(n)
+                    if self.check is not None and n:
+                        self._check(slot, n, where[slot])
+                inflight -= len(reaped)
+                if failure is None and not (self.stop is not None and self.stop.is_set()):
+                    free = [c.user_data for c in reaped]
+                    inflight += self._issue(fd, pending, free, issued, where, deadline_ns)
+        finally:  # on an error too: the requests that completed keep their counts
+            self.log.add_many("read", lat, ends, sizes)
+        done = sum(sizes)
         if self.counter:
             self.counter(done)
         if failure is not None:  # raised only once nothing is in flight into our buffers
             del reaped, c  # completions hold our buffers: the traceback must not keep them
             raise failure
         return done
+
+    def _check(self, slot: int, n: int, offset: int) -> None:
+        c0 = time.monotonic_ns()
+        self.check(self.views[slot], n, offset)
+        self.log.add("verify", c0, time.monotonic_ns(), 0)
 
     def _issue(self, fd: int, pending: Any, slots: Any, issued: list[int], where: list[int],
                deadline_ns: int) -> int:

@@ -77,6 +77,17 @@ class OpLog:
         if len(lat) >= FLUSH_EVERY:
             self.flush()
 
+    def add_many(self, op: str, lat: array, ends: array, sizes: array) -> None:
+        """Record a batch of operations: their latencies, completion times (monotonic ns) and
+        bytes, in one call where a hot loop cannot afford one `add` per operation."""
+        self.lat_array(op).extend(lat)
+        self._end.extend(ends)
+        self._bytes.extend(sizes)
+        self.ops += len(lat)
+        self.nbytes += sum(sizes)
+        if len(self._lat[op]) >= FLUSH_EVERY:
+            self.flush()
+
     def lat_array(self, op: str) -> array:
         """The raw latency buffer of one op, for hot loops that append directly."""
         lat = self._lat.get(op)
