@@ -77,6 +77,7 @@ class DepthReader:
         self.stop: threading.Event | None = None
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: Any = None
+        self.expired = False  # a deadline passed: read_blocks issued nothing more
         self.ring = uring_api.Ring(entries=depth, auto_submit=False)
         self.bufs = [aligned_buffer(block_size) for _ in range(depth)]
         self.views = [memoryview(b) for b in self.bufs]
@@ -131,6 +132,7 @@ class DepthReader:
         """Prepare the next offsets into the free slots and submit them; returns how many."""
         t = time.monotonic_ns()
         if deadline_ns and t >= deadline_ns:
+            self.expired = True
             return 0
         prepare, views, count = self.ring.prepare_read, self.views, 0
         for slot in slots:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,22 @@ def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None
     assert got == nbytes == 2 * BLOCK + 100 == series.total
     assert hist["read"].count == 3
     assert all(ok for _, ok in seen)
+
+
+def test_no_request_is_issued_after_the_deadline(tmp_path: Path) -> None:
+    path, _ = _file(tmp_path, 64 * BLOCK)
+    log = OpLog(0)
+    reader = DepthReader(4, BLOCK, log)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert reader.read_blocks(fd, [0] * 10, time.monotonic_ns() + 60 * 10**9) == 10 * BLOCK
+        assert not reader.expired
+        assert reader.read_blocks(fd, [0] * 10, time.monotonic_ns() - 1) == 0
+        assert reader.expired
+    finally:
+        os.close(fd)
+        reader.close()
+    assert log.ops == 10
 
 
 def test_a_failed_request_raises_after_the_ring_drains(tmp_path: Path) -> None:

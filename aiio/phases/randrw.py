@@ -135,7 +135,7 @@ class _Mixer:
         """Reads only, `iodepth` in flight: batches of random blocks until the deadline."""
         reader, a = self.reader, self.a
         reader.stop = stop
-        while time.monotonic_ns() < deadline_ns and not stop.is_set():
+        while not (reader.expired or stop.is_set()):
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread)
             try:
                 counter(reader.read_blocks(fd, (offs * a.block_size).tolist(), deadline_ns))
