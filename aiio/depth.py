@@ -93,7 +93,7 @@ class DepthReader:
         lat, ends, sizes = array("q"), array("q"), array("q")
         lat_add, end_add, size_add = lat.append, ends.append, sizes.append
         inflight = self._issue(fd, pending, range(self.depth), issued, where, deadline_ns)
-        failure = None
+        failure, check = None, self.check
         try:
             while inflight:
                 reaped = wait() or ()
@@ -106,7 +106,7 @@ class DepthReader:
                     lat_add(t - issued[slot])
                     end_add(t)
                     size_add(n)
-                    if self.check is not None and n:
+                    if check is not None and n:
                         self._check(slot, n, where[slot])
                 inflight -= len(reaped)
                 if failure is None and not (self.stop is not None and self.stop.is_set()):
@@ -135,12 +135,11 @@ class DepthReader:
             self.expired = True
             return 0
         prepare, views, count = self.ring.prepare_read, self.views, 0
-        for slot in slots:
-            off = next(pending, None)
-            if off is None:
-                break
+        # slots first: when the slots run out, no offset is drawn and lost
+        for slot, off in zip(slots, pending, strict=False):
             prepare(fd, views[slot], off, slot)
-            issued[slot], where[slot] = t, off
+            issued[slot] = t
+            where[slot] = off
             count += 1
         if count:
             self.ring.submit()
