@@ -112,6 +112,10 @@ class DepthReader:
                 if failure is None and not (self.stop is not None and self.stop.is_set()):
                     free = [c.user_data for c in reaped]
                     inflight += self._issue(fd, pending, free, issued, where, deadline_ns)
+        except BaseException:
+            reaped = c = None  # completions hold our buffers: the traceback must not keep them
+            self._drain()
+            raise
         finally:  # on an error too: the requests that completed keep their counts
             self.log.add_many("read", lat, ends, sizes)
         done = sum(sizes)
@@ -145,7 +149,13 @@ class DepthReader:
             self.ring.submit()
         return count
 
+    def _drain(self) -> None:
+        """Wait until the kernel is done with every request still in flight into our buffers."""
+        while self.ring.pending_count():
+            self.ring.wait()
+
     def close(self) -> None:
+        self._drain()
         self.ring.close()
         for v in self.views:
             v.release()

@@ -120,6 +120,26 @@ def test_a_failed_request_raises_after_the_ring_drains(tmp_path: Path) -> None:
     assert log.ops == 0 and log.nbytes == 0
 
 
+def test_an_error_mid_flight_propagates_and_close_is_clean(tmp_path: Path) -> None:
+    """A check that raises while requests are in flight: its error reaches the caller, and
+    closing waits for the kernel to finish with the buffers instead of failing."""
+    path, _ = _file(tmp_path, 64 * BLOCK)
+    reader = DepthReader(8, BLOCK, OpLog(0))
+
+    def check(view, n, offset):
+        raise ValueError("bad block")
+    reader.check = check
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(ValueError, match="bad block") as info:
+            reader.read_blocks(fd, [i * BLOCK for i in range(64)])
+        reader.close()  # with the error and its traceback still held, as a client holds it
+    finally:
+        os.close(fd)
+    assert reader.ring.closed and reader.ring.pending_count() == 0
+    assert info.value.args == ("bad block",)
+
+
 def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
     args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
             "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
