@@ -19,7 +19,7 @@ from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 BLOCK = 4096
 NO_RING = unavailable(8)
-pytestmark = pytest.mark.skipif(NO_RING is not None, reason=NO_RING or "")
+needs_ring = pytest.mark.skipif(NO_RING is not None, reason=NO_RING or "")
 
 
 @pytest.fixture(params=["tmpfs", "loop"])
@@ -51,6 +51,7 @@ def _reader(depth: int, log: OpLog, data: bytes, seen: list) -> DepthReader:
     return reader
 
 
+@needs_ring
 @pytest.mark.parametrize("depth", [1, 8, 32])
 def test_every_request_counted_timed_and_correct(folder: Path, depth: int) -> None:
     path, data = _file(folder, 256 * BLOCK)
@@ -73,6 +74,7 @@ def test_every_request_counted_timed_and_correct(folder: Path, depth: int) -> No
     assert series.total == 1000 * BLOCK
 
 
+@needs_ring
 def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None:
     path, data = _file(folder, 10 * BLOCK + 100)
     log, seen = OpLog(0), []
@@ -89,6 +91,7 @@ def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None
     assert all(ok for _, ok in seen)
 
 
+@needs_ring
 def test_no_request_is_issued_after_the_deadline(tmp_path: Path) -> None:
     path, _ = _file(tmp_path, 64 * BLOCK)
     log = OpLog(0)
@@ -105,6 +108,7 @@ def test_no_request_is_issued_after_the_deadline(tmp_path: Path) -> None:
     assert log.ops == 10
 
 
+@needs_ring
 def test_a_failed_request_raises_after_the_ring_drains(tmp_path: Path) -> None:
     path, _ = _file(tmp_path, 4 * BLOCK)
     log = OpLog(0)
@@ -120,6 +124,7 @@ def test_a_failed_request_raises_after_the_ring_drains(tmp_path: Path) -> None:
     assert log.ops == 0 and log.nbytes == 0
 
 
+@needs_ring
 def test_an_error_mid_flight_propagates_and_close_is_clean(tmp_path: Path) -> None:
     """A check that raises while requests are in flight: its error reaches the caller, and
     closing waits for the kernel to finish with the buffers instead of failing."""
@@ -150,6 +155,7 @@ def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else proc.stderr
 
 
+@needs_ring
 def test_randrw_reads_at_depth_count_every_read_and_byte(folder: Path, tmp_path: Path) -> None:
     rc, out = _randrw(folder, tmp_path / "reports", "prep.iodepth=16", "prep.threads=2",
                       "run.clients=2")
@@ -163,6 +169,7 @@ def test_randrw_reads_at_depth_count_every_read_and_byte(folder: Path, tmp_path:
     assert out["workload"]["prep"]["iodepth"] == 16
 
 
+@needs_ring
 def test_randrw_at_depth_with_verify(target: Path, results: Path) -> None:
     args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
             "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
