@@ -103,5 +103,6 @@ def test_randrw_streams_count_the_requests_in_flight_at_depth() -> None:
     res = {"phase": "prep", "workload": {"prep": {"mode": "randrw", "threads": 2,
                                                   "iodepth": 8}}}
     assert streams_per_client(res) == 16
+    assert streams_per_client({**res, "phase": "randrw"}) == 16
     res["workload"]["prep"]["iodepth"] = 1
     assert streams_per_client(res) == 2
