@@ -129,7 +129,8 @@ class DepthReader:
     def _check(self, slot: int, n: int, offset: int) -> None:
         c0 = time.monotonic_ns()
         self.check(self.views[slot], n, offset)
-        self.log.add("verify", c0, time.monotonic_ns(), 0)
+        c1 = time.monotonic_ns()
+        self.log.add_many("verify", array("q", [c1 - c0]), array("q", [c1]), array("q", [0]))
 
     def _issue(self, fd: int, pending: Any, slots: Any, issued: list[int], where: list[int],
                deadline_ns: int) -> int:
