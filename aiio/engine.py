@@ -66,7 +66,7 @@ class OpLog:
     """One thread's record of its operations, folded into histograms in batches.
 
     `timed(op)` is the way to time and record one call. The engine's own hot loops, which
-    already hold their two clock readings, record with `add_timed` and `add_batch`.
+    already hold their clock readings, record with `add_timed` and `add_many`.
     """
 
     start_ns: int
@@ -97,24 +97,17 @@ class OpLog:
         if len(lat) >= FLUSH_EVERY:
             self.flush()
 
-    def add_batch(self, op: str, lat: array, ends: array, size: int,
-                  short: list[tuple[int, int]]) -> int:
-        """Record len(lat) calls of `op`: latencies, completion times, `size` bytes each but
-        the `short` ones ((index, bytes) of calls that moved less). Returns their bytes."""
-        calls = len(lat)
-        sizes = array("q", [size]) * calls
-        done = size * calls
-        for i, n in short:
-            sizes[i] = n
-            done -= size - n
+    def add_many(self, op: str, lat: array, ends: array, sizes: array) -> None:
+        """Record a batch of operations: their latencies, completion times (`now_ns`
+        readings) and bytes, in one call where a hot loop cannot afford one call per
+        operation."""
         self._lat.setdefault(op, array("q")).extend(lat)
         self._end.extend(ends)
         self._bytes.extend(sizes)
-        self.ops += calls
-        self.nbytes += done
+        self.ops += len(lat)
+        self.nbytes += sum(sizes)
         if len(self._lat[op]) >= FLUSH_EVERY:
             self.flush()
-        return done
 
     def flush(self) -> None:
         for op, lat in self._lat.items():
@@ -269,7 +262,11 @@ class Reader:
                 if n != size:
                     short.append((len(ends) - 1, n))
         finally:  # on an error too: the calls made so far keep their byte counts
-            done = self.log.add_batch("read", lat, ends, size, short)
+            sizes = array("q", [size]) * len(lat)
+            for i, n in short:
+                sizes[i] = n
+            self.log.add_many("read", lat, ends, sizes)
+        done = size * len(lat) - sum(size - n for _, n in short)
         if self.counter:
             self.counter(done)
         return done

@@ -124,6 +124,8 @@ def test_null_runs_stay_out_of_history(target: Path, results: Path) -> None:
     (("--verify",), "--verify checks the data"),
     (("--reader", "native"), "use --reader raw"),
     (("--target", "s3://bucket/x"), "use a directory target"),
+    (("--phase", "randrw", "--set", "prep.iodepth=4", "--set", "prep.read_share=1"),
+     "use prep.iodepth = 1"),
 ])
 def test_null_with_what_needs_real_io_is_one_line_exit_2(target: Path, results: Path,
                                                         args: tuple[str, ...], words: str) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aiio.workload import Workload
 
 DEFAULT_TARGET = "./aiio-target"
 
@@ -67,7 +72,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         _make_default_target(target)
     options = {"verify": verify} if verify else {}
     access = access_for(target, endpoint, profile)
-    check_null(method, verify, access is not None, workload.train.reader)
+    check_null(method, verify, access is not None, workload)
     if access is not None:
         options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
     if no_space_check:
@@ -104,12 +109,15 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
                         f"at offset {first['offset']} ({first['problem']}); result in {folder}")
 
 
-def check_null(method: str, verify: bool, on_s3: bool, reader: str) -> None:
-    """The null method reads nothing: nothing to verify; object storage and the formats' own
-    libraries make calls it cannot leave out."""
+def check_null(method: str, verify: bool, on_s3: bool, workload: Workload) -> None:
+    """The null method reads nothing: nothing to verify; object storage, io_uring and the
+    formats' own libraries make calls it cannot leave out."""
     if method != "null":
         return
-    if reader == "native":
+    if workload.prep.iodepth > 1:
+        raise ConfigError(f"prep.iodepth = {workload.prep.iodepth} reads through io_uring, "
+                          "which --cache null cannot leave out: use prep.iodepth = 1")
+    if workload.train.reader == "native":
         raise ConfigError("--cache null leaves out aiio's own read calls; the native reader "
                           "reads through the format's library: use --reader raw")
     if verify:
