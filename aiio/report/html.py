@@ -432,8 +432,3 @@ def figures(*charts: Html | None) -> Html:
     """Charts side by side where the page is wide enough, stacked where it is not."""
     shown = [c for c in charts if c]
     return tag("div", join(shown), class_="charts") if shown else Html("")
-
-
-def duration_or_none(value: Any) -> str:
-    x = finite(value)
-    return MISSING if x is None else format_duration(x)
