@@ -21,10 +21,11 @@ from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.fio import hero
 from aiio.phases import OBJECT_PREFIX, get_phase
-from aiio.phases.base import RunContext, now_iso
+from aiio.phases.base import RunContext
 from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, TargetInfo, check_shared, probe
+from aiio.wallclock import now_iso
 from aiio.workload import Workload
 
 

@@ -16,8 +16,8 @@ from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
 from aiio.figures import FIGURES, run_figures, sweep_figures, views
 from aiio.history import History, Record, regressions, run_record, sweep_record
-from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
+from aiio.wallclock import now_iso
 
 __all__ = ["Check", "Spec", "judge", "load_spec", "run_spec", "save", "exit_code"]
 

@@ -19,10 +19,10 @@ from aiio import honesty, result
 from aiio.engine import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job as fio
-from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree
 from aiio.units import GiB, KiB, MiB, format_size
+from aiio.wallclock import now_iso
 
 FOLDER = ("fio", "hero")
 FILE_FORMAT = "hero.$jobnum"  # the same file per client in every test

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +92,3 @@ def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
         "ops": sum(c[f"{prefix}ops"] for c in clients),
     }
 
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -19,11 +19,11 @@ from typing import Any
 from aiio import result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.phases import get_phase
-from aiio.phases.base import now_iso
 from aiio.stats import spread
 from aiio.sweep import figures as sweep_figures
 from aiio.sweep import verdict as scaling
 from aiio.sysinfo import collect_environment
+from aiio.wallclock import now_iso
 from aiio.workload import Workload
 
 DEFAULT_DURATION_S = 10.0
