@@ -84,7 +84,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     check_memory(w, split[0])
     target, info, method = open_target(req.target, req.options, req.method)
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
-                    progress=ui.progress)
+                    progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)
     out["split"] = split
     folder = result.unique_folder(Path(req.results_dir), out["id"])
@@ -92,7 +92,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     here = hosts.host_entry(world(), info)
     try:
         if not on_s3:
-            check_shared(target)
+            check_shared(target, world())
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
         out["workload"] = rc.workload.to_dict()

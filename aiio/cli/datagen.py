@@ -19,6 +19,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
             profile: str | None, **kwargs) -> None:
     """Generate the workload's dataset: incompressible, unique per file, with a manifest."""
     from aiio import dataset as ds
+    from aiio.comm import world
     from aiio.target import Target
     from aiio.term.console import RichUI
     from aiio.term.screen import out_console
@@ -43,7 +44,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
         return
     if existing is None:
         ui.note(f"generating dataset {w.name}: {why}")
-    data = ds.generate(tgt, w, workers=workers,
+    data = ds.generate(tgt, w, workers=workers, ranks=world(),
                        progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
     out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
                         f"samples, {format_size(data.total_bytes)} in {data.folder} "

@@ -11,6 +11,7 @@ from typing import Any
 from aiio import dataset as ds
 from aiio import stats
 from aiio.engine import OpLog, merge_logs
+from aiio.ranks import THIS_HOST, Ranks
 from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
 from aiio.units import mib_per_s
@@ -29,6 +30,7 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
+    ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.comm's world)
 
 
 def ensure_dataset(rc: RunContext) -> ds.Dataset:
@@ -38,7 +40,7 @@ def ensure_dataset(rc: RunContext) -> ds.Dataset:
     if rc.progress:
         def progress(files: int, nbytes: int) -> None:
             rc.progress("generating dataset", files, w.dataset.num_files)
-    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note, ranks=rc.ranks)
     return data
 
 
