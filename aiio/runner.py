@@ -25,27 +25,9 @@ from aiio.phases.base import RunContext
 from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, TargetInfo, check_shared, probe
+from aiio.ui import UI, QuietUI
 from aiio.wallclock import now_iso
 from aiio.workload import Workload
-
-
-class QuietUI:
-    """A UI that shows nothing; the CLI passes a rich one."""
-
-    def note(self, message: str) -> None:
-        pass
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        pass
-
-    def start(self, label: str, total: int | None, clients: int, **live: Any) -> None:
-        pass
-
-    def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
 
 @dataclass
@@ -70,7 +52,7 @@ def check_memory(w: Workload, clients: int, available: int | None = None) -> Non
     memcheck.check_need(memcheck.client_bytes(w), clients, available=available)
 
 
-def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
+def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run and save; returns (result, folder). Raises the phase's error after saving."""
     ui = ui or QuietUI()
     on_s3 = is_s3(req.target)

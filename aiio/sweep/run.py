@@ -23,6 +23,7 @@ from aiio.stats import spread
 from aiio.sweep import figures as sweep_figures
 from aiio.sweep import verdict as scaling
 from aiio.sysinfo import collect_environment
+from aiio.ui import UI, QuietUI
 from aiio.wallclock import now_iso
 from aiio.workload import Workload
 
@@ -184,12 +185,12 @@ def every_count(req: SweepRequest, measure: Measure, out: dict[str, Any]) -> Non
         measure(n)
 
 
-def sweep(req: SweepRequest, ui: Any = None,
+def sweep(req: SweepRequest, ui: UI | None = None,
           driver: Callable[[SweepRequest, Measure, dict[str, Any]], None] = every_count
           ) -> tuple[dict[str, Any], Path]:
     """Run the points the driver asks for (measure(n) runs n's repeats and returns its table
     row), save, judge and chart; raises SweepStopped after saving a partial."""
-    ui = ui or runner.QuietUI()
+    ui = ui or QuietUI()
     base, seconds = plan(req)
     out = _skeleton(req, base, seconds)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
@@ -219,7 +220,7 @@ def sweep(req: SweepRequest, ui: Any = None,
 
 
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
-               out: dict[str, Any], ui: Any) -> tuple[str, int] | None:
+               out: dict[str, Any], ui: UI) -> tuple[str, int] | None:
     """One point; appends it and saves. Returns (message, exit code) when the sweep must end."""
     n, total = w.run.clients, _planned(req)
     seconds = out["sweep"]["duration_s"]
