@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from aiio.comm import world
 from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.fio import hero
+from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
 from aiio.phases.base import RunContext
 from aiio.s3.location import is_s3
@@ -37,7 +38,7 @@ class RunRequest:
     target: str
     results_dir: str = "reports"
     method: str = "auto"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     # Called with (result, folder) once result.json is saved, also for a partial result.
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
 
@@ -125,7 +126,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     return out, folder
 
 
-def open_target(where: str, options: dict[str, Any],
+def open_target(where: str, options: RunOptions,
                 method: str = "auto") -> tuple[Any, TargetInfo, str]:
     """The checked target, what it is, and how reads avoid a cache: a directory, or an
     s3:// bucket prefix (aiio.s3)."""
@@ -150,7 +151,8 @@ def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
         "schema": result.SCHEMA, "kind": "run", "phase": req.phase,
         "id": result.new_id(req.phase, w.name, f"c{w.run.clients}"),
         "status": "running", "error": None, "started": now_iso(), "finished": None,
-        "workload": w.to_dict(), "options": req.options, "clients_requested": w.run.clients,
+        "workload": w.to_dict(), "options": req.options.to_dict(),
+        "clients_requested": w.run.clients,
         "environment": collect_environment(), "target": info.to_dict(), "method": method,
         "clients": [], "aggregate": {}, "warnings": [], "ranks": world().size, "hosts": [],
     }

@@ -101,7 +101,7 @@ def _measure_run(check: Check, target: str, results_dir: str, ui: UI,
 
     # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
-                            dict(check.options),
+                            check.options,
                             on_saved=lambda res, folder: saved.append((res, folder)))
     res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
@@ -115,7 +115,7 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: UI,
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
                              threshold=check.require.min_scaling_efficiency or 0.9,
                              results_dir=results_dir, method=check.cache,
-                             options=dict(check.options))
+                             options=check.options)
     try:
         out, folder = scale.sweep(req, ui)
     except scale.SweepStopped as exc:

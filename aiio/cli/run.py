@@ -51,6 +51,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.term.console import RichUI, phase_tables, print_result
 
@@ -63,12 +64,8 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
-    options = {"verify": verify} if verify else {}
-    access = access_for(target, endpoint, profile)
-    if access is not None:
-        options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
-    if no_space_check:
-        options["space_check"] = False
+    options = RunOptions(verify=verify, space_check=not no_space_check,
+                         s3=access_for(target, endpoint, profile))
     ui = RichUI(quiet=quiet or as_json)
     written: list = []
     saved: list = []

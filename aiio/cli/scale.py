@@ -64,6 +64,7 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
           profile: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.sweep import find_max as fm
     from aiio.sweep import run as sc
@@ -83,8 +84,7 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
     seconds = parse_duration(duration) if duration is not None else None
     workload = resolve_workload(kwargs)
     access = access_for(target, endpoint, profile)
-    options = {} if access is None else {"s3": {"endpoint": access.endpoint,
-                                               "profile": access.profile}}
+    options = RunOptions(s3=access)
     req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
                           results, method, options, charts=not no_charts,
                           find_max=find_max)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aiio import dataset as ds
 from aiio import stats
 from aiio.engine import OpLog, merge_logs
+from aiio.options import RunOptions
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
@@ -27,7 +28,7 @@ class RunContext:
     info: TargetInfo
     method: str
     clients: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
     ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.comm's world)

@@ -13,6 +13,7 @@ from typing import Any
 from aiio import honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
+from aiio.options import RunOptions
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, client_identity, cpu_seconds
 from aiio.phases.shards import CheckpointPlan
@@ -92,7 +93,7 @@ class CheckpointPhase:
     name = "checkpoint"
     unit = "checkpoints"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""
         ckptio.checkpoint_bytes(w)
 

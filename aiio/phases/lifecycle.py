@@ -15,6 +15,7 @@ from typing import Any
 
 from aiio.clients import ClientContext
 from aiio.errors import RunFailed
+from aiio.options import RunOptions
 from aiio.phases import load, prep, train
 from aiio.phases.base import RunContext, client_identity
 from aiio.workload import Workload
@@ -86,8 +87,8 @@ class AllPhase:
     name = "all"
     unit = "units"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
-        quiet = {k: v for k, v in options.items() if k != "verify"}
+    def validate(self, w: Workload, options: RunOptions) -> None:
+        quiet = dataclasses.replace(options, verify=False)
         lw = lifecycle_workload(w)
         prep.PHASE.validate(lw, options if w.prep.mode == "randrw" else quiet)
         train.PHASE.validate(lw, quiet)
@@ -96,8 +97,8 @@ class AllPhase:
     def prepare(self, rc: RunContext) -> AllArgs:
         lw = lifecycle_workload(rc.workload)
         sub = dataclasses.replace(rc, workload=lw)
-        train_rc = dataclasses.replace(sub, options={k: v for k, v in rc.options.items()
-                                                     if k != "verify"})
+        train_rc = dataclasses.replace(sub, options=dataclasses.replace(rc.options,
+                                                                        verify=False))
         args = AllArgs(None, None, None, rc.method)
         try:
             args.prep = prep.PHASE.prepare(sub)

@@ -21,6 +21,7 @@ from aiio import blocks, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
+from aiio.options import RunOptions
 from aiio.phases.base import (
     RunContext,
     client_identity,
@@ -110,7 +111,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
         pass
     if folder.exists():
         remove_tree(folder, rc.target.root)
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(total, f"model weights {params['model']} "
                                        f"({w.load.files} files)")
     folder.mkdir(parents=True)
@@ -204,7 +205,7 @@ class LoadPhase:
     name = "load"
     unit = "files"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         weight_bytes(w)
 
     def prepare(self, rc: RunContext) -> LoadArgs:
@@ -216,7 +217,7 @@ class LoadPhase:
         return LoadArgs(str(folder), _names(w.load.files), split_sizes(total, w.load.files),
                         total, base, w.load.scale, source, rc.method, w.load.threads,
                         w.load.transfer_size, w.load.stagger, w.run.seed,
-                        bool(rc.options.get("verify")), reused)
+                        rc.options.verify, reused)
 
     def total_units(self, a: LoadArgs, clients: int) -> int:
         return len(a.names) * clients

@@ -20,6 +20,7 @@ from aiio import dataset as ds
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
+from aiio.options import RunOptions
 from aiio.phases import randrw
 from aiio.phases import shards as ckptio
 from aiio.phases.base import (
@@ -291,7 +292,7 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     p = w.prep
     data = ensure_dataset(rc)
     out_bytes = int(data.total_bytes * p.output_ratio * p.passes)
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
     for c in range(rc.clients):
@@ -304,11 +305,11 @@ class PrepPhase:
     name = "prep"
     unit = "samples"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.mode == "shards" and w.prep.shard_size % 4096:
             raise ConfigError(f"prep.shard_size = {w.prep.shard_size} B must be a multiple of "
                               "4 KiB (O_DIRECT needs aligned lengths)")
-        if options.get("verify") and w.prep.mode != "randrw":
+        if options.verify and w.prep.mode != "randrw":
             raise ConfigError("--verify checks data aiio wrote with block checksums; prep reads "
                               "the raw dataset in shards mode: use prep.mode=randrw, or the "
                               "checkpoint or load phase")

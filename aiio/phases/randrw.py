@@ -65,12 +65,12 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
         raise ConfigError(f"prep.file_size holds {size // p.block_size} blocks of "
                           f"{format_size(p.block_size)}, fewer than the {p.threads} threads; "
                           "use a larger file or fewer threads")
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
     os.makedirs(folder)
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
-                   p.duration, w.run.seed, bool(rc.options.get("verify")))
+                   p.duration, w.run.seed, rc.options.verify)
     writers = [Writer(rc.method, 1024 * 1024, OpLog(0), seed=w.run.seed + i, checksum=True)
                for i in range(min(4, rc.clients))]
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")

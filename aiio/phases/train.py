@@ -22,6 +22,7 @@ from aiio import dataset as ds
 from aiio import formats, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
+from aiio.options import RunOptions
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
@@ -420,7 +421,7 @@ class TrainPhase:
             agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
         return agg
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         train_ckpt.validate(w, options)
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiio.comm import world
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.s3.connect import Access
 from aiio.s3.target import S3Target
 from aiio.target import TargetInfo
@@ -24,15 +25,14 @@ def get_phase(name: str) -> Any:
     return importlib.import_module(PHASES[name]).PHASE
 
 
-def open_target(url: str, options: dict[str, Any]) -> tuple[S3Target, TargetInfo, str]:
+def open_target(url: str, options: RunOptions) -> tuple[S3Target, TargetInfo, str]:
     """Check the bucket prefix (one line for each way it is wrong) before anything is
     written, and describe it for the result."""
     if world().size > 1:
         raise ConfigError("s3:// targets run on one host for now; start aiio without mpiexec")
-    if options.get("verify"):
+    if options.verify:
         raise ConfigError("--verify is not available for s3:// targets")
-    given = options.get("s3", {})
-    target = S3Target(url, Access(given.get("endpoint"), given.get("profile")))
+    target = S3Target(url, options.s3 or Access())
     target.check_usable()
     info = TargetInfo(path=target.path, fstype="s3", mountpoint=target.client.meta.endpoint_url,
                       device="", memory_backed=False, network=True, o_direct=False,

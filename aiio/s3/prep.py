@@ -14,6 +14,7 @@ from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases import prep
 from aiio.phases.base import RunContext
 from aiio.phases.threads import PolledStop
@@ -110,7 +111,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 
 class S3PrepPhase(prep.PrepPhase):
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.mode != "shards":
             raise ConfigError("s3:// targets run prep in shards mode only; random "
                               "reads and writes inside objects do not exist in S3")

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiio import result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.stats import spread
 from aiio.sweep import figures as sweep_figures
@@ -122,7 +123,7 @@ class SweepRequest:
     threshold: float = 0.9
     results_dir: str = "reports"
     method: str = "auto"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     charts: bool = True
     find_max: bool = False  # search for the largest count at the AU goal (clients: [1, max])
 
@@ -262,7 +263,8 @@ def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str
         "id": result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"),
         "status": "running", "error": None, "started": now_iso(), "finished": None,
         "workload": w.to_dict(), "target": info.to_dict(),
-        "environment": collect_environment(), "method": req.method, "options": req.options,
+        "environment": collect_environment(), "method": req.method,
+        "options": req.options.to_dict(),
         "sweep": {"clients": list(req.clients), "repeat": req.repeat,
                   "threshold": req.threshold, "duration_s": seconds,
                   "excluded": _excluded(req.phase, seconds)},
