@@ -43,16 +43,6 @@ class RunRequest:
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
 
 
-def client_memory_estimate(w: Workload) -> int:
-    """Bytes one client needs (aiio.memcheck: measured, with a margin)."""
-    return memcheck.client_bytes(w)
-
-
-def check_memory(w: Workload, clients: int, available: int | None = None) -> None:
-    """Refuse, before anything starts, more clients than this host's memory holds."""
-    memcheck.check_need(memcheck.client_bytes(w), clients, available=available)
-
-
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run and save; returns (result, folder). Raises the phase's error after saving."""
     ui = ui or QuietUI()
@@ -64,7 +54,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     if hasattr(phase, "validate"):
         phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
-    check_memory(w, split[0])
+    memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress, ranks=world())
@@ -90,7 +80,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
                  hero=hero.hero_for(str(target.path), req.phase, req.results_dir))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
-                phase_name, args, str(target.path), split, client_memory_estimate(w), on_tick)
+                phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
         finally:
             ui.stop()
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
@@ -126,7 +116,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     return out, folder
 
 
-def open_target(where: str, options: RunOptions,
+def open_target(where: str, options: RunOptions = RunOptions(),
                 method: str = "auto") -> tuple[Any, TargetInfo, str]:
     """The checked target, what it is, and how reads avoid a cache: a directory, or an
     s3:// bucket prefix (aiio.s3)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import result, runner
+from aiio import memcheck, result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.options import RunOptions
 from aiio.phases import get_phase
@@ -137,7 +137,7 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
     if not 0 < req.threshold <= 1:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
-    runner.check_memory(req.workload, max(req.clients))
+    memcheck.check_need(memcheck.client_bytes(req.workload), max(req.clients))
     if hasattr(phase, "validate"):
         phase.validate(req.workload, req.options)  # the phase's own checks, before any point
     key = duration_key(req.phase, req.workload)
