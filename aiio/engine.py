@@ -20,17 +20,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aiio import blocks
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import RunFailed
 from aiio.stats import ByteSeries, Histogram
 
 O_DIRECT = getattr(os, "O_DIRECT", 0)
 DIRECT_ALIGN = 4096  # align offsets and lengths to 4 KiB: safe on 512e and 4Kn devices
 FLUSH_EVERY = 8192   # ops buffered per thread before they are folded into the histogram
-
-METHOD_DIRECT = "o_direct"
-METHOD_FADVISE = "fadvise_dontneed"
-METHOD_NONE = "none"
-
 
 def aligned_buffer(size: int) -> mmap.mmap:
     """An anonymous mapping: page-aligned, as O_DIRECT requires, and faulted in now.
@@ -388,9 +384,3 @@ def thread_read_bytes() -> int:
         pass
     return 0
 
-
-def choose_method(o_direct_works: bool, requested: str = "auto") -> str:
-    """O_DIRECT where the filesystem accepts it, else drop cached pages before reading."""
-    if requested != "auto":
-        return requested
-    return METHOD_DIRECT if o_direct_works else METHOD_FADVISE

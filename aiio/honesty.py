@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE
 from aiio.target import TargetInfo
 from aiio.units import format_size
 

@@ -15,9 +15,9 @@ from typing import Any
 import psutil
 
 from aiio import honesty, hosts, memcheck, result
+from aiio.cache_methods import choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.fio import hero
 from aiio.options import RunOptions

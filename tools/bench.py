@@ -28,8 +28,9 @@ from pathlib import Path
 
 import psutil
 
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader
+from aiio.engine import O_DIRECT, OpLog, Reader
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB

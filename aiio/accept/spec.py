@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiio.cache_methods import REQUESTS
 from aiio.errors import ConfigError
 from aiio.history import DEFAULT_BASELINE_RUNS, DEFAULT_FRACTION
 from aiio.options import RunOptions
@@ -23,7 +24,6 @@ from aiio.options import RunOptions
 # the same key table and checks as workloads, so specs and workloads fail the same way
 from aiio.workload import Workload, _check, _coerce, key, load_workload
 
-CACHE_METHODS = ("auto", "o_direct", "fadvise_dontneed", "none")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -96,7 +96,7 @@ class CheckKeys:
     duration: float = key("duration", 0.0, "run each point this long (train.duration)", min=0)
     epochs: int = key("int", 0, "passes over the dataset (train.epochs; 0: the workload's)",
                       min=0)
-    cache: str = key("str", "auto", "how the page cache is defeated", choices=CACHE_METHODS)
+    cache: str = key("str", "auto", "how the page cache is defeated", choices=REQUESTS)
     latency_op: str = key("str", "", "operation max_p99_ms judges (default: the phase's main)")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, s3_options
@@ -23,8 +24,7 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
               help="raw: aligned reads; native: the format's own library")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
+@click.option("--cache", "method", type=click.Choice(REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated")
 @click.option("--scale", default=None, metavar="F",
               help="multiply checkpoint and model-weight bytes by F (small test systems)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
@@ -48,8 +49,7 @@ def sweep_workload_options(func):
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
                    "or s3://BUCKET/PREFIX")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
+@click.option("--cache", "method", type=click.Choice(REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated")
 @click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")

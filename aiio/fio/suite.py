@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio import honesty, result
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job as fio
 from aiio.sysinfo import collect_environment

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from aiio import blocks, stats
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.options import RunOptions
 from aiio.phases.base import (

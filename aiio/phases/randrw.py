@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from aiio import blocks, stats
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
     RunContext,

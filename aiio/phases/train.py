@@ -20,8 +20,9 @@ import numpy as np
 
 from aiio import dataset as ds
 from aiio import formats, stats
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
+from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
 from aiio.options import RunOptions
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt

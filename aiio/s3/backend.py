@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from aiio.cache_methods import METHOD_S3
 from aiio.comm import world
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
@@ -15,7 +16,6 @@ from aiio.target import TargetInfo
 # The phases that run against a bucket; the others say so in one line.
 PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
           "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
-METHOD = "s3"  # no client page cache to defeat: every read is a request to the service
 
 
 def get_phase(name: str) -> Any:
@@ -37,4 +37,4 @@ def open_target(url: str, options: RunOptions) -> tuple[S3Target, TargetInfo, st
     info = TargetInfo(path=target.path, fstype="s3", mountpoint=target.client.meta.endpoint_url,
                       device="", memory_backed=False, network=True, o_direct=False,
                       direct_align=0, total_bytes=0, free_bytes=0)
-    return target, info, METHOD
+    return target, info, METHOD_S3
