@@ -193,7 +193,7 @@ def test_run_verdict_states_the_goal_and_the_headline_figures(run2: Path) -> Non
     agg = res["aggregate"]
     word = "PASS" if agg["au_pass"] else "FAIL"
     assert f"{word}:" in verdict and f"{agg['au_goal'] * 100:.0f} %" in verdict
-    assert f"{agg['first_done']['mib_s']:.1f} MiB/s" in verdict
+    assert f"{agg['first_done']['mib_s']:,.1f} MiB/s" in verdict
     assert "aggregate MiB/s (first done)" in verdict and "AU of the least busy client" in verdict
 
 

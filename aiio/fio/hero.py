@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio.fio import pairing
+from aiio.units import format_rate
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
 # The first fio test each phase is set against (prep in shards mode also against seq_write,
@@ -165,7 +166,8 @@ def _hero_text(found: dict[str, Any], phase: str, pair: dict[str, Any], target: 
     if pct is None:
         return f"fio {test} in {fio_id} measured 0 MiB/s"
     p = pair["pairing"]
-    text = (f"{pct:.1f} % of fio {test} ({mine:,.1f} of {found['fio_mib_s']:,.1f} MiB/s, "
+    text = (f"{pct:.1f} % of fio {test} ({format_rate(mine, unit=False)} of "
+            f"{format_rate(found['fio_mib_s'])}, "
             f"both last done; {_clients(p['clients'])} x {_streams(p['streams_per_client'])} "
             f"against {p['fio_jobs']} fio jobs x iodepth {p['fio_iodepth']}, "
             f"{p['pattern']}, {_block(p['block_size'])}; {fio_id})")
