@@ -56,6 +56,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
+    heroes = hero.fio_results(req.results_dir)  # read once, before anything is measured
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)
@@ -77,7 +78,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
 
         ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
-                 hero=hero.hero_for(str(target.path), req.phase, req.results_dir))
+                 hero=hero.latest_hero(heroes, str(target.path), req.phase))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
@@ -92,7 +93,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["warnings"] += _warnings(rc, args, out)
         if hasattr(phase, "warnings"):
             out["warnings"] += phase.warnings(rc, args, out)
-        out["hero"] = hero.hero_entry(out, req.results_dir)
+        out["hero"] = hero.pair_entry(out, heroes)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
