@@ -241,8 +241,9 @@ def test_dead_client_fails_the_sweep_and_keeps_finished_points(tmp_path):
 
 
 def test_matplotlib_is_loaded_only_to_draw():
-    code = ("import sys, aiio.sweep.run, aiio.cli.scale, aiio.term.sweep_console; "
-            "assert 'matplotlib' not in sys.modules; import aiio.charts; "
+    code = ("import sys, aiio.sweep.run, aiio.cli.scale, aiio.term.sweep_console, aiio.charts; "
+            "assert 'matplotlib' not in sys.modules; "
+            "aiio.charts.efficiency([1, 2], [1.0, 0.9], 0.8, caption='E(N)'); "
             "assert 'matplotlib' in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True)
