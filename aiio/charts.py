@@ -360,7 +360,7 @@ def _first_row(rows: Sequence[tuple[str, Sequence[tuple[str, float, float]]]], k
 # --- a sweep's chart files -------------------------------------------------------------------
 
 FORMATS = ("png", "svg")
-# What the plotted aggregate is, for phases not judged on first done (see sweep_figures).
+# What the plotted aggregate is, for phases not judged on first done (see sweep.per_point).
 JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write, first done"}
 
 

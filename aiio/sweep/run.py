@@ -21,7 +21,7 @@ from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.stats import spread
-from aiio.sweep import figures as sweep_figures
+from aiio.sweep import per_point
 from aiio.sweep import verdict as scaling
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
@@ -339,7 +339,7 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
 
 
 def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
-    figs = [sweep_figures.point_figures(phase, r["aggregate"]) for r in runs]
+    figs = [per_point.point_figures(phase, r["aggregate"]) for r in runs]
     pcs = [f["per_client_mib_s"] for f in figs]
     heads = [f["headline_mib_s"] for f in figs]
     row: dict[str, Any] = {
@@ -387,7 +387,7 @@ def _compute_pace(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 / p99 / max per operation from the runs' histograms, merged across repeats."""
-    merged = sweep_figures.merge_histograms([v.get("histograms", {}) for v in views])
+    merged = per_point.merge_histograms([v.get("histograms", {}) for v in views])
     return {op: {k: s[k] for k in ("count", "p50_ns", "p99_ns", "max_ns")}
             for op, h in merged.items() for s in [h.summary()]}
 
@@ -410,7 +410,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""
     v = scaling.judge(pts, threshold, accelerator).to_dict()
-    v["basis"] = (f"{sweep_figures.basis(out['phase'])}, mean over repeats; "
+    v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
                   f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "
