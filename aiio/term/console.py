@@ -97,7 +97,7 @@ class RichUI:
             self.rates.add(elapsed, nbytes, units)
             if elapsed >= SHOW_AFTER_S:
                 self.bar.extra = live_table(self.rates, self.hero)
-        self.bar.update(self.task, completed=sum(units), rate=f"{rate:,.0f} MiB/s")
+        self.bar.update(self.task, completed=sum(units), rate=format_rate(rate))
 
     def stop(self) -> None:
         if self.bar is not None:
