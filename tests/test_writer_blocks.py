@@ -17,7 +17,8 @@ from aiio.cache_methods import METHOD_FADVISE, choose_method
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import RunFailed
 from aiio.phases import shards as ckptio
-from aiio.phases.shards import CheckpointPlan, split_sizes
+from aiio.phases.rundata import split_sizes
+from aiio.phases.shards import CheckpointPlan
 from aiio.stats import ByteSeries
 from aiio.target import Target, probe
 
