@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 
 from aiio import honesty, hosts, memcheck, result
-from aiio.cache_methods import choose_method
+from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.errors import AiioError, RunFailed, RunInterrupted
@@ -75,7 +75,9 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
             monitor.sample()
             ui.tick(nbytes, units, elapsed)
 
-        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
+        title = f"{req.phase} {w.name}" + (" (null method: NO I/O)" if method == METHOD_NULL
+                                           else "")
+        ui.start(title, phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
                  hero=hero.latest_hero(heroes, str(target.path), phase.name))
         try:

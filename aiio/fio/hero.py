@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aiio.cache_methods import METHOD_NULL
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, phase_of
 from aiio.units import format_rate
@@ -99,6 +100,9 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
 def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """hero_entry against fio results read already."""
     target, phase = res["target"]["path"], res.get("phase", "")
+    if res.get("method") == METHOD_NULL:
+        return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
+                        "are aiio's own overhead, never storage speed"}
     if phase == "all":
         return _stages_entry(res, found)
     sides = pairing.sides(res)
