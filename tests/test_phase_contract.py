@@ -34,7 +34,7 @@ def _keeps_the_contract(phase: Phase) -> None:
     assert isinstance(phase, Phase), f"{phase!r} lacks part of the Phase contract"
     for hook in HOOKS:
         assert getattr(type(phase), hook) is not getattr(Phase, hook), (phase.name, hook)
-    assert set(phase.options) <= set(PHASE_OPTIONS), phase.options
+    assert set(phase.cli_options) <= set(PHASE_OPTIONS), phase.cli_options
     assert phase.hero_test is None or phase.hero_test in HERO_TESTS
     assert phase.fio_job is None or callable(getattr(emit, phase.fio_job))
     assert callable(getattr(console, phase.console))
@@ -71,7 +71,7 @@ def test_a_phase_option_applies_exactly_where_phases_declare_it(option: str) -> 
     assert option_phases(option), f"no phase takes {option}"
     value = "1" if option != "stagger" else "0.1s"
     for name in REGISTRY:
-        if option in get_phase(name).options:
+        if option in get_phase(name).cli_options:
             assert phase_sets(name, **{option: value})
         else:
             with pytest.raises(ConfigError, match="does not apply to the"):

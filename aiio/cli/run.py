@@ -136,14 +136,14 @@ def write_report(res: dict, folder) -> list:
         return []
 
 
-# The phase-specific options; each phase names those that mean something to it (Phase.options).
+# The phase-specific options; each phase names those that mean something to it (Phase.cli_options).
 PHASE_OPTIONS = ("scale", "checkpoints", "checkpoint_every", "stagger")
 
 
 def option_phases(option: str) -> list[str]:
     """The phases an option applies to, in the order `--phase` lists them."""
     from aiio.phases import REGISTRY, get_phase
-    return [p for p in REGISTRY if option in get_phase(p).options]
+    return [p for p in REGISTRY if option in get_phase(p).cli_options]
 
 
 def phase_sets(phase: str, **values: str | None) -> list[str]:
@@ -153,7 +153,7 @@ def phase_sets(phase: str, **values: str | None) -> list[str]:
     for name, value in values.items():
         if value is None:
             continue
-        if name not in get_phase(phase).options:
+        if name not in get_phase(phase).cli_options:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} does not apply to the {phase} phase; it is for: "
                               f"{', '.join(option_phases(name))}")

@@ -50,7 +50,7 @@ class Phase(Protocol):
 
     name: str  # `--phase NAME` and the result's "phase"
     # The phase-specific `aiio run` options that mean something to it (cli/run.PHASE_OPTIONS).
-    options: tuple[str, ...] = ()
+    cli_options: tuple[str, ...] = ()
     main_op: str = "read"  # the operation its p99 latency figure is taken from
     hero_test: str | None = None  # the fio hero test (fio/suite.HERO_TESTS) it is set against
     fio_job: str | None = None  # the function of aiio.fio.emit that writes its fio job

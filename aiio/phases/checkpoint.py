@@ -88,7 +88,7 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 class CheckpointPhase(Phase):
     name = "checkpoint"
-    options = ("scale", "checkpoints")
+    cli_options = ("scale", "checkpoints")
     main_op = "write"
     hero_test = "seq_write"
     fio_job = "checkpoint_job"

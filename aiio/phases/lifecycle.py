@@ -96,7 +96,7 @@ class AllPhase(Phase):
     """No hero test or fio job of its own: each stage has its own (fio/hero.py, fio/emit.py)."""
 
     name = "all"
-    options = ("scale", "checkpoint_every", "stagger")
+    cli_options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"
 

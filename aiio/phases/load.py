@@ -205,7 +205,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 class LoadPhase(Phase):
     name = "load"
-    options = ("scale", "stagger")
+    cli_options = ("scale", "stagger")
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "load_job"

@@ -386,7 +386,7 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
 
 class TrainPhase(Phase):
     name = "train"
-    options = ("scale", "checkpoint_every")
+    cli_options = ("scale", "checkpoint_every")
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "train_job"
