@@ -19,8 +19,10 @@ import numpy as np
 
 from aiio import dataset as ds
 from aiio import engine, formats, stats
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
+from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
+from aiio.options import RunOptions
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
@@ -384,7 +386,7 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
 
 class TrainPhase(Phase):
     name = "train"
-    options = ("scale", "checkpoint_every")
+    cli_options = ("scale", "checkpoint_every")
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "train_job"
@@ -437,7 +439,7 @@ class TrainPhase(Phase):
             agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
         return agg
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         train_ckpt.validate(w, options)
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
