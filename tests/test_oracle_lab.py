@@ -45,7 +45,7 @@ batch_size = 1
 read_threads = 1
 transfer_size = "1MiB"
 [train.compute_time]
-h100 = 0.0001
+h100 = 0
 """
 
 

@@ -364,6 +364,7 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
         row.update({"au_mean": _mean([a["au_mean"] for a in aggs]),
                     "au_min": min(a["au_min"] for a in aggs), "au_goal": aggs[0]["au_goal"],
                     "au_pass": all(a["au_pass"] for a in aggs),
+                    "au_rule": aggs[0].get("au_rule", "min"),
                     "samples_per_s": _mean([a["samples_per_s"] for a in aggs]),
                     "demand_mib_s": aggs[0].get("demand_mib_s_per_client")})
         row.update(_compute_pace(runs))
@@ -396,6 +397,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         per_client_mib_s=r["per_client_mib_s"]["mean"],
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
+        au_mean=r.get("au_mean"), au_pass=r.get("au_pass"), au_rule=r.get("au_rule", "min"),
         cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
         process_busy="client_process_busy" in r["warnings"],
         compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),
