@@ -79,8 +79,9 @@ def credentials(access: Access) -> dict[str, str]:
                           "AWS_SECRET_ACCESS_KEY, or pass --profile NAME")
     frozen = creds.get_frozen_credentials()
     if frozen.token:
-        raise ConfigError("these AWS credentials carry a session token, which fio's http "
-                          "engine cannot send; use long-term access keys for `aiio fio`")
+        raise ConfigError("these AWS credentials are temporary (they carry a security "
+                          "token), which fio's http engine cannot send; use long-term access "
+                          "keys for `aiio fio`")
     return {ENV_KEYID: frozen.access_key, ENV_KEY: frozen.secret_key,
             "region": sess.region_name or "us-east-1"}
 
