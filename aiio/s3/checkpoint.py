@@ -11,6 +11,7 @@ from typing import Any
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import RunFailed
+from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
@@ -95,7 +96,7 @@ class S3CheckpointPhase(CheckpointPhase):
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
         tgt, part_size = rc.target, rc.workload.s3.part_size
-        base = ckptio.make_plan(rc, ckptio.new_run_tag(), every=0)
+        base = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
         largest = max((max(base.sizes(c), default=0) for c in range(rc.clients)), default=0)
         check_parts(largest, part_size, "a checkpoint shard")
         tgt.claim()

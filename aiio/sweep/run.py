@@ -79,19 +79,9 @@ def powers_of_two(max_clients: int) -> list[int]:
 
 
 def duration_key(phase: str, w: Workload) -> tuple[str, str] | None:
-    """(section, key) of the phase's run-time limit, when the phase is time-based.
-
-    A phase may name it (`duration_key`); otherwise a `duration` key in the workload section
-    named after the phase counts (train.duration).
-    """
-    key = getattr(get_phase(phase), "duration_key", None)
-    if key:
-        return tuple(key)
-    section = getattr(w, phase, None)
-    if dataclasses.is_dataclass(section) and "duration" in {f.name for f in
-                                                            dataclasses.fields(section)}:
-        return phase, "duration"
-    return None
+    """(section, key) of the run-time limit of the phase that runs `w` (`Phase.duration_key`),
+    when that phase is time-based: prep in shards mode is not, in randrw mode it is."""
+    return get_phase(phase).variant(w).duration_key
 
 
 def min_duration(phase: str, w: Workload) -> float:
@@ -136,8 +126,7 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
     runner.check_memory(req.workload, max(req.clients))
-    if hasattr(phase, "validate"):
-        phase.validate(req.workload, req.options)  # the phase's own checks, before any point
+    phase.variant(req.workload).validate(req.workload, req.options)  # before any point
     key = duration_key(req.phase, req.workload)
     if key is None:
         if req.duration_s is not None:
