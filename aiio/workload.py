@@ -116,6 +116,8 @@ class PrepSpec:
     read_share: float = key("float", 0.7, "share of random I/Os that are reads (randrw mode; "
                             "fio's rwmixread / 100)", min=0, max=1)
     duration: float = key("duration", 10.0, "how long the randrw mix runs", gt=0)
+    iodepth: int = key("int", 1, "reads in flight per thread through io_uring (randrw mode, "
+                       "reads only; 1: synchronous reads)", min=1, max=1024)
 
 
 @dataclass(frozen=True)
@@ -438,6 +440,9 @@ def validate(w: Workload) -> None:
     if not MIN_PART_SIZE <= w.s3.part_size <= MAX_PART_SIZE:
         raise ConfigError(f"s3.part_size = {format_size(w.s3.part_size)}: S3 takes parts of "
                           "5 MiB to 5 GiB (--part-size)")
+    if w.prep.iodepth > 1 and w.prep.read_share < 1:
+        raise ConfigError(f"prep.iodepth = {w.prep.iodepth} needs prep.read_share = 1: the "
+                          "queue-depth path reads only (set prep.iodepth = 1 for a mix)")
     if w.prep.block_size > w.prep.file_size:
         raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
                           f"prep.file_size ({w.prep.file_size} B)")
