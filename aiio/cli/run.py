@@ -9,7 +9,7 @@ import click
 from aiio.cache_methods import AUTO, METHOD_NULL, RUN_REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,11 +50,12 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @history_options
 @s3_options
+@part_size_option
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
         history_path: str | None, no_history: bool, no_report: bool,
-        endpoint: str | None, profile: str | None, **kwargs) -> None:
+        endpoint: str | None, profile: str | None, part_size: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
@@ -67,6 +68,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
                        checkpoint_every=checkpoint_every, stagger=stagger)
     if reader:
         extra.append(f"train.reader={reader}")
+    extra += part_size_sets(target, part_size)
     kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
