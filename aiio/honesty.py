@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE
+from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.target import TargetInfo
 from aiio.units import format_size
 
@@ -18,6 +18,8 @@ NIC_NEAR_LINK = 0.8       # share of a NIC's link speed
 # no more than 1 byte in 20 come from a cache unnoticed.
 DEVICE_SHORTFALL = 0.95
 DATA_VS_MEMORY = 5        # MLPerf Storage: the dataset is at least 5 x the client hosts' RAM
+NO_IO = ("NO I/O: the null method made no read or write system call; every figure here is "
+         "aiio's own overhead, not the storage's")
 
 
 def _w(code: str, message: str) -> dict[str, str]:
@@ -30,6 +32,8 @@ def target_warnings(info: TargetInfo, method: str, dataset_bytes: int,
 
     `ram_bytes` is the memory of every client host together (under MPI, the sum over hosts).
     """
+    if method == METHOD_NULL:  # nothing was read: no other reason to doubt the storage applies
+        return [_w("null_io", NO_IO)]
     out = []
     if info.memory_backed:
         out.append(_w("memory_backed", f"target is on {info.fstype}, which lives in RAM: "

@@ -17,7 +17,7 @@ import psutil
 from aiio import honesty, hosts, memcheck, result
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.engine import choose_method
+from aiio.engine import METHOD_NULL, choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.fio import hero
 from aiio.phases import OBJECT_PREFIX, get_phase
@@ -100,7 +100,9 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
             monitor.sample()
             ui.tick(nbytes, units, elapsed)
 
-        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
+        title = f"{req.phase} {w.name}" + (" (null method: NO I/O)" if method == METHOD_NULL
+                                           else "")
+        ui.start(title, phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
                  hero=hero.hero_for(str(target.path), phase.name, req.results_dir))
         try:

@@ -117,6 +117,8 @@ class PrepSpec:
     read_share: float = key("float", 0.7, "share of random I/Os that are reads (randrw mode; "
                             "fio's rwmixread / 100)", min=0, max=1)
     duration: float = key("duration", 10.0, "how long the randrw mix runs", gt=0)
+    iodepth: int = key("int", 1, "reads in flight per thread through io_uring (randrw mode, "
+                       "reads only; 1: synchronous reads)", min=1, max=1024)
 
 
 @dataclass(frozen=True)
@@ -429,6 +431,9 @@ def validate(w: Workload) -> None:
         if value % 4096:
             raise ConfigError(f"{name} = {value} B must be a multiple of 4 KiB "
                               "(O_DIRECT needs aligned lengths)")
+    if w.prep.iodepth > 1 and w.prep.read_share < 1:
+        raise ConfigError(f"prep.iodepth = {w.prep.iodepth} needs prep.read_share = 1: the "
+                          "queue-depth path reads only (set prep.iodepth = 1 for a mix)")
     if w.prep.block_size > w.prep.file_size:
         raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
                           f"prep.file_size ({w.prep.file_size} B)")

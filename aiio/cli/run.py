@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aiio.workload import Workload
 
 DEFAULT_TARGET = "./aiio-target"
 
@@ -25,8 +30,9 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
               help="raw: aligned reads; native: the format's own library")
 @click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
-              show_default=True, help="how the page cache is defeated")
+                                                      "none", "null"]), default="auto",
+              show_default=True, help="how the page cache is defeated; null: no read or write "
+                                      "system call at all, to measure aiio's own overhead")
 @click.option("--scale", default=None, metavar="F",
               help="multiply checkpoint and model-weight bytes by F (small test systems)")
 @click.option("--checkpoints", default=None, metavar="K",
@@ -69,6 +75,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         _make_default_target(target)
     options = {"verify": verify} if verify else {}
     access = access_for(target, endpoint, profile)
+    check_null(method, verify, access is not None, workload)
     if access is not None:
         options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
     if no_space_check:
@@ -87,7 +94,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it
-        if saved and not no_history:
+        if saved and not no_history and saved[-1].get("method") == "null":
+            click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
+        elif saved and not no_history:
             from aiio.history import run_record
             record_in_history([run_record(saved[-1])], results, history_path)
     if as_json:
@@ -101,6 +110,25 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         first = res["aggregate"]["verify"]["corrupt"][0]
         raise RunFailed(f"--verify found {bad} corrupt block(s), the first in {first['file']} "
                         f"at offset {first['offset']} ({first['problem']}); result in {folder}")
+
+
+def check_null(method: str, verify: bool, on_s3: bool, workload: Workload) -> None:
+    """The null method reads nothing: nothing to verify; object storage, io_uring and the
+    formats' own libraries make calls it cannot leave out."""
+    if method != "null":
+        return
+    if workload.prep.iodepth > 1:
+        raise ConfigError(f"prep.iodepth = {workload.prep.iodepth} reads through io_uring, "
+                          "which --cache null cannot leave out: use prep.iodepth = 1")
+    if workload.train.reader == "native":
+        raise ConfigError("--cache null leaves out aiio's own read calls; the native reader "
+                          "reads through the format's library: use --reader raw")
+    if verify:
+        raise ConfigError("--verify checks the data aiio reads back, and --cache null reads "
+                          "none: drop one of them")
+    if on_s3:
+        raise ConfigError("--cache null leaves out file system calls; an s3:// target has "
+                          "none: use a directory target")
 
 
 def write_report(res: dict, folder) -> list:

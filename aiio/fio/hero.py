@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aiio.engine import METHOD_NULL
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, phase_of
 
@@ -84,6 +85,9 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
     """The `hero` field of a run result: its last-done aggregate as % of the fio test of the
     same pattern at the same concurrency, stating what was paired with what."""
     target, phase = res["target"]["path"], res.get("phase", "")
+    if res.get("method") == METHOD_NULL:
+        return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
+                        "are aiio's own overhead, never storage speed"}
     if phase == "all":
         return _stages_entry(res, results_dir)
     sides = pairing.sides(res)

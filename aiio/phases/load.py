@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
 from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
@@ -128,7 +127,8 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
 def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None:
     names = _names(params["files"])
     sizes = split_sizes(params["bytes"], params["files"])
-    writers = [Writer(rc.method, rc.workload.load.transfer_size, OpLog(0), seed=params["seed"]
+    writers = [Writer(engine.setup_method(rc.method), rc.workload.load.transfer_size, OpLog(0),
+                      seed=params["seed"]
                       + i, checksum=True) for i in range(min(4, len(names)))]
     done = [0]
     lock = threading.Lock()  # the progress display is not thread-safe
@@ -141,7 +141,7 @@ def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None
                 rc.progress("writing model weights", done[0], len(names))
 
     try:
-        run_parallel(range(len(names)), writers, work, time.monotonic_ns())
+        run_parallel(range(len(names)), writers, work, engine.now_ns())
     finally:
         for wr in writers:
             wr.close()
@@ -177,9 +177,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         delay = ctx.index * a.stagger_s
         if delay > 0:
             ctx.stop.wait(delay)
-        own_ns = time.monotonic_ns()
+        own_ns = engine.now_ns()
         logs = run_parallel(range(len(a.names)), readers, work, start_ns)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for rd in readers:
             rd.close()

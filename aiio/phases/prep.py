@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
 from aiio import dataset as ds
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
@@ -155,14 +155,10 @@ def _work(a: PrepArgs, ctx: ClientContext):
             return
         if kind == "list":
             path = os.path.join(data.folder, f"d{i:05d}")
-            t0 = time.monotonic_ns()
-            os.listdir(path)
-            worker.log.add("list", t0, time.monotonic_ns(), 0)
+            engine.listdir(worker.log, path)
             return
         path = data.path(i)
-        t0 = time.monotonic_ns()
-        size = os.stat(path).st_size
-        worker.log.add("stat", t0, time.monotonic_ns(), 0)
+        size = engine.stat(worker.log, path).st_size
         try:
             # The size just stat'ed bounds the read: no second stat (fstat) per sample.
             got = worker.reader.read_file(path, 0, size)
@@ -205,7 +201,7 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
             wk.shards.flush()
         for wk in workers:  # staging done: the processed shards are removed
             remove(wk.shards.paths, cleanup)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for wk in workers:
             wk.close()
@@ -214,9 +210,7 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
 
 def _unlink_all(paths: list[str], log: OpLog) -> None:
     for path in paths:
-        t0 = time.monotonic_ns()
-        os.unlink(path)
-        log.add("unlink", t0, time.monotonic_ns(), 0)
+        engine.unlink(log, path)
 
 
 def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLog,

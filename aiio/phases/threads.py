@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 
 _DONE = object()
 
@@ -18,14 +17,15 @@ class PolledStop:
 
     def __init__(self, event: Any, every_s: float = 0.02) -> None:
         self.event, self.every_s = event, every_s
-        self.next = 0.0
+        self.every_ns = int(every_s * 1e9)
+        self.next = 0
         self.flag = False
 
     def is_set(self) -> bool:
         if not self.flag:
-            now = time.monotonic()
+            now = now_ns()
             if now >= self.next:
-                self.next = now + self.every_s
+                self.next = now + self.every_ns
                 self.flag = self.event.is_set()
         return self.flag
 

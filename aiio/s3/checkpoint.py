@@ -4,12 +4,11 @@ checkpoint when every client's shards are. The restore GETs them back whole."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
@@ -42,7 +41,7 @@ def write_burst(plan: S3CheckpointPlan, k: int, client: int, writers: list[Objec
         wr.write_object(plan.path(k, client, f), size, plan.tag(k, client, f))
 
     logs = run_parallel(items, writers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write",
+    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "write",
                                 len(items))
 
 
@@ -58,7 +57,7 @@ def read_burst(plan: S3CheckpointPlan, k: int, client: int, readers: list,
             raise RunFailed(f"restore read {got} of the {size} bytes of {key}")
 
     logs = run_parallel(items, readers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "read",
+    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "read",
                                 len(items))
 
 
@@ -85,7 +84,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     finally:
         for wr in writers:
             wr.close()
-    out = client_result(ctx.index, run_ns, time.monotonic_ns(), cpu0, rounds, retention,
+    out = client_result(ctx.index, run_ns, now_ns(), cpu0, rounds, retention,
                         "delete")
     out["s3"] = plan.io.counts.to_dict()
     return out

@@ -4,12 +4,11 @@ parallel ranged GETs (the way parallel downloaders read large objects) over its 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
 from aiio.phases import load
 from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
@@ -60,7 +59,7 @@ def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]
         wr.write_object(f"{base}/{names[f]}", sizes[f], f)
 
     try:
-        run_parallel(range(len(names)), writers, work, time.monotonic_ns())
+        run_parallel(range(len(names)), writers, work, now_ns())
     finally:
         for wr in writers:
             wr.close()
@@ -88,9 +87,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     cpu0 = cpu_seconds()
     if ctx.index * a.stagger_s > 0:
         ctx.stop.wait(ctx.index * a.stagger_s)
-    own_ns = time.monotonic_ns()
+    own_ns = now_ns()
     logs = run_parallel(items, readers, work, start_ns)
-    end_ns = time.monotonic_ns()
+    end_ns = now_ns()
     ctx.add_units(len(a.names))
     out = client_identity(ctx.index)
     out.update(client_io_figures(logs, start_ns, end_ns, main_op="read"))

@@ -6,7 +6,6 @@ histogram."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,14 +83,12 @@ def _work(a: S3PrepArgs, ctx: ClientContext):
         if stop.is_set():
             return
         if kind == "list":
-            t0 = time.monotonic_ns()
-            io.client.list_objects_v2(Bucket=io.bucket, Prefix=f"{data.base}/d{i:05d}/")
-            worker.log.add("list", t0, time.monotonic_ns(), 0)
+            with worker.log.timed("list"):
+                io.client.list_objects_v2(Bucket=io.bucket, Prefix=f"{data.base}/d{i:05d}/")
             return
         key = data.path(i)
-        t0 = time.monotonic_ns()
-        size = io.client.head_object(Bucket=io.bucket, Key=key)["ContentLength"]
-        worker.log.add("head", t0, time.monotonic_ns(), 0)
+        with worker.log.timed("head"):
+            size = io.client.head_object(Bucket=io.bucket, Key=key)["ContentLength"]
         got = worker.reader.read_file(key)
         prep.transform(a, ctx, worker, key, size, got)
 

@@ -16,6 +16,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from aiio.engine import METHOD_NULL
+from aiio.honesty import NO_IO
 from aiio.phases import phase_of
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
@@ -226,6 +228,8 @@ def host_table(res: dict[str, Any]) -> Table:
 
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
     console = out_console()
+    if res.get("method") == METHOD_NULL:
+        console.print(f"[bold red]{NO_IO}[/]", highlight=False)
     for t in tables:
         console.print(t)
     if len(res.get("hosts", [])) > 1:
