@@ -98,10 +98,12 @@ def views(res: dict[str, Any]) -> tuple[dict, dict | None, dict | None]:
 
 def _read_write_view(agg: dict[str, Any]) -> dict[str, Any]:
     """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
-    read plus write; the per-client spread and fairness are the reads' (every client reads);
-    latency holds both directions' operations."""
+    read plus write; the per-client spread and fairness are the reads' (every client reads)
+    in shards mode, each client's reads plus writes for randrw; latency holds both directions'
+    operations."""
     read, write = agg["read"], agg.get("write") or {}
-    view = dict(read)
+    # randrw keeps each client's reads plus writes beside them
+    view = {**read, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
     for window in ("first_done", "last_done"):
         mib_s = [_dig(part, (window, "mib_s")) for part in (read, write)]
         if mib_s[0] is not None:

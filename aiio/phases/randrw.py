@@ -227,7 +227,10 @@ def summarize(a: RandrwArgs, clients: list[dict]) -> dict[str, Any]:
     last = max(c["elapsed_s"] for c in clients)
     for agg, op in ((read, "read"), (write, "write")):
         agg["iops"] = agg["latency"].get(op, {}).get("count", 0) / last if last else 0.0
+    own = [c["read"]["mib_s"] + c["write"]["mib_s"] for c in clients]  # each client's mix
     out = {"mode": "randrw", "read": read, "write": write,
+           "per_client_mib_s": stats.spread(own),
+           "jain": stats.jain(own) if any(own) else 0.0,
            "iops": read["iops"] + write["iops"],
            "per_client_iops": stats.spread([c["iops"] for c in clients]),
            "read_bytes": read["bytes"], "write_bytes": write["bytes"],
