@@ -81,6 +81,9 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     try:
         run_parallel(range(rc.clients), writers,
                      lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), engine.now_ns())
+    except BaseException:  # cleanup never sees args that prepare did not return
+        remove_run_folder(rc, folder)
+        raise
     finally:
         for wr in writers:
             wr.close()
