@@ -28,17 +28,13 @@ from typing import Any
 import numpy as np
 
 from aiio import blocks
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.errors import RunFailed
 from aiio.stats import ByteSeries, Histogram
 
 O_DIRECT = getattr(os, "O_DIRECT", 0)
 DIRECT_ALIGN = 4096  # align offsets and lengths to 4 KiB: safe on 512e and 4Kn devices
 FLUSH_EVERY = 8192   # ops buffered per thread before they are folded into the histogram
-
-METHOD_DIRECT = "o_direct"
-METHOD_FADVISE = "fadvise_dontneed"
-METHOD_NONE = "none"
-METHOD_NULL = "null"  # no read or write system call: measures aiio, never storage
 
 now_ns = time.monotonic_ns  # the one clock: op timings, window edges and deadlines
 
@@ -487,13 +483,6 @@ def setup_method(method: str) -> str:
     """The method for files written before a run measures (weights, randrw files): never
     null, since those files are kept or read and must hold their data."""
     return METHOD_NONE if method == METHOD_NULL else method
-
-
-def choose_method(o_direct_works: bool, requested: str = "auto") -> str:
-    """O_DIRECT where the filesystem accepts it, else drop cached pages before reading."""
-    if requested != "auto":
-        return requested
-    return METHOD_DIRECT if o_direct_works else METHOD_FADVISE
 
 
 def null_read_ns(ops: int, size: int = 4096) -> float:

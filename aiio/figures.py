@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.phases import REGISTRY, phase_of
+from aiio.units import format_rate
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -27,9 +28,7 @@ class Figure:
         if self.unit == "%":
             return f"{value:.1%}"
         if self.unit == "MiB/s":
-            if abs(value) >= 1000:
-                return f"{value:,.0f} MiB/s"
-            return f"{value:.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
+            return format_rate(value)
         if self.unit in ("s", "ms"):
             return _seconds(value if self.unit == "s" else value / 1e3)
         return f"{value:.3f}"

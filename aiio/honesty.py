@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.target import TargetInfo
-from aiio.units import format_size
+from aiio.units import format_rate, format_size
 
 CPU_SATURATED = 90.0      # % of all the client machine's cores
 CLIENT_PROC_BUSY = 0.9    # one client process's CPU seconds per wall second (the GIL caps at 1)
@@ -85,7 +85,7 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
         if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
             cap = nic["link_bytes_s"] / 2**20
             out.append(_w("nic_near_link", f"network interface {name} ran at "
-                          f"{nic['peak_use']:.0%} of its link speed (at most {cap:,.0f} MiB/s) "
+                          f"{nic['peak_use']:.0%} of its link speed (at most {format_rate(cap)}) "
                           f"over its busiest {nic.get('peak_window_s', 1):g} s: "
                           "the client's network may be the limit"))
     dev = monitor.get("device")

@@ -443,13 +443,3 @@ def load_workload(name_or_path: str, overrides: list[tuple[str, str, Any]] = ())
     """Resolve, read and validate a workload; overrides are (section, key, value)."""
     path = resolve_path(name_or_path)
     return build(_read_toml(path), str(path), overrides)
-
-
-def describe_keys() -> list[tuple[str, str, Any, str]]:
-    """(section.key, kind, default, help) for every known key, for docs and --help."""
-    rows = []
-    for sec in _sections():
-        for f in dataclasses.fields(sec.default_factory):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            rows.append((f"{sec.name}.{f.name}", f.metadata["kind"], default, f.metadata["help"]))
-    return rows

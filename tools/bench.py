@@ -27,9 +27,10 @@ from pathlib import Path
 
 import psutil
 
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer, null_read_ns
+from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB
@@ -85,25 +86,6 @@ def disk_dir() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def make_files(folder: Path, count: int, size: int) -> list[Path]:
-    """Incompressible files written with O_DIRECT, so none of them sits in the page cache."""
-    paths = []
-    buf = aligned_buffer(4 * MiB)
-    buf.write(os.urandom(4 * MiB))
-    for i in range(count):
-        path = folder / f"bench-{i}.bin"
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | O_DIRECT, 0o600)
-        try:
-            for off in range(0, size, 4 * MiB):
-                os.pwrite(fd, buf, off)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        paths.append(path)
-    buf.close()
-    return paths
-
-
 # --- fio, run by subprocess -------------------------------------------------------------------
 
 def fio_version() -> str:
@@ -119,10 +101,10 @@ def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
     return fio.jobs_of(fio.run_text(text))
 
 
-def fio_seq_read(files: list[Path]) -> float:
+def fio_seq_read(files: list[str]) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
     O_DIRECT 1 MiB sequential reader per file."""
-    return fio.seq_read_mib_s([str(f) for f in files])["mib_s"]
+    return fio.seq_read_mib_s(files)["mib_s"]
 
 
 # --- aiio's engine, in real client processes ----------------------------------------------------
@@ -137,7 +119,7 @@ def _stream_client(ctx: ClientContext) -> dict:
     return {"bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
 
 
-def aiio_seq_read(files: list[Path]) -> float:
+def aiio_seq_read(files: list[str]) -> float:
     """Aggregate MiB/s (last done) of one aiio client per file, 1 MiB O_DIRECT reads."""
     results, _ = run_clients(len(files), _stream_client, files)
     return sum(r["bytes"] for r in results) / MiB / max(r["seconds"] for r in results)
@@ -168,13 +150,13 @@ def _random_client(ctx: ClientContext) -> dict:
 CPU_US: dict[str, list[float]] = {}  # CPU microseconds per read of each side's runs
 
 
-def aiio_rand_read_iops(path: Path, seconds: float) -> float:
+def aiio_rand_read_iops(path: str, seconds: float) -> float:
     (r,), _ = run_clients(1, _random_client, (path, seconds))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
     return r["ops"] / r["seconds"]
 
 
-def fio_rand_read_iops(path: Path, seconds: float) -> float:
+def fio_rand_read_iops(path: str, seconds: float) -> float:
     """fio psync 4 KiB random reads; its CPU (user + system over the job's runtime) noted."""
     job = {"filename": fio.escape(str(path)), "ioengine": "psync", "direct": "1",
            "rw": "randread", "bs": "4k", "time_based": "1", "runtime": f"{int(seconds * 1000)}ms",
@@ -211,13 +193,13 @@ def _depth_client(ctx: ClientContext) -> dict:
     return {"ops": ops, "seconds": seconds, "cpu_s": cpu}
 
 
-def aiio_depth_iops(path: Path, seconds: float, depth: int) -> float:
+def aiio_depth_iops(path: str, seconds: float, depth: int) -> float:
     (r,), _ = run_clients(1, _depth_client, (path, seconds, depth))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
     return r["ops"] / r["seconds"]
 
 
-def fio_depth_iops(path: Path, seconds: float, depth: int, engine: str) -> float:
+def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
     """4 KiB random reads of one job at `depth` in flight through an asynchronous engine."""
     job = {"filename": fio.escape(str(path)), "ioengine": engine, "iodepth": str(depth),
            "direct": "1", "rw": "randread", "bs": "4k", "time_based": "1",
@@ -313,18 +295,18 @@ def null_overhead_row(ops: int = 1_000_000) -> Row:
 def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
     rows = []
     for clients in (1, 2):
-        files = make_files(folder, clients, file_size)
+        files = crosscheck.make_files(folder, clients, file_size)
         ours, theirs = interleaved(lambda f=files: aiio_seq_read(f),
                                    lambda f=files: fio_seq_read(f))
         rows.append(paired_row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}",
                                ours, theirs, "MiB/s", 0.95))
         for f in files:
-            f.unlink()
+            os.unlink(f)
     return rows
 
 
 def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) -> list[Row]:
-    (path,) = make_files(folder, 1, file_size)
+    (path,) = crosscheck.make_files(folder, 1, file_size)
     CPU_US.clear()
     ours, theirs = interleaved(lambda: aiio_rand_read_iops(path, seconds),
                                lambda: fio_rand_read_iops(path, seconds))
@@ -338,7 +320,7 @@ def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) 
 
 def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
                seconds: float = 3.0) -> list[Row]:
-    (path,) = make_files(folder, 1, file_size)
+    (path,) = crosscheck.make_files(folder, 1, file_size)
     rows = []
     for engine in ("io_uring", "libaio"):
         CPU_US.clear()
@@ -357,7 +339,7 @@ def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float =
     """The prep phase's randrw mode, 1 client, one thread at `prep.iodepth` = depth, reads
     only, against fio io_uring at the same depth on a file of the same size."""
     size = 512 * MiB
-    (path,) = make_files(folder, 1, size)
+    (path,) = crosscheck.make_files(folder, 1, size)
     (folder / "target").mkdir(exist_ok=True)
     sets = [("run", "clients", "1"), ("prep", "mode", "randrw"), ("prep", "threads", "1"),
             ("prep", "iodepth", str(depth)),

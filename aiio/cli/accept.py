@@ -36,7 +36,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
            fail_on_regression: bool, prom_path: str | None, as_json: bool, quiet: bool,
            no_report: bool) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
-    from aiio import monitoring, runner
+    from aiio import memcheck, monitoring, runner
     from aiio.accept import run as acc
     from aiio.accept.junit import write_junit
     from aiio.history import History
@@ -50,14 +50,14 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     if not target:
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
     if is_s3(target):  # reached through the AWS chain: AWS_ENDPOINT_URL, profile, config
-        runner.open_target(target, {})
+        runner.open_target(target)
     else:
         target = os.path.abspath(target)
         Target(target).check_usable()
     if prom_path:
         monitoring.check_path(prom_path)
     for check in checks:  # refuse what cannot fit before anything runs
-        runner.check_memory(check.workload, max(check.clients))
+        memcheck.check_need(memcheck.client_bytes(check.workload), max(check.clients))
     history = None if no_history else History(default_history(results, history_path))
     ui = RichUI(quiet=quiet or as_json)
 

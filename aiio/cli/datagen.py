@@ -19,6 +19,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
             profile: str | None, **kwargs) -> None:
     """Generate the workload's dataset: incompressible, unique per file, with a manifest."""
     from aiio import dataset as ds
+    from aiio.comm import world
     from aiio.target import Target
     from aiio.term.console import RichUI
     from aiio.term.screen import out_console
@@ -43,7 +44,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
         return
     if existing is None:
         ui.note(f"generating dataset {w.name}: {why}")
-    data = ds.generate(tgt, w, workers=workers,
+    data = ds.generate(tgt, w, workers=workers, ranks=world(),
                        progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
     out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
                         f"samples, {format_size(data.total_bytes)} in {data.folder} "
@@ -57,7 +58,7 @@ def _upload(url: str, access, w, force: bool) -> None:
     from aiio.s3.target import S3Target
     from aiio.term.console import RichUI
     from aiio.term.screen import out_console
-    from aiio.units import format_size
+    from aiio.units import format_rate, format_size
 
     tgt = S3Target(url, access)
     tgt.check_usable()
@@ -80,6 +81,6 @@ def _upload(url: str, access, w, force: bool) -> None:
     out_console().print(
         f"dataset {w.name}: {data.num_files:,} objects, {format_size(data.total_bytes)} below "
         f"s3://{tgt.loc.bucket}/{data.base}/ in {figures['seconds']:.1f} s "
-        f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 "
+        f"({format_rate(figures['mib_s'])} with generation; PUT p50 "
         f"{put.get('p50_ns', 0) / 1e6:.1f} ms, p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)",
         highlight=False)

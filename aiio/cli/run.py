@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from aiio.cache_methods import AUTO, METHOD_NULL, RUN_REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, s3_options
@@ -29,8 +30,7 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
               help="raw: aligned reads; native: the format's own library")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none", "null"]), default="auto",
+@click.option("--cache", "method", type=click.Choice(RUN_REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated; null: no read or write "
                                       "system call at all, to measure aiio's own overhead")
 @click.option("--scale", default=None, metavar="F",
@@ -58,6 +58,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.term.console import RichUI, phase_tables, print_result
 
@@ -73,13 +74,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
-    options = {"verify": verify} if verify else {}
     access = access_for(target, endpoint, profile)
     check_null(method, verify, access is not None, workload)
-    if access is not None:
-        options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
-    if no_space_check:
-        options["space_check"] = False
+    options = RunOptions(verify=verify, space_check=not no_space_check, s3=access)
     ui = RichUI(quiet=quiet or as_json)
     written: list = []
     saved: list = []
@@ -94,7 +91,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it
-        if saved and not no_history and saved[-1].get("method") == "null":
+        if saved and not no_history and saved[-1].get("method") == METHOD_NULL:
             click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
         elif saved and not no_history:
             from aiio.history import run_record
@@ -115,7 +112,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
 def check_null(method: str, verify: bool, on_s3: bool, workload: Workload) -> None:
     """The null method reads nothing: nothing to verify; object storage, io_uring and the
     formats' own libraries make calls it cannot leave out."""
-    if method != "null":
+    if method != METHOD_NULL:
         return
     if workload.prep.iodepth > 1:
         raise ConfigError(f"prep.iodepth = {workload.prep.iodepth} reads through io_uring, "
@@ -155,14 +152,14 @@ def duration_set(phase: str, kwargs: dict, duration: str) -> str:
     return f"{key[0]}.{key[1]}={duration}"
 
 
-# The phase-specific options; each phase names those that mean something to it (Phase.options).
+# The phase-specific options; each phase names those that mean something to it (Phase.cli_options).
 PHASE_OPTIONS = ("scale", "checkpoints", "checkpoint_every", "stagger")
 
 
 def option_phases(option: str) -> list[str]:
     """The phases an option applies to, in the order `--phase` lists them."""
     from aiio.phases import REGISTRY, get_phase
-    return [p for p in REGISTRY if option in get_phase(p).options]
+    return [p for p in REGISTRY if option in get_phase(p).cli_options]
 
 
 def phase_sets(phase: str, **values: str | None) -> list[str]:
@@ -172,7 +169,7 @@ def phase_sets(phase: str, **values: str | None) -> list[str]:
     for name, value in values.items():
         if value is None:
             continue
-        if name not in get_phase(phase).options:
+        if name not in get_phase(phase).cli_options:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} does not apply to the {phase} phase; it is for: "
                               f"{', '.join(option_phases(name))}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
@@ -48,8 +49,7 @@ def sweep_workload_options(func):
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
                    "or s3://BUCKET/PREFIX")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
+@click.option("--cache", "method", type=click.Choice(REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated")
 @click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
@@ -64,6 +64,7 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
           profile: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.sweep import find_max as fm
     from aiio.sweep import run as sc
@@ -83,8 +84,7 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
     seconds = parse_duration(duration) if duration is not None else None
     workload = resolve_workload(kwargs)
     access = access_for(target, endpoint, profile)
-    options = {} if access is None else {"s3": {"endpoint": access.endpoint,
-                                               "profile": access.profile}}
+    options = RunOptions(s3=access)
     req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
                           results, method, options, charts=not no_charts,
                           find_max=find_max)

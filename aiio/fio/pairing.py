@@ -81,7 +81,7 @@ def _last_done(view: dict[str, Any]) -> float | None:
 def _checkpoint_rate(agg: dict[str, Any]) -> float | None:
     """Bytes over the time to persist: the checkpoint's last-done rate, read through the one
     accessor for checkpoint results."""
-    from aiio.sweep.figures import checkpoint_figures
+    from aiio.sweep.per_point import checkpoint_figures
 
     try:
         return checkpoint_figures(agg)["headline_mib_s"]

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from aiio import honesty, result
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job as fio
-from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree
+from aiio.ui import UI, QuietUI
 from aiio.units import GiB, KiB, MiB, format_size
+from aiio.wallclock import now_iso
 
 FOLDER = ("fio", "hero")
 FILE_FORMAT = "hero.$jobnum"  # the same file per client in every test
@@ -83,14 +84,6 @@ class SuiteRequest:
         return "psync" if self.iodepth == 1 else "libaio"
 
 
-class QuietUI:
-    def note(self, message: str) -> None:
-        pass
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        pass
-
-
 def _ms(seconds: float) -> str:
     return f"{int(round(seconds * 1000))}ms"
 
@@ -124,7 +117,7 @@ def layout_job(req: SuiteRequest, folder: Path, direct: bool) -> str:
                       ["aiio: lay out the hero files before measuring"])
 
 
-def run_suite(req: SuiteRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
+def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run the hero tests, save the result; returns (result, folder). Raises after saving."""
     ui = ui or QuietUI()
     req.check()
@@ -168,7 +161,7 @@ def _skeleton(req: SuiteRequest, info: TargetInfo, version: str) -> dict[str, An
     }
 
 
-def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui: Any,
+def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui: UI,
              ram: int) -> list[dict[str, str]]:
     """Claim the folder, check space, lay out the files; returns warnings."""
     method = METHOD_DIRECT if info.o_direct else METHOD_FADVISE
@@ -206,7 +199,7 @@ def _size(path: Path) -> int:
 
 
 def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
-              ui: Any) -> dict[str, Any]:
+              ui: UI) -> dict[str, Any]:
     text = hero_job(req, test, data, direct)
     jobfile = data / f"{test.name}.fio"
     jobfile.write_text(text)

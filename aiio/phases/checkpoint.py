@@ -12,6 +12,7 @@ from typing import Any
 from aiio import engine, honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
+from aiio.options import RunOptions
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import Phase, RunContext, client_identity, cpu_seconds
@@ -87,13 +88,13 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 class CheckpointPhase(Phase):
     name = "checkpoint"
-    options = ("scale", "checkpoints")
+    cli_options = ("scale", "checkpoints")
     main_op = "write"
     hero_test = "seq_write"
     fio_job = "checkpoint_job"
     console = "checkpoint_tables"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""
         ckptio.checkpoint_bytes(w)
 

@@ -21,6 +21,7 @@ from aiio import dataset as ds
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
+from aiio.options import RunOptions
 from aiio.phases import randrw
 from aiio.phases.base import (
     Phase,
@@ -287,7 +288,7 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     p = w.prep
     data = ensure_dataset(rc)
     out_bytes = int(data.total_bytes * p.output_ratio * p.passes)
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
     for c in range(rc.clients):
@@ -312,11 +313,11 @@ class PrepPhase(Phase):
         mode = agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode")
         return randrw.PHASE if mode == "randrw" else self
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.shard_size % 4096:
             raise ConfigError(f"prep.shard_size = {w.prep.shard_size} B must be a multiple of "
                               "4 KiB (O_DIRECT needs aligned lengths)")
-        if options.get("verify"):
+        if options.verify:
             raise ConfigError("--verify checks data aiio wrote with block checksums; prep reads "
                               "the raw dataset in shards mode: use prep.mode=randrw, or the "
                               "checkpoint or load phase")

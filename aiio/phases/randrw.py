@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from aiio import blocks, depth, engine, stats
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
     Phase,
@@ -68,12 +69,12 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
                           f"{format_size(p.block_size)}, fewer than the {p.threads} threads; "
                           "use a larger file or fewer threads")
     depth.require(p.iodepth, "prep.iodepth")
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
     os.makedirs(folder)
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
-                   p.duration, w.run.seed, bool(rc.options.get("verify")), p.iodepth)
+                   p.duration, w.run.seed, rc.options.verify, p.iodepth)
     writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,
                       checksum=True)
                for i in range(min(4, rc.clients))]

@@ -107,7 +107,7 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
         folder=str(folder), total_bytes=total, base_bytes=base, scale=c.scale, source=source,
         clients=rc.clients, files_per_client=c.files_per_client, threads=c.threads,
         transfer_size=c.transfer_size, method=rc.method, seed=w.run.seed,
-        checksum=bool(rc.options.get("verify")), count=c.count, keep=c.keep,
+        checksum=rc.options.verify, count=c.count, keep=c.keep,
         restore=c.restore, restore_within=c.restore_within, every=c.every,
         every_unit=c.every_unit, stall_model=c.stall_model)
     for name, value in changes.items():
@@ -118,7 +118,7 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
 def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
     """Refuse before writing when `copies` checkpoints (retention) do not fit; then create
     the run's folder."""
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(plan.total_bytes * copies,
                                 f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
     os.makedirs(plan.folder)

@@ -19,6 +19,7 @@ from aiio import engine, honesty, stats
 from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext
@@ -29,11 +30,11 @@ from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
 
-def validate(w: Workload, options: dict[str, Any]) -> None:
+def validate(w: Workload, options: RunOptions) -> None:
     """The checkpoint size must be known when checkpoints are asked for; nothing to verify."""
     if w.checkpoint.every > 0:
         ckptio.checkpoint_bytes(w)
-    if options.get("verify"):
+    if options.verify:
         raise ConfigError("--verify checks data aiio reads back; training reads the dataset and "
                           "does not restore its checkpoints: use the checkpoint, load or all "
                           "phase")

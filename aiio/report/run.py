@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio.engine import METHOD_NULL
+from aiio import charts
+from aiio.cache_methods import METHOD_NULL
 from aiio.honesty import NO_IO
-from aiio.report import charts
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.bandwidth import bandwidth_section, timeline_section

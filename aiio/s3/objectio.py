@@ -15,7 +15,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from aiio.engine import METHOD_NONE, OpLog, Writer
+from aiio.cache_methods import METHOD_NONE
+from aiio.engine import OpLog, Writer
 from aiio.s3.connect import Access, RequestCounts, make_client
 from aiio.units import MiB
 

@@ -13,6 +13,7 @@ from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases import prep
 from aiio.phases.base import Phase, RunContext
 from aiio.phases.rundata import new_run_tag
@@ -111,7 +112,7 @@ class S3PrepPhase(prep.PrepPhase):
     def variant(self, w: Workload) -> Phase:
         return self  # no randrw on a bucket: validate says so in one line
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.mode != "shards":
             raise ConfigError("s3:// targets run prep in shards mode only; random "
                               "reads and writes inside objects do not exist in S3")
