@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -317,7 +318,7 @@ def _coerce(kind: str, value: Any, where: str) -> Any:
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError
-            return float(value)
+            return _finite(float(value))
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -333,10 +334,17 @@ def _coerce(kind: str, value: Any, where: str) -> Any:
         if kind == "map":
             if not isinstance(value, dict):
                 raise ValueError
-            return {str(k): float(v) for k, v in value.items()}
+            return {str(k): _finite(float(v)) for k, v in value.items()}
     except (ValueError, TypeError, ConfigError) as exc:
         raise ConfigError(f"{where}: cannot read {value!r} as {kind}") from exc
     raise AssertionError(f"unknown key kind {kind}")
+
+
+def _finite(x: float) -> float:
+    """NaN passes every bound (each comparison is false) and is not JSON: refused, as is inf."""
+    if not math.isfinite(x):
+        raise ValueError
+    return x
 
 
 def _check(meta: dict, value: Any, where: str) -> None:

@@ -70,6 +70,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         extra.append(f"train.reader={reader}")
     extra += part_size_sets(target, part_size)
     kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
+    duration = kwargs.pop("duration", None)
+    if duration is not None:  # before --set, so an explicit --set still wins
+        kwargs["sets"] = (duration_set(phase, dict(kwargs), duration), *kwargs["sets"])
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
@@ -136,6 +139,19 @@ def write_report(res: dict, folder) -> list:
         click.echo(f"aiio: warning: report.html not written ({type(exc).__name__}: {exc}); "
                    f"the result is saved, retry with `aiio report {folder}`", err=True)
         return []
+
+
+def duration_set(phase: str, kwargs: dict, duration: str) -> str:
+    """--duration as an override of the run-time limit of the phase that runs the workload
+    (`Phase.duration_key`: prep.duration for the random mix under either name)."""
+    from aiio.phases import get_phase
+    key = get_phase(phase).variant(resolve_workload(kwargs)).duration_key
+    if key is None and phase == "all":
+        key = ("train", "duration")  # the lifecycle's one time-based stage
+    if key is None:
+        raise ConfigError(f"--duration does not apply to the {phase} phase: it does a fixed "
+                          "amount of work and is not time-based; leave --duration out")
+    return f"{key[0]}.{key[1]}={duration}"
 
 
 # The phase-specific options; each phase names those that mean something to it (Phase.cli_options).

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio.cache_methods import METHOD_NULL
+from aiio.figures import views
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, phase_of
 from aiio.units import format_rate
@@ -237,7 +238,7 @@ def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str,
     entry = fio_res["tests"].get(test)
     if entry is None:
         return []
-    agg, fagg = run.get("aggregate") or {}, entry["aggregate"]
+    agg, fagg = views(run)[0], entry["aggregate"]  # where the phase keeps them (randrw: its mix)
     op = TEST_OP.get(test, "read")
     spread, fspread = agg.get("per_client_mib_s") or {}, fagg.get("per_client_mib_s") or {}
     lat, flat = (agg.get("latency") or {}).get(op) or {}, fagg.get("latency") or {}
