@@ -72,8 +72,12 @@ def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any
     aggregate, a lifecycle run's training reads, a checkpoint run's slowest write burst; prep
     and randrw have no single stream (their aggregate only)."""
     run = res if isinstance(res, Result) else model(res)
-    if run.phase in ("prep", "randrw"):  # two streams, no headline one
-        return None, dig(run, "aggregate", default={})
+    agg = dig(run, "aggregate", default={})
+    if run.phase in ("prep", "randrw"):  # two streams, judged as one: read plus write
+        if not isinstance(dig(agg, "read"), Mapping):
+            return None, agg
+        view = _read_write_view(agg)
+        return IoFigures.of("read+write", ("aggregate",), view), view
     if run.phase == "checkpoint":
         bursts = [s for s in run.sections("checkpoint.") if s.name.endswith(".write")]
         worst = max(bursts, key=lambda b: number(b.figures.get("last_done_s")) or 0.0,
@@ -94,7 +98,25 @@ def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | No
         return headline(res)[1], agg, None
     if phase == "load":
         return agg, None, agg
+    if phase in ("prep", "randrw"):
+        return headline(res)[1], None, None  # reads and writes apart
     return headline(res)[1], dig(agg, "checkpoint"), None  # train: with its checkpoints
+
+
+def _read_write_view(agg: Mapping[str, Any]) -> dict[str, Any]:
+    """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
+    read plus write; the per-client spread and fairness are the reads' (every client reads)
+    in shards mode, each client's reads plus writes for randrw; latency holds both directions'
+    operations."""
+    read, write = agg["read"], agg.get("write") or {}
+    # randrw keeps each client's reads plus writes beside them
+    view = {**read, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
+    for window in ("first_done", "last_done"):
+        mib_s = [number(dig(part, window, "mib_s")) for part in (read, write)]
+        if mib_s[0] is not None:
+            view[window] = {**read[window], "mib_s": mib_s[0] + (mib_s[1] or 0.0)}
+    view["latency"] = {**(write.get("latency") or {}), **(read.get("latency") or {})}
+    return view
 
 
 def _latency_op(section: IoFigures | None, res: Mapping[str, Any],

@@ -93,7 +93,8 @@ class CheckKeys:
     workload: str = key("str", "demo", "shipped workload name, or a TOML path (relative to the "
                         "spec file)")
     accelerator: str = key("str", "", "accelerator type (train.accelerator)")
-    duration: float = key("duration", 0.0, "run each point this long (train.duration)", min=0)
+    duration: float = key("duration", 0.0, "run each point this long (the phase's time limit: "
+                          "train.duration, prep.duration for randrw)", min=0)
     epochs: int = key("int", 0, "passes over the dataset (train.epochs; 0: the workload's)",
                       min=0)
     cache: str = key("str", "auto", "how the page cache is defeated", choices=REQUESTS)
@@ -221,6 +222,7 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
     """Validate one [[check]] table into a Check (the workload resolved and checked too)."""
     from aiio.phases import get_phase
+    from aiio.sweep.run import with_value
 
     keys = _values(CheckKeys, table, where, TABLE_KEYS)
     name = keys.get("name", "")
@@ -238,6 +240,9 @@ def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
         get_phase(phase)
         workload = load_workload(_workload_ref(keys.get("workload", "demo"), spec_dir),
                                  _overrides(keys, table.get("set", {}), clients, where))
+        if keys.get("duration"):  # the limit of the phase that runs: prep.duration for randrw
+            key = get_phase(phase).variant(workload).duration_key or ("train", "duration")
+            workload = with_value(workload, *key, keys["duration"])
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return Check(name=name, phase=phase, workload=workload, clients=clients,

@@ -9,7 +9,7 @@ import click
 from aiio.cache_methods import AUTO, METHOD_NULL, RUN_REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,11 +50,12 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @history_options
 @s3_options
+@part_size_option
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
         history_path: str | None, no_history: bool, no_report: bool,
-        endpoint: str | None, profile: str | None, **kwargs) -> None:
+        endpoint: str | None, profile: str | None, part_size: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
@@ -67,7 +68,11 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
                        checkpoint_every=checkpoint_every, stagger=stagger)
     if reader:
         extra.append(f"train.reader={reader}")
+    extra += part_size_sets(target, part_size)
     kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
+    duration = kwargs.pop("duration", None)
+    if duration is not None:  # before --set, so an explicit --set still wins
+        kwargs["sets"] = (duration_set(phase, dict(kwargs), duration), *kwargs["sets"])
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
@@ -134,6 +139,19 @@ def write_report(res: dict, folder) -> list:
         click.echo(f"aiio: warning: report.html not written ({type(exc).__name__}: {exc}); "
                    f"the result is saved, retry with `aiio report {folder}`", err=True)
         return []
+
+
+def duration_set(phase: str, kwargs: dict, duration: str) -> str:
+    """--duration as an override of the run-time limit of the phase that runs the workload
+    (`Phase.duration_key`: prep.duration for the random mix under either name)."""
+    from aiio.phases import get_phase
+    key = get_phase(phase).variant(resolve_workload(kwargs)).duration_key
+    if key is None and phase == "all":
+        key = ("train", "duration")  # the lifecycle's one time-based stage
+    if key is None:
+        raise ConfigError(f"--duration does not apply to the {phase} phase: it does a fixed "
+                          "amount of work and is not time-based; leave --duration out")
+    return f"{key[0]}.{key[1]}={duration}"
 
 
 # The phase-specific options; each phase names those that mean something to it (Phase.cli_options).

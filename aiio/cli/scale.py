@@ -8,7 +8,7 @@ from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
 
 DEFAULT_CLIENTS = "1,2,4,8"
@@ -57,11 +57,12 @@ def sweep_workload_options(func):
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @history_options
 @s3_options
+@part_size_option
 def scale(phase: str, clients_text: str | None, max_clients: int | None, find_max: bool,
           duration: str | None, repeat: int, threshold: float, target: str, results: str,
           method: str, no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
           history_path: str | None, no_history: bool, endpoint: str | None,
-          profile: str | None, **kwargs) -> None:
+          profile: str | None, part_size: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
     from aiio.options import RunOptions
@@ -82,6 +83,7 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
     else:
         counts = sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text)
     seconds = parse_duration(duration) if duration is not None else None
+    kwargs["sets"] = (*kwargs.get("sets", ()), *part_size_sets(target, part_size))
     workload = resolve_workload(kwargs)
     access = access_for(target, endpoint, profile)
     options = RunOptions(s3=access)

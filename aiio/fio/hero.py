@@ -15,6 +15,7 @@ from typing import Any
 from aiio import result
 from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
+from aiio.figures import views
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, phase_of
 from aiio.result import Result, dig
@@ -239,7 +240,7 @@ def compare_rows(run: Mapping[str, Any], fio_res: Result) -> list[dict[str, Any]
     fio = fio_res.section(test)
     if fio is None:
         return []
-    agg = run.get("aggregate") or {}
+    agg = views(run)[0]  # where the phase keeps them (randrw: its mix)
     op = TEST_OP.get(test, "read")
     spread, fspread = agg.get("per_client_mib_s") or {}, fio.per_client_mib_s
     lat, flat = (agg.get("latency") or {}).get(op) or {}, fio.figures.get("latency") or {}

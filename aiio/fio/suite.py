@@ -60,6 +60,7 @@ class SuiteRequest:
     tests: tuple[str, ...] = tuple(HERO_TESTS)
     keep: bool = False
     results_dir: str = "reports"
+    program: str = "fio"          # the fio executable (--fio)
 
     def check(self) -> None:
         """Impossible values are one-line errors naming the fix."""
@@ -121,7 +122,7 @@ def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], 
     """Run the hero tests, save the result; returns (result, folder). Raises after saving."""
     ui = ui or QuietUI()
     req.check()
-    fio_path = fio.find_fio()
+    fio_path = fio.find_fio(req.program)
     target = Target(req.target)
     target.check_usable()
     info = probe(target)
@@ -172,7 +173,7 @@ def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui
     jobfile = data / "layout.fio"
     jobfile.write_text(layout_job(req, data, info.o_direct))
     ui.note(f"laying out {req.clients} x {format_size(req.size)} in {data}")
-    fio.run(jobfile)
+    fio.run(jobfile, program=req.program)
     return warnings
 
 
@@ -205,7 +206,8 @@ def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
     ui.note(f"fio {test.name}: {test.description}, {req.clients} jobs, {req.engine} "
             f"iodepth {req.iodepth}, {total:g} s")
     label, ticks = f"fio {test.name} (seconds)", max(1, math.ceil(total))
-    report = fio.run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks))
+    report = fio.run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks),
+                     program=req.program)
     ui.progress(label, ticks, ticks)
     clients = fio.clients_of(report)
     if len(clients) != req.clients:

@@ -66,6 +66,9 @@ class Stage:
     def stop(self) -> Any:
         return self._ctx.stop
 
+    def wait_for_stop(self) -> None:
+        self._ctx.wait_for_stop()
+
 
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """prep, then train with checkpoints, then load, in this one process."""

@@ -82,6 +82,9 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     try:
         run_parallel(range(rc.clients), writers,
                      lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), engine.now_ns())
+    except BaseException:  # cleanup never sees args that prepare did not return
+        remove_run_folder(rc, folder)
+        raise
     finally:
         for wr in writers:
             wr.close()
@@ -228,7 +231,10 @@ def summarize(a: RandrwArgs, clients: list[dict]) -> dict[str, Any]:
     last = max(c["elapsed_s"] for c in clients)
     for agg, op in ((read, "read"), (write, "write")):
         agg["iops"] = agg["latency"].get(op, {}).get("count", 0) / last if last else 0.0
+    own = [c["read"]["mib_s"] + c["write"]["mib_s"] for c in clients]  # each client's mix
     out = {"mode": "randrw", "read": read, "write": write,
+           "per_client_mib_s": stats.spread(own),
+           "jain": stats.jain(own) if any(own) else 0.0,
            "iops": read["iops"] + write["iops"],
            "per_client_iops": stats.spread([c["iops"] for c in clients]),
            "read_bytes": read["bytes"], "write_bytes": write["bytes"],

@@ -57,11 +57,18 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     if len(workers) == 1:
         body(workers[0])  # no thread for the common single-writer case
     else:
-        threads = [threading.Thread(target=body, args=(w,), daemon=True) for w in workers]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        threads: list[threading.Thread] = []
+        try:
+            for w in workers:
+                threads.append(threading.Thread(target=body, args=(w,), daemon=True))
+                threads[-1].start()
+            for th in threads:
+                th.join()
+        except BaseException as exc:  # Ctrl-C: the threads stop after their current item,
+            errors.append(exc)        # and no caller may close their buffers before that
+            for th in threads:
+                th.join()
+            raise
     if errors:
         raise errors[0]
     return [w.log for w in workers]

@@ -221,7 +221,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     w = args.workload
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
-    wake_on_stop(ctx.stop, loader.ready)
+    wake_on_stop(ctx, loader.ready)
     hook = train_ckpt.checkpointer(ctx, args)
     start_ns = ctx.ready_and_wait()
     cpu0 = cpu_seconds()
@@ -293,12 +293,12 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: i
 WAKE = object()  # put in a ready queue when the run stops: wakes the accelerator loop
 
 
-def wake_on_stop(stop: Any, ready: queue.Queue) -> None:
+def wake_on_stop(ctx: Any, ready: queue.Queue) -> None:
     """A thread that blocks until the run is told to stop, then wakes the accelerator loop.
     The loop used to poll the stop flag 20 times a second; at 1,024 clients those wake-ups
-    took both cores of the client host and every client read at a tenth of its share."""
+    took both CPUs of the client host and every client read at a tenth of its share."""
     def watch() -> None:
-        stop.wait()
+        ctx.wait_for_stop()
         ready.put(WAKE)
     threading.Thread(target=watch, daemon=True, name="stop-watch").start()
 

@@ -16,7 +16,7 @@ from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.threads import run_parallel
-from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
+from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, s3_aggregate
 from aiio.units import format_size
 
@@ -94,20 +94,22 @@ class S3CheckpointPhase(CheckpointPhase):
     client = staticmethod(run_client)
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
-        tgt = rc.target
-        tgt.claim()
+        tgt, part_size = rc.target, rc.workload.s3.part_size
         base = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
+        largest = max((max(base.sizes(c), default=0) for c in range(rc.clients)), default=0)
+        check_parts(largest, part_size, "a checkpoint shard")
+        tgt.claim()
         fields = {k: v for k, v in vars(base).items() if not k.startswith("_")}
         plan = S3CheckpointPlan(**fields, io=ObjectIO(tgt.access, tgt.loc.bucket,
                                                       base.threads),
-                                                part_size=PART_SIZE)
+                                part_size=part_size)
         rc.note(f"checkpoint: {format_size(plan.total_bytes)} in "
                 f"{rc.clients * plan.files_per_client} objects, {plan.count} time(s)")
         return plan
 
     def summarize(self, rc: RunContext, plan: S3CheckpointPlan, clients: list[dict]) -> dict:
         agg = super().summarize(rc, plan, clients)
-        agg["s3"] = s3_aggregate(clients)["s3"]
+        agg["s3"] = {**s3_aggregate(clients)["s3"], "part_size": plan.part_size}
         return agg
 
     def warnings(self, rc: RunContext, plan: S3CheckpointPlan, out: dict) -> list[dict]:

@@ -14,11 +14,11 @@ from aiio.phases import load
 from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
 from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import PolledStop, run_parallel
-from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
+from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, reread_warning, s3_aggregate
-from aiio.units import format_size, mib_per_s
+from aiio.units import MiB, format_size, mib_per_s
 
-RANGE_SIZE = PART_SIZE  # bytes per ranged GET
+RANGE_SIZE = 8 * MiB  # bytes per ranged GET
 
 
 @dataclass
@@ -48,11 +48,12 @@ def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]
             return base, True
     except io.client.exceptions.NoSuchKey:
         pass
+    names, sizes = load._names(w.load.files), split_sizes(total, w.load.files)
+    check_parts(max(sizes), w.s3.part_size, "a weight object")
     tgt.claim()
     tgt.delete([o["Key"] for o in tgt.objects() if o["Key"].startswith(base + "/")])
     rc.note(f"uploading model weights: {format_size(total)} in {w.load.files} object(s)")
-    names, sizes = load._names(w.load.files), split_sizes(total, w.load.files)
-    writers = [ObjectWriter(io, PART_SIZE, OpLog(0), seed=params["seed"] + i)
+    writers = [ObjectWriter(io, w.s3.part_size, OpLog(0), seed=params["seed"] + i)
                for i in range(min(4, len(names)))]
 
     def work(wr: ObjectWriter, f: int) -> None:

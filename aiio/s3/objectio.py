@@ -10,6 +10,7 @@ Bytes are what was sent or delivered, never a nominal length.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -17,11 +18,20 @@ from typing import Any
 
 from aiio.cache_methods import METHOD_NONE
 from aiio.engine import OpLog, Writer
+from aiio.errors import ConfigError
 from aiio.s3.connect import Access, RequestCounts, make_client
-from aiio.units import MiB
+from aiio.units import MiB, format_size
+from aiio.workload import MAX_PARTS
 
-PART_SIZE = 8 * MiB       # multipart above this; S3 needs parts of at least 5 MiB but the last
-MIN_PART_SIZE = 5 * MiB
+
+def check_parts(largest: int, part_size: int, what: str) -> None:
+    """Refuse, before anything is written, an object that needs more parts than S3 allows."""
+    parts = math.ceil(largest / part_size)
+    if parts > MAX_PARTS:
+        need = math.ceil(largest / MAX_PARTS / MiB)
+        raise ConfigError(f"{what} of {format_size(largest)} in parts of "
+                          f"{format_size(part_size)} takes {parts:,} parts, and S3 allows "
+                          f"{MAX_PARTS:,} parts an object: use --part-size {need}MiB or more")
 
 
 class ObjectIO:
@@ -92,11 +102,11 @@ class ObjectIO:
             if stop is not None and stop.is_set():
                 return done
 
-    def put_file(self, key: str, path: str, log: OpLog, part_size: int = PART_SIZE) -> int:
+    def put_file(self, key: str, path: str, log: OpLog, part_size: int) -> int:
         """Upload a local file: one PUT, or a multipart upload above part_size. Returns
         bytes sent."""
         size = os.path.getsize(path)
-        part_size = max(part_size, MIN_PART_SIZE)
+        check_parts(size, part_size, key)
         with open(path, "rb") as fh:
             if size <= part_size:
                 return self.put_bytes(key, fh.read(), log)
@@ -144,7 +154,7 @@ class ObjectWriter:
 
     def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
                  seed: int = 0) -> None:
-        self.io, self.part_size = io, max(part_size, MIN_PART_SIZE)
+        self.io, self.part_size = io, part_size
         io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
         self.log, self.counter = log, counter
@@ -153,6 +163,7 @@ class ObjectWriter:
     def write_object(self, key: str, size: int, tag: int) -> int:
         """PUT (or multipart-upload) `size` bytes; returns bytes sent."""
         self.payload.log = self.log
+        check_parts(size, self.part_size, key)
         if size <= self.part_size:
             return self.io.put_bytes(key, self._part(0, size, tag), self.log)
         parts = (self._part(pos, min(self.part_size, size - pos), tag)

@@ -100,6 +100,8 @@ class S3TrainPhase(TrainPhase):
     def summarize(self, rc: RunContext, args: S3TrainArgs, clients: list[dict]) -> dict:
         agg = super().summarize(rc, args, clients)
         agg.update(s3_aggregate(clients))
+        # the part size the dataset was uploaded with (a reused dataset keeps its own)
+        agg["s3"]["dataset_part_size"] = args.dataset.manifest.get("part_size")
         return agg
 
     def warnings(self, rc: RunContext, args: S3TrainArgs, out: dict[str, Any]) -> list[dict]:

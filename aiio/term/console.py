@@ -482,8 +482,10 @@ def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
 def fio_table(res: dict[str, Any]) -> Table:
     """One row per hero test: aggregate, per-job spread, fairness and latency."""
     opts = res["options"]
+    mode = ("requests, one object each" if res.get("method") == "s3"
+            else "O_DIRECT" if opts["direct"] else "buffered")
     table = Table(title=f"fio hero suite ({res.get('fio_version')}): {res['target']['path']} "
-                  f"({res['target']['fstype']}, {'O_DIRECT' if opts['direct'] else 'buffered'}, "
+                  f"({res['target']['fstype']}, {mode}, "
                   f"{opts['clients']} jobs, {opts['ioengine']} iodepth {opts['iodepth']})")
     for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
         table.add_column(col, justify="left" if col == "test" else "right")
