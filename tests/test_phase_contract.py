@@ -66,6 +66,16 @@ def test_the_cli_names_every_phase_and_refuses_others(capsys) -> None:
     assert all(name in err for name in REGISTRY)
 
 
+@pytest.mark.parametrize("command", ["run", "scale"])
+def test_the_help_lists_every_registered_phase(command: str) -> None:
+    from click.testing import CliRunner
+
+    from aiio.cli import cli
+
+    text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+    assert all(f"{name}," in text or f"{name} " in text for name in REGISTRY), text
+
+
 @pytest.mark.parametrize("option", PHASE_OPTIONS)
 def test_a_phase_option_applies_exactly_where_phases_declare_it(option: str) -> None:
     assert option_phases(option), f"no phase takes {option}"

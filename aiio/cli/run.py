@@ -11,6 +11,7 @@ from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
+from aiio.phases import REGISTRY
 
 if TYPE_CHECKING:
     from aiio.workload import Workload
@@ -20,9 +21,8 @@ DEFAULT_TARGET = "./aiio-target"
 
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
-              help="lifecycle phase: prep, train, checkpoint, load, or all (prep, train with "
-                   "checkpoints, load); randrw: fio's random read/write mix (also "
-                   "prep.mode=randrw)")
+              help=f"phase: {', '.join(REGISTRY)} (all: prep, train with checkpoints, "
+                   "load; randrw: fio's random read/write mix, also prep.mode=randrw)")
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "

@@ -10,6 +10,7 @@ from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
+from aiio.phases import REGISTRY
 
 DEFAULT_CLIENTS = "1,2,4,8"
 
@@ -29,7 +30,7 @@ def sweep_workload_options(func):
 
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
-              help="lifecycle phase to sweep")
+              help=f"phase to sweep: {', '.join(REGISTRY)}")
 @sweep_workload_options
 @click.option("--clients", "-n", "clients_text", default=None,
               help=f"increasing client counts, e.g. 1,2,4,8 [default: {DEFAULT_CLIENTS}]")
