@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli
 
 MiB = 1 << 20
 
@@ -78,8 +78,8 @@ def test_impossible_values_get_one_line_and_exit_2(target: Path, results: Path) 
         (("--checkpoint-every", "1"), "--checkpoint-every does not apply"),
     ]
     for args, words in cases:
-        proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results",
-                       str(results), *args)
+        proc = call_cli("run", "--phase", "checkpoint", "-t", str(target), "--results",
+                        str(results), *args)
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and words in lines[0], (args, proc.stderr)
@@ -88,8 +88,8 @@ def test_impossible_values_get_one_line_and_exit_2(target: Path, results: Path) 
 
 def test_checkpoint_larger_than_free_space_is_refused_before_writing(target: Path,
                                                                      results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "--workload", "llama3-405b", "-t",
-                   str(target), "--results", str(results), "-q")
+    proc = call_cli("run", "--phase", "checkpoint", "--workload", "llama3-405b", "-t",
+                    str(target), "--results", str(results), "-q")
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip()
     assert "needs 5.16 TiB" in line and "free" in line and len(line.splitlines()) == 1
@@ -107,9 +107,9 @@ def test_verify_on_checkpoint_states_its_cost(target: Path, results: Path) -> No
 
 
 def test_train_rejects_verify_and_prep_rejects_stagger(target: Path) -> None:
-    proc = run_cli("run", "--phase", "train", "--verify", "-t", str(target), *TINY_ARGS)
+    proc = call_cli("run", "--phase", "train", "--verify", "-t", str(target), *TINY_ARGS)
     assert proc.returncode == 2 and "--verify" in proc.stderr
-    proc = run_cli("run", "--phase", "prep", "--stagger", "1s", "-t", str(target))
+    proc = call_cli("run", "--phase", "prep", "--stagger", "1s", "-t", str(target))
     assert proc.returncode == 2 and "--stagger does not apply" in proc.stderr
 
 

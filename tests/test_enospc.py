@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import is_root, run_cli
+from .conftest import call_cli, is_root, run_cli
 
 
 @pytest.fixture
@@ -39,8 +39,8 @@ def test_enospc_mid_checkpoint_fails_cleanly(small_fs: Path, results: Path) -> N
 
 
 def test_space_check_refuses_before_writing(small_fs: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(small_fs), "--results",
-                   str(results), "--clients", "2", "--set", "checkpoint.size=128MiB", "-q")
+    proc = call_cli("run", "--phase", "checkpoint", "-t", str(small_fs), "--results",
+                    str(results), "--clients", "2", "--set", "checkpoint.size=128MiB", "-q")
     assert proc.returncode == 2, proc.stderr
     assert "needs 128.00 MiB" in proc.stderr
     left = sorted(str(p.relative_to(small_fs)) for p in (small_fs / "aiio").rglob("*"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli
 
 MiB = 1 << 20
 
@@ -43,8 +43,8 @@ def test_checkpoint_every_steps(target: Path, results: Path) -> None:
     res = json.loads(proc.stdout)
     for c in res["clients"]:
         assert len(c["checkpoints"]) == c["steps"] // 4
-    bad = run_cli("run", "--phase", "train", "-t", str(target), *TINY_ARGS, *CKPT,
-                  "--checkpoint-every", "4 hours")
+    bad = call_cli("run", "--phase", "train", "-t", str(target), *TINY_ARGS, *CKPT,
+                   "--checkpoint-every", "4 hours")
     assert bad.returncode == 2 and "expected N, Nepochs or Nsteps" in bad.stderr
 
 

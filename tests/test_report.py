@@ -21,7 +21,7 @@ import pytest
 from aiio import report, result, stats
 from aiio.report import series as sr
 
-from .conftest import REPO, TINY_ARGS, run_cli
+from .conftest import REPO, TINY_ARGS, call_cli, run_cli
 from .devtools import Browser, find_chromium, png_size
 from .mpi import mpi_run, needs_mpi
 
@@ -251,14 +251,14 @@ def test_report_command_rerenders(run2: Path, tmp_path: Path) -> None:
     (("reports/x", "--history"), "either a result folder or --history"),
 ])
 def test_report_command_bad_input(args: tuple, message: str) -> None:
-    out = run_cli("report", *args)
+    out = call_cli("report", *args)
     assert out.returncode == 2
     assert message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_report_command_history_without_database(tmp_path: Path) -> None:
-    out = run_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
+    out = call_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1
     assert "history" in out.stderr
