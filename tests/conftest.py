@@ -3,6 +3,7 @@ input that must be refused) in this process, the tiny run's arguments and saved 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -156,3 +157,55 @@ def s3_bucket(s3_server, monkeypatch) -> str:
     name = f"aiio-test-{os.getpid()}-{next(_BUCKETS)}"
     s3_server.client().create_bucket(Bucket=name)
     return name
+
+
+# Test modules that share the session's SeaweedFS server run on one worker, so a parallel run
+# starts one server, not one per worker.
+S3_SERVER_GROUP = ("test_s3_checkpoint", "test_s3_load", "test_s3_prep", "test_s3_sweep",
+                   "test_s3_target", "test_s3_train")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under `-n N --dist loadgroup`, a module's tests stay on one worker (its module-scoped
+    fixtures are built once) unless the module names its own group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        group = "s3-server" if module in S3_SERVER_GROUP else module
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist, a test marked `alone` runs while no other worker runs a test: its fixtures,
+    call and teardown (module fixtures too, as they are built inside an item's setup)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    folder = item.config._tmp_path_factory.getbasetemp().parent  # shared by this run's workers
+    with _turn(folder, alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
+@contextlib.contextmanager
+def _turn(folder: Path, alone: bool):
+    """A readers-writer lock between workers: every test holds it shared, an `alone` test
+    exclusive. The turnstile, held by an `alone` test while it waits and runs, stops tests that
+    start meanwhile from taking the shared lock ahead of it (which could starve it)."""
+    import fcntl
+
+    with open(folder / "aiio-turnstile.lock", "a") as gate, \
+            open(folder / "aiio-alone.lock", "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)

@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import TINY_ARGS, call_cli, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli, saved_result
 
 MiB = 1 << 20
-
-
-def only_result(results: Path) -> dict:
-    found = sorted(results.glob("*/result.json"))
-    assert len(found) == 1, found
-    return json.loads(found[0].read_text())
 
 
 def leftovers(target: Path) -> list[str]:
@@ -32,7 +26,7 @@ def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results
                    "--set", "checkpoint.files_per_client=2", "--set", "checkpoint.threads=2",
                    "-q")
     assert proc.returncode == 0, proc.stderr
-    res = only_result(results)
+    res = saved_result(results)
     assert res["status"] == "ok" and res["phase"] == "checkpoint"
     agg = res["aggregate"]
     assert agg["completed"] == 3

@@ -3,7 +3,6 @@ history --prometheus` write, read back with prometheus_client's own parser."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from aiio.history import History, Record
 
-from .conftest import call_cli, run_cli
+from .conftest import call_cli, run_cli, saved_result
 from .test_accept import _check, _spec
 
 LABELS = ("check", "kind", "target", "phase", "workload", "clients")
@@ -48,7 +47,7 @@ def test_accept_writes_every_check_figure_and_its_verdict(target, results, tmp_p
     proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
                    "--quiet", "--prometheus", str(prom))
     assert proc.returncode == 1, proc.stderr
-    out = json.loads(next(results.glob("*-accept-*/result.json")).read_text())
+    out = saved_result(results, "accept")
     samples = _samples(prom)
     assert [p.name for p in prom.parent.iterdir()] == ["aiio.prom"]  # no temporary left
     for check in out["checks"]:
