@@ -20,7 +20,7 @@ run: $(STAMP)
 # Two workers (most tests wait on subprocesses, sleeps and fsyncs); a test marked `alone`
 # (a rate against a known limit) waits until the other worker is idle (tests/conftest.py).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

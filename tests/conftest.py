@@ -165,16 +165,19 @@ S3_SERVER_GROUP = ("test_s3_checkpoint", "test_s3_load", "test_s3_prep", "test_s
                    "test_s3_target", "test_s3_train")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items) -> None:
-    """Under `-n N --dist loadgroup`, a module's tests stay on one worker (its module-scoped
-    fixtures are built once) unless the module names its own group."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        module = item.module.__name__.rsplit(".", 1)[-1]
-        group = "s3-server" if module in S3_SERVER_GROUP else module
-        item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under -n, a module's tests run on one worker, in order (its module-scoped fixtures are
+    built once), and the S3 modules together. (xdist's own loadgroup cannot do this under
+    pytest 9.2: it tags node ids through an attribute pytest no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "s3-server" if Path(module).stem in S3_SERVER_GROUP else module
+
+    return ByModule(config, log)
 
 
 @pytest.hookimpl(hookwrapper=True)
