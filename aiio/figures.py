@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aiio.phases import REGISTRY, phase_of
+
 HIGHER, LOWER = "higher", "lower"
 
 
@@ -61,9 +63,6 @@ FIGURES = {f.name: f for f in (
     Figure("scaling_efficiency_min", "lowest scaling efficiency of the sweep", "%", HIGHER),
 )}
 
-# The main operation a phase's p99 latency is taken from, unless a check names another.
-MAIN_OP = {"train": "read", "load": "read", "checkpoint": "write", "prep": "read",
-           "all": "read"}
 
 
 def _dig(data: Any, path: tuple[str, ...]) -> float | None:
@@ -95,11 +94,12 @@ def views(res: dict[str, Any]) -> tuple[dict, dict | None, dict | None]:
     return agg, agg.get("checkpoint"), None  # train, with checkpoints when it wrote them
 
 
-def _latency_op(view: dict[str, Any], phase: str, op: str | None) -> str | None:
+def _latency_op(view: dict[str, Any], res: dict[str, Any], op: str | None) -> str | None:
+    """The operation the p99 figure is taken from: `op`, else the phase's main operation."""
     latency = view.get("latency") or {}
     if op:
         return op if op in latency else None
-    main = MAIN_OP.get(phase, "read")
+    main = phase_of(res).main_op if res.get("phase") in REGISTRY else "read"
     return main if main in latency else next(iter(latency), None)
 
 
@@ -123,7 +123,7 @@ def run_figures(res: dict[str, Any], latency_op: str | None = None) -> dict[str,
         "load_s": _dig(load, ("last_ready_s",)),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(view, res.get("phase", ""), latency_op)
+    op = _latency_op(view, res, latency_op)
     if op is not None:
         p99 = _dig(view, ("latency", op, "p99_ns"))
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None

@@ -2,9 +2,10 @@
 
 Acceptance runs and `aiio history` write the same metric names through this one module, so a
 dashboard does not care which of them produced the file. Every figure is one gauge whose
-labels say which series it belongs to (check, kind, target, phase, workload, clients); beside
-them each series has its pass/fail, its status, a regression flag and the time it ran. Values
-are the history's own floats: MiB/s in MiB/s, seconds in seconds, percentages as 0..1 ratios.
+labels say which series it belongs to (check, kind, target, phase, workload, clients, spec);
+beside them each series has its pass/fail, its status, a regression flag and the time it ran.
+Names and values follow Prometheus' base units: bytes per second (not MiB/s), seconds (not
+milliseconds), ratios 0..1 (not percent), with the unit as the name's suffix.
 """
 
 from __future__ import annotations
@@ -19,12 +20,34 @@ from prometheus_client.registry import Collector
 
 from aiio.errors import AiioError, ConfigError
 from aiio.figures import FIGURES
-from aiio.history import Record, readable
+from aiio.history import History, Record, readable, with_regressions
 
 PREFIX = "aiio_"
-LABELS = ("check", "kind", "target", "phase", "workload", "clients")
-UNIT_WORDS = {"MiB/s": "MiB/s (2^20 bytes per second)", "s": "seconds", "ms": "milliseconds",
-              "%": "ratio 0..1", "": "no unit"}
+LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec")
+# a history figure's unit -> (the factor to its base unit, the base unit in words)
+BASE_UNITS = {"MiB/s": (2.0 ** 20, "bytes per second"), "s": (1.0, "seconds"),
+              "ms": (1e-3, "seconds"), "%": (1.0, "ratio 0..1"), "": (1.0, "no unit")}
+# each history figure's metric name (after the prefix), its base unit as the suffix
+METRICS = {
+    "aggregate_mib_s": "aggregate_bytes_per_second",
+    "last_done_mib_s": "last_done_bytes_per_second",
+    "client_mib_s_min": "client_min_bytes_per_second",
+    "client_mib_s_mean": "client_mean_bytes_per_second",
+    "cv": "cv", "jain": "jain",
+    "au_min": "au_min_ratio", "au_mean": "au_mean_ratio",
+    "samples_per_s": "samples_per_second",
+    "p99_ms": "p99_latency_seconds",
+    "checkpoint_s": "checkpoint_seconds", "restore_s": "restore_seconds",
+    "load_s": "load_seconds",
+    "hero_fraction": "hero_fraction_ratio",
+    "scaling_efficiency": "scaling_efficiency_ratio",
+    "scaling_efficiency_min": "scaling_efficiency_min_ratio",
+}
+
+
+def base_value(figure: str, value: float) -> float:
+    """A history figure's value in its metric's base unit."""
+    return value * BASE_UNITS[FIGURES[figure].unit][0]
 
 # (record, names of its regressed figures): what one series contributes to the file
 Judged = tuple[Record, list[str]]
@@ -51,7 +74,7 @@ def check_path(path: str) -> Path:
 def _labels(rec: Record) -> list[str]:
     """The series' label values, as valid UTF-8 (the file is UTF-8; a path may not be)."""
     return [readable(v) for v in (rec.name, rec.kind, rec.target, rec.phase, rec.workload,
-                                  rec.clients)]
+                                  rec.clients, rec.spec)]
 
 
 class SeriesCollector(Collector):
@@ -67,8 +90,8 @@ class SeriesCollector(Collector):
                         "interrupted)", ("status",))
         regressed = _gauge("regression", "1 when a watched figure is worse than its baseline "
                            "(median of the last passing records of its series)")
-        required = _gauge("required", "the threshold a check judges a figure against, in the "
-                          "figure's unit", ("figure",))
+        required = _gauge("required", "the threshold a check judges a figure against, in "
+                          "the base unit of the figure's metric", ("figure",))
         when = _gauge("timestamp_seconds", "when the record was written, Unix time")
         for rec, regs in self.judged:
             labels = _labels(rec)
@@ -76,7 +99,7 @@ class SeriesCollector(Collector):
             status.add_metric([*labels, readable(rec.status)], 1.0)
             regressed.add_metric(labels, 1.0 if regs else 0.0)
             for name, value in sorted(rec.required.items()):
-                required.add_metric([*labels, name], value)
+                required.add_metric([*labels, name], base_value(name, value))
             when.add_metric(labels, rec.ts)
         yield from (passed, status, regressed, required, when)
 
@@ -84,10 +107,10 @@ class SeriesCollector(Collector):
         names = sorted({n for rec, _ in self.judged for n in rec.figures if n in FIGURES})
         for name in names:
             fig = FIGURES[name]
-            gauge = _gauge(name, f"{fig.label}, {UNIT_WORDS.get(fig.unit, fig.unit)}")
+            gauge = _gauge(METRICS[name], f"{fig.label}, {BASE_UNITS[fig.unit][1]}")
             for rec, _ in self.judged:
                 if name in rec.figures:
-                    gauge.add_metric(_labels(rec), rec.figures[name])
+                    gauge.add_metric(_labels(rec), base_value(name, rec.figures[name]))
             yield gauge
 
 
@@ -114,3 +137,11 @@ def latest(judged: list[tuple[Record, list]]) -> list[Judged]:
     for rec, regs in judged:
         last[rec.series] = (rec, [r.figure for r in regs])
     return list(last.values())
+
+
+def other_checks(history: History, spec: str, target: str, ran: list[Judged]) -> list[Judged]:
+    """The last record, from the history, of every check of one spec on one target that did
+    not run now: an acceptance export of some checks (--check) keeps the others' series."""
+    now = {rec.series for rec, _ in ran}
+    records = [r for r in history.records(target=target) if r.spec == spec and r.kind == "check"]
+    return [j for j in latest(with_regressions(records)) if j[0].series not in now]

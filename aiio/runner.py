@@ -73,12 +73,11 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     """Run and save; returns (result, folder). Raises the phase's error after saving."""
     ui = ui or QuietUI()
     on_s3 = is_s3(req.target)
-    phase_name = OBJECT_PREFIX + req.phase if on_s3 else req.phase
-    phase = get_phase(phase_name)
     w = req.workload
+    phase = get_phase(OBJECT_PREFIX + req.phase if on_s3 else req.phase).variant(w)
+    phase_name = OBJECT_PREFIX + phase.name if on_s3 else phase.name  # what the clients run
     clients = w.run.clients
-    if hasattr(phase, "validate"):
-        phase.validate(w, req.options)  # impossible values: one line, nothing written
+    phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     check_memory(w, split[0])
     target, info, method = open_target(req.target, req.options, req.method)
@@ -103,7 +102,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
 
         ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
-                 hero=hero.hero_for(str(target.path), req.phase, req.results_dir))
+                 hero=hero.hero_for(str(target.path), phase.name, req.results_dir))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 phase_name, args, str(target.path), split, client_memory_estimate(w), on_tick)
@@ -116,8 +115,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += _warnings(rc, args, out)
-        if hasattr(phase, "warnings"):
-            out["warnings"] += phase.warnings(rc, args, out)
+        out["warnings"] += phase.warnings(rc, args, out)
         out["hero"] = hero.hero_entry(out, req.results_dir)
         out["status"] = "ok"
     except RunAborted as exc:

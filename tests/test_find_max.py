@@ -95,3 +95,19 @@ def test_find_max_stops_where_au_cannot_be_measured(target, results):
     assert "with 4 clients AU could not be measured" in s["statement"]
     assert "samples per client" in s["statement"]
     assert out["status"] == "ok"
+
+
+def _spread(value: float) -> dict:
+    return {"n": 1, "min": value, "max": value, "mean": value}
+
+
+@pytest.mark.parametrize("rule, quoted, other", [("mean", "mean AU 95.0%", "80.0%"),
+                                                  ("min", "lowest client AU 80.0%", "95.0%")])
+def test_the_statement_quotes_the_figure_its_rule_decided_on(rule, quoted, other):
+    """With the mean rule a probe holds on the mean AU (95 % against 90 %) while its lowest
+    client is at 80 %: quoting the lowest client beside "holds" contradicts the decision."""
+    probe = {"clients": 1, "decision": find_max.HOLDS, "au_min": _spread(0.80),
+             "au_mean": _spread(0.95), "goal": 0.9, "au_rule": rule}
+    found = {"upper": 1, "repeats": 1, "probes": [probe]}
+    text = find_max.statement(found, 1, None)
+    assert quoted in text and f"{rule} rule" in text and other not in text, text

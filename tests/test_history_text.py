@@ -31,7 +31,7 @@ def test_a_target_name_that_is_not_utf8_is_recorded(tmp_path: Path) -> None:
 def test_a_target_name_that_is_not_utf8_is_exported(tmp_path: Path) -> None:
     prom = monitoring.write(tmp_path / "aiio.prom", [(_rec(RAW), [])])
     families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
-    (sample,) = families["aiio_aggregate_mib_s"].samples
+    (sample,) = families["aiio_aggregate_bytes_per_second"].samples
     assert sample.labels["target"] == "/mnt/scratch\\xff"
 
 

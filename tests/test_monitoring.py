@@ -18,7 +18,15 @@ from aiio.history import History, Record
 from .conftest import call_cli, run_cli, saved_result
 from .test_accept import _check, _spec
 
-LABELS = ("check", "kind", "target", "phase", "workload", "clients")
+LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec")
+# figure -> (metric name in base units, factor from the history's value)
+BASE = {"aggregate_mib_s": ("aiio_aggregate_bytes_per_second", 2**20),
+        "last_done_mib_s": ("aiio_last_done_bytes_per_second", 2**20),
+        "client_mib_s_min": ("aiio_client_min_bytes_per_second", 2**20),
+        "client_mib_s_mean": ("aiio_client_mean_bytes_per_second", 2**20),
+        "au_min": ("aiio_au_min_ratio", 1.0), "au_mean": ("aiio_au_mean_ratio", 1.0),
+        "p99_ms": ("aiio_p99_latency_seconds", 1e-3), "cv": ("aiio_cv", 1.0),
+        "jain": ("aiio_jain", 1.0), "samples_per_s": ("aiio_samples_per_second", 1.0)}
 REQUIRED = {"good": ("au_min", 0.05), "bad": ("aggregate_mib_s", 1e9)}
 
 
@@ -55,14 +63,17 @@ def test_accept_writes_every_check_figure_and_its_verdict(target, results, tmp_p
                   "phase": "train", "workload": "demo", "clients": "2"}
         assert check["measured"], check
         for figure, value in check["measured"].items():
-            sample = _one(samples, f"aiio_{figure}", **labels)
-            assert set(sample.labels) == set(LABELS)
-            assert sample.value == value
+            name, factor = BASE[figure]
+            sample = _one(samples, name, **labels)
+            assert set(sample.labels) == set(LABELS) and sample.labels["spec"] == "t"
+            assert sample.value == pytest.approx(value * factor, rel=1e-12)
         assert _one(samples, "aiio_passed", **labels).value == (check["status"] == "pass")
         assert _one(samples, "aiio_status", status=check["status"], **labels).value == 1
         assert _one(samples, "aiio_regression", **labels).value == 0
         figure, required = REQUIRED[check["name"]]
-        assert _one(samples, "aiio_required", figure=figure, **labels).value == required
+        factor = BASE[figure][1]
+        assert _one(samples, "aiio_required", figure=figure,
+                    **labels).value == pytest.approx(required * factor)
     assert {c["status"] for c in out["checks"]} == {"pass", "fail"}
     whole = _one(samples, "aiio_passed", kind="accept", check="t")
     assert whole.value == 0
@@ -98,8 +109,8 @@ def test_history_exports_the_latest_of_every_series(tmp_path):
     proc = run_cli("history", "--history", str(db), "--prometheus", str(prom))
     assert proc.returncode == 0, proc.stderr
     samples = _samples(prom)
-    assert [s.value for s in samples["aiio_aggregate_mib_s"]
-            if s.labels["check"] == "nightly"] == [70]
+    assert [s.value for s in samples["aiio_aggregate_bytes_per_second"]
+            if s.labels["check"] == "nightly"] == [70 * 2**20]
     assert _one(samples, "aiio_regression", check="nightly").value == 1
     assert _one(samples, "aiio_timestamp_seconds", check="nightly").value == 1004.0
     assert _one(samples, "aiio_passed", check="weekly").value == 0
@@ -154,7 +165,7 @@ def test_node_exporter_serves_the_history_export(tmp_path):
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "node_textfile_scrape_error 0" in text and "level=error" not in err
-    assert 'aiio_aggregate_mib_s{check="nightly"' in text
+    assert 'aiio_aggregate_bytes_per_second{check="nightly"' in text
 
 
 def test_a_folder_named_like_the_export_is_refused_before_anything_runs(target, results,
@@ -182,5 +193,47 @@ def test_an_export_through_a_symlink_updates_the_file_it_points_to(tmp_path):
     proc = run_cli("history", "--history", str(db), "--prometheus", str(link))
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and link.resolve() == real
-    assert _one(_samples(real), "aiio_aggregate_mib_s", check="nightly").value == 100
+    assert _one(_samples(real), "aiio_aggregate_bytes_per_second",
+                check="nightly").value == 100 * 2**20
     assert sorted(p.name for p in real.parent.iterdir()) == ["aiio.prom"]
+
+
+def test_metric_names_and_values_are_in_base_units(tmp_path):
+    """Prometheus names carry base units (seconds, bytes, ratios), never display units: a
+    p99 of 2.5 ms is aiio_p99_latency_seconds 0.0025, 100 MiB/s is 104857600 bytes/s."""
+    from aiio import monitoring
+    from aiio.figures import FIGURES
+
+    assert set(monitoring.METRICS) == set(FIGURES)  # a new figure needs a metric name
+    rec = Record(kind="check", name="n", target="/mnt/a", status="pass", passed=True,
+                 figures={"aggregate_mib_s": 100.0, "p99_ms": 2.5, "au_min": 0.9,
+                          "checkpoint_s": 3.0, "jain": 0.99},
+                 required={"p99_ms": 5.0}, spec="nightly", ts=1.0)
+    prom = monitoring.write(tmp_path / "aiio.prom", [(rec, [])])
+    samples = _samples(prom)
+    assert _one(samples, "aiio_aggregate_bytes_per_second").value == 100 * 2**20
+    assert _one(samples, "aiio_p99_latency_seconds").value == pytest.approx(0.0025)
+    assert _one(samples, "aiio_au_min_ratio").value == 0.9
+    assert _one(samples, "aiio_checkpoint_seconds").value == 3.0
+    assert _one(samples, "aiio_jain").value == 0.99
+    assert _one(samples, "aiio_required", figure="p99_ms").value == pytest.approx(0.005)
+    assert _one(samples, "aiio_passed").labels["spec"] == "nightly"
+    for name in samples:
+        assert not name.endswith(("_mib_s", "_ms", "_s")), name
+
+
+def test_accept_of_one_check_keeps_the_other_checks_series(target, results, tmp_path):
+    """`accept --check good --prometheus` after a full run: node_exporter must still serve the
+    other check's last figures, from the history, not lose them because one check ran."""
+    spec = _spec(tmp_path, _check("good", "min_au = 0.05"),
+                 _check("other", "min_au = 0.05"))
+    prom = tmp_path / "aiio.prom"
+    for only in ((), ("--check", "good")):
+        proc = run_cli("accept", str(spec), "--target", str(target), "--results",
+                       str(results), "--quiet", "--prometheus", str(prom), *only)
+        assert proc.returncode == 0, proc.stderr
+    samples = _samples(prom)
+    stamps = {s.labels["check"]: s.value for s in samples["aiio_timestamp_seconds"]
+              if s.labels["kind"] == "check"}
+    assert set(stamps) == {"good", "other"}
+    assert stamps["good"] > stamps["other"]  # good ran again; other is its last record

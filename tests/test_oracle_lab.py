@@ -51,7 +51,7 @@ read_threads = 1
 transfer_size = "1MiB"
 prefetch = 1
 [train.compute_time]
-h100 = 0.0001
+h100 = 0
 """
 
 

@@ -261,3 +261,18 @@ def test_sigterm_keeps_finished_points_and_leaves_no_running_sweep(tmp_path):
     _check_partial(folder, "failed")
     for path in results.rglob("result.json"):  # the point that was stopped too
         assert json.loads(path.read_text())["status"] != "running", path
+
+
+def test_prep_sweep_in_shards_mode_is_not_time_based(target):
+    """Shards mode does a fixed amount of work: no point "stops after" prep.duration, which
+    only the random mix reads; randrw (either spelling) is time-based on prep.duration."""
+    shards = tiny_workload()
+    base, seconds = scale.plan(scale.SweepRequest("prep", shards, str(target), [1, 2]))
+    assert seconds is None and base.prep.duration == shards.prep.duration
+    with pytest.raises(ConfigError, match="not time-based"):
+        scale.plan(scale.SweepRequest("prep", shards, str(target), [1, 2], duration_s=2))
+    mix = tiny_workload(prep__mode="randrw")
+    for phase in ("prep", "randrw"):
+        base, seconds = scale.plan(scale.SweepRequest(phase, mix, str(target), [1, 2],
+                                                      duration_s=2, options={"verify": True}))
+        assert seconds == 2 and base.prep.duration == 2

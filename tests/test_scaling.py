@@ -105,9 +105,9 @@ def test_noise_around_one_limit_is_saturated_not_degrading():
 def test_au_capacity():
     v = judge(pts([100, 200, 390, 500], au=[0.99, 0.97, 0.93, 0.71]), accelerator="h100")
     assert v.au["max_clients_at_goal"] == 4
-    assert v.au["first_fail"] == {"clients": 8, "au_min": 0.71}
+    assert v.au["first_fail"] == {"clients": 8, "au_min": 0.71, "au_mean": None}
     assert ("this storage keeps up to 4 h100 accelerators at 90% AU (lowest client AU at 4: "
-            "93.0%)") in v.statements[-1]
+            "93.0%; min rule)") in v.statements[-1]
     # a pass after a failure does not count: the claim holds for every count up to K
     v = judge(pts([100, 200, 390, 500], au=[0.99, 0.85, 0.93, 0.95]))
     assert v.au["max_clients_at_goal"] == 1
@@ -296,3 +296,21 @@ def test_au_not_measurable_at_a_count_ends_the_judged_range():
     assert v.au["not_measured_from"] == 8 and v.au["all_pass"] is False
     (sentence,) = [s for s in v.statements if s.startswith("this storage keeps")]
     assert "up to 4" in sentence and "8 clients AU could not be measured" in sentence
+
+
+def test_au_capacity_decides_on_the_runs_own_rule():
+    """MLPerf's rule (the default) passes a count on the mean AU; a sweep that judged the same
+    runs on the lowest client's AU would call a count failed that `aiio run` calls passed."""
+    points = pts([100, 200, 390, 500], au=[0.95, 0.88, 0.85, 0.60], goal=0.9)
+    for p, mean, passed in zip(points, (0.97, 0.93, 0.91, 0.70), (True, True, True, False),
+                               strict=True):
+        p.au_mean, p.au_pass, p.au_rule = mean, passed, "mean"
+    v = judge(points, accelerator="h100")
+    assert v.au["max_clients_at_goal"] == 4 and v.au["first_fail"]["clients"] == 8
+    text = v.statements[-1]
+    assert "up to 4 h100 accelerators at 90% AU" in text and "mean rule" in text, text
+    assert "mean AU at 4: 91.0%" in text and "lowest client 85.0%" in text, text
+    for p in points:
+        p.au_rule = "min"
+    v = judge(points, accelerator="h100")
+    assert v.au["max_clients_at_goal"] == 1 and "min rule" in v.statements[-1]

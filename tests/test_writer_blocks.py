@@ -16,7 +16,8 @@ from aiio import blocks
 from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, choose_method, io_failure
 from aiio.errors import RunFailed
 from aiio.phases import shards as ckptio
-from aiio.phases.shards import CheckpointPlan, split_sizes
+from aiio.phases.rundata import split_sizes
+from aiio.phases.shards import CheckpointPlan
 from aiio.stats import ByteSeries
 from aiio.target import Target, probe
 

@@ -425,6 +425,91 @@ def _peak_pss(proc: subprocess.Popen) -> int:
     return peak
 
 
+FAIR_STREAM = 64 * KiB  # bytes/s per open stream on the oracle; no global cap
+FAIR_FILES = 2           # files per client (and per fio job's 512 KiB), 256 KiB each
+FAIR_WORKLOAD = """[workload]
+name = "oracle-fair"
+[dataset]
+format = "raw"
+num_files = {files}
+sample_size = "256KiB"
+sample_size_stdev = "0"
+files_per_dir = 256
+[train]
+accelerator = "h100"
+batch_size = 1
+read_threads = 1
+transfer_size = "256KiB"
+epochs = 1
+[train.compute_time]
+h100 = 0
+"""
+
+
+def fairness_rows(clients: int = 1024) -> list[Row]:
+    """`clients` clients on the oracle that gives every open stream 64 KiB/s and has no global
+    cap: each client's share should be the stream rate. fio's `clients` jobs on the same mount,
+    in the same run, show what the oracle itself delivers at that concurrency; aiio's shares
+    must lie within fio's spread (no client starved), with every client in the result."""
+    from tests.oracle.mount import Rates, can_mount_fuse, ratefs
+
+    if why := can_mount_fuse():
+        print(f"fairness-oracle: not measured: {why}", file=sys.stderr)
+        return []
+    size_mib = 2 * clients * FAIR_FILES * 256 // 1024 + 256  # aiio's files and fio's
+    with tempfile.TemporaryDirectory(prefix="aiio-bench-fair-", dir="/var/tmp") as tmp, \
+            ratefs(Path(tmp), Rates(read_stream=FAIR_STREAM), size_mib=size_mib,
+                   threads=2 * clients + 64) as mount:
+        ours = _fair_aiio(Path(tmp), mount, clients)
+        theirs = _fair_fio(mount, clients)
+    return _fair_rows(clients, ours, theirs)
+
+
+def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
+    """Each client's consumed MiB/s over its own window, as a fraction of the stream rate."""
+    spec = tmp / "fair.toml"
+    spec.write_text(FAIR_WORKLOAD.format(files=clients * FAIR_FILES))
+    (mount / "aiio-data").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "aiio", "run", "--workload", str(spec),
+                           "--clients", str(clients), "--target", str(mount / "aiio-data"),
+                           "--results", str(tmp / "r"), "--json", "--quiet", "--no-history",
+                           "--no-report"], capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"fairness-oracle: aiio run failed: {proc.stderr.strip()[-500:]}")
+    res = json.loads(proc.stdout)
+    if len(res["clients"]) != clients:
+        raise SystemExit(f"fairness-oracle: {len(res['clients'])} of {clients} client results")
+    return [c["mib_s"] * MiB / FAIR_STREAM for c in res["clients"]]
+
+
+def _fair_fio(mount: Path, clients: int) -> list[float]:
+    """Each fio job's read bandwidth (one 512 KiB file, one stream) over the stream rate."""
+    (mount / "fio-data").mkdir()
+    jobs = fio_jobs([{"name": "fair", "numjobs": str(clients)}],
+                    {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
+                     "size": f"{FAIR_FILES * 256}k", "direct": "1", "ioengine": "psync"})
+    return [j["read"]["bw_bytes"] / FAIR_STREAM for j in jobs]
+
+
+def _fair_rows(clients: int, ours: list[float], theirs: list[float]) -> list[Row]:
+    from aiio.stats import jain
+
+    lo, hi = min(theirs), max(theirs)
+    inside = sum(lo * 0.95 <= x <= hi * 1.05 for x in ours)
+    note = (f"{len(ours)} client results; aiio shares {min(ours):.3f}..{max(ours):.3f} of "
+            f"the stream rate, fio's {lo:.3f}..{hi:.3f}; {inside} of {len(ours)} inside fio's "
+            "spread (+-5 %)")
+    med_a, med_f = statistics.median(ours), statistics.median(theirs)
+    return [
+        Row(f"median client share of the stream rate, {clients} clients", med_a, med_f, "x",
+            med_a / med_f, ">= 0.95 x fio", med_a / med_f >= 0.95, note=note),
+        Row(f"slowest client's share, {clients} clients (no starving)", min(ours), lo, "x",
+            min(ours) / lo, ">= 0.95 x fio", min(ours) >= 0.95 * lo),
+        Row(f"Jain fairness of the shares, {clients} clients", jain(ours), jain(theirs), "",
+            jain(ours) / jain(theirs), ">= 0.99 x fio", jain(ours) >= 0.99 * jain(theirs)),
+    ]
+
+
 FIGURES: dict[str, Callable[[], list[Row]]] = {}
 
 
@@ -486,6 +571,11 @@ def bench_engine_vs_fio_disk() -> list[Row]:
     return [Row("engine vs fio, seq read 1 MiB O_DIRECT, 2 clients, local disk",
                 out["aiio_mib_s"], out["fio_mib_s"], "MiB/s", out["ratio"], "within 5 %",
                 out["agree"], runs)]
+
+
+@figure("fairness-oracle")
+def _fairness_oracle() -> list[Row]:
+    return fairness_rows(1024)
 
 
 @figure("density")

@@ -67,6 +67,9 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
 
     try:
         out = acc.run_spec(spec, checks, target, results, ui, history, on_check)
+        exported = acc.judged_checks(spec, checks, out) if prom_path else []
+        if history is not None and prom_path:  # --check runs keep the other checks' series
+            exported += monitoring.other_checks(history, spec.name, out["target"], exported)
     finally:
         if history is not None:
             history.close()
@@ -76,7 +79,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         junit.append(write_junit(out, junit_path))
     pages = [] if no_report else _write_reports(out, folder, Path(results))
     if prom_path:
-        monitoring.write(prom_path, acc.judged_checks(spec, checks, out))
+        monitoring.write(prom_path, exported)
     if as_json:
         emit_json(out)
     else:

@@ -34,7 +34,7 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
         rows = hero.compare_rows(run, fio_res) if fio_res else []
         hint = None if fio_res else hero.hero_entry(run, folder.parent)["text"]
         if fio_res and not rows:
-            hint = (f"fio result {fio_res['id']} has no {hero.HERO_TEST.get(run['phase'])} "
+            hint = (f"fio result {fio_res['id']} has no {hero.run_hero_test(run)} "
                     "test; run the full suite: aiio fio --target " + run["target"]["path"])
         report.append({"run": run["id"], "phase": run.get("phase"),
                        "fio_result": fio_res["id"] if fio_res else None,

@@ -66,6 +66,6 @@ def _emit(phase: str, w, target: str) -> None:
     from aiio.fio.emit import emit, emitter_for
     from aiio.target import Target
 
-    emitter_for(phase)  # a phase without a fio job fails before anything is created
+    emitter_for(phase, w)  # a phase without a fio job fails before anything is created
     folder = Target(target).subdir("fio", f"emit-{phase}-{w.name}")
     click.echo(emit(phase, w, folder), nl=False)

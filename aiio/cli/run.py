@@ -15,7 +15,8 @@ DEFAULT_TARGET = "./aiio-target"
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
               help="lifecycle phase: prep, train, checkpoint, load, or all (prep, train with "
-                   "checkpoints, load)")
+                   "checkpoints, load); randrw: fio's random read/write mix (also "
+                   "prep.mode=randrw)")
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
@@ -110,23 +111,27 @@ def write_report(res: dict, folder) -> list:
         return []
 
 
-# Which phases each phase-specific option means something to.
-OPTION_PHASES = {"scale": ("checkpoint", "load", "train", "all"),
-                 "checkpoints": ("checkpoint",),
-                 "checkpoint_every": ("train", "all"),
-                 "stagger": ("load", "all")}
+# The phase-specific options; each phase names those that mean something to it (Phase.options).
+PHASE_OPTIONS = ("scale", "checkpoints", "checkpoint_every", "stagger")
+
+
+def option_phases(option: str) -> list[str]:
+    """The phases an option applies to, in the order `--phase` lists them."""
+    from aiio.phases import REGISTRY, get_phase
+    return [p for p in REGISTRY if option in get_phase(p).options]
 
 
 def phase_sets(phase: str, **values: str | None) -> list[str]:
     """The phase options as workload overrides; refuse one the phase would ignore."""
+    from aiio.phases import get_phase
     out = []
     for name, value in values.items():
         if value is None:
             continue
-        if phase not in OPTION_PHASES[name]:
+        if name not in get_phase(phase).options:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} does not apply to the {phase} phase; it is for: "
-                              f"{', '.join(OPTION_PHASES[name])}")
+                              f"{', '.join(option_phases(name))}")
         if name == "scale":
             out += [f"checkpoint.scale={value}", f"load.scale={value}"]
         elif name == "checkpoints":

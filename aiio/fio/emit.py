@@ -15,31 +15,29 @@ from aiio import __version__
 from aiio.engine import align_up
 from aiio.errors import ConfigError
 from aiio.fio import job as fio
-from aiio.phases import PHASES
+from aiio.phases import REGISTRY, get_phase
 from aiio.units import format_size
 from aiio.workload import Workload
-
-LIFECYCLE = ("prep", "train", "checkpoint", "load")
 
 
 def emit(phase: str, w: Workload, folder: Path) -> str:
     """The job text for `phase` of workload `w`, with its files in `folder`."""
-    return emitter_for(phase)(w, folder)
+    return emitter_for(phase, w)(w, folder)
 
 
-def emitter_for(phase: str) -> Callable[[Workload, Path], str]:
-    """The function writing a phase's job; a one-line error for a phase without one."""
-    emitter = EMITTERS.get(phase)
-    if emitter is None:
-        known = ", ".join(sorted(EMITTERS))
-        if phase == "all":
-            raise ConfigError(f"phase 'all' runs several phases: emit one at a time, one of "
-                              f"{known}")
-        if phase not in PHASES and phase not in LIFECYCLE:
-            raise ConfigError(f"unknown phase {phase!r}; fio jobs can be emitted for: {known}")
+def emitter_for(phase: str, w: Workload) -> Callable[[Workload, Path], str]:
+    """The function writing the job of the phase that runs `w` (`Phase.fio_job`, a function
+    of this module); a one-line error for a phase without one."""
+    known = ", ".join(sorted(p for p in REGISTRY if get_phase(p).fio_job))
+    if phase == "all":
+        raise ConfigError(f"phase 'all' runs several phases: emit one at a time, one of {known}")
+    if phase not in REGISTRY:
+        raise ConfigError(f"unknown phase {phase!r}; fio jobs can be emitted for: {known}")
+    name = get_phase(phase).variant(w).fio_job
+    if name is None:
         raise ConfigError(f"no fio job for phase {phase!r} yet; fio jobs can be emitted for: "
                           f"{known}")
-    return emitter
+    return globals()[name]
 
 
 def _engine(depth: int) -> dict[str, object]:
@@ -101,7 +99,8 @@ def _files_list(names: list[str]) -> str:
 
 def checkpoint_job(w: Workload, folder: Path) -> str:
     """Every client writes its shard (files_per_client files) and fsyncs; then the restore."""
-    from aiio.phases.shards import checkpoint_bytes, split_sizes
+    from aiio.phases.rundata import split_sizes
+    from aiio.phases.shards import checkpoint_bytes
 
     c, clients = w.checkpoint, w.run.clients
     total, _, source = checkpoint_bytes(w)
@@ -157,27 +156,25 @@ def load_job(w: Workload, folder: Path) -> str:
     return fio.render(glob, [(f"load-{w.name}", {"numjobs": clients})], comments)
 
 
-def prep_job(w: Workload, folder: Path) -> str:
-    """randrw mode: fio's randrw on one file per client; shards mode: sample reads and shard
-    writes running side by side."""
+def randrw_job(w: Workload, folder: Path) -> str:
+    """fio's randrw on one file per client, time-based."""
     p, clients = w.prep, w.run.clients
-    if p.mode == "randrw":
-        glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1,
-                "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
-                "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
-                "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
-                "randrepeat": 0}
-        comments = [
-            f"aiio {__version__}: the fio job closest to `aiio run --phase prep --workload "
-            f"{w.name} --clients {clients}` (randrw mode)",
-            f"each of the {clients} jobs: random {p.read_share:.0%} reads / rest writes of "
-            f"{format_size(p.block_size)} on its own {format_size(p.file_size)} file",
-            "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
-        return fio.render(glob, [(f"prep-{w.name}", {"numjobs": clients})], comments)
-    return _prep_shards_job(w, folder)
+    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1,
+            "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
+            "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
+            "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
+            "randrepeat": 0}
+    comments = [
+        f"aiio {__version__}: the fio job closest to `aiio run --phase randrw --workload "
+        f"{w.name} --clients {clients}` (or --phase prep with prep.mode = randrw)",
+        f"each of the {clients} jobs: random {p.read_share:.0%} reads / rest writes of "
+        f"{format_size(p.block_size)} on its own {format_size(p.file_size)} file",
+        "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
+    return fio.render(glob, [(f"prep-{w.name}", {"numjobs": clients})], comments)
 
 
-def _prep_shards_job(w: Workload, folder: Path) -> str:
+def prep_job(w: Workload, folder: Path) -> str:
+    """Sample reads and shard writes running side by side (shards mode)."""
     p, d, clients = w.prep, w.dataset, w.run.clients
     sample = align_up(d.samples_per_file * d.sample_size)
     nread = _per_client_files(d.num_files, clients)
@@ -204,7 +201,3 @@ def _prep_shards_job(w: Workload, folder: Path) -> str:
         "not expressed: stat/list/unlink metadata operations and the transform time",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
     return fio.render(glob, jobs, comments)
-
-
-EMITTERS: dict[str, Callable[[Workload, Path], str]] = {
-    "train": train_job, "prep": prep_job, "checkpoint": checkpoint_job, "load": load_job}

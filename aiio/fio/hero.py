@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from aiio.fio import pairing
+from aiio.phases import REGISTRY, get_phase, phase_of
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
-# The first fio test each phase is set against (prep in shards mode also against seq_write,
-# in randrw mode against rand_mix: see hero_pairing).
-HERO_TEST = {"train": "seq_read", "load": "seq_read", "checkpoint": "seq_write",
-             "prep": "seq_read"}
+
+
+def hero_test(phase: str) -> str | None:
+    """The first fio test a phase is set against (`Phase.hero_test`; prep in shards mode also
+    against seq_write: see fio/pairing); None for a phase, or a name, without one."""
+    return get_phase(phase).hero_test if phase in REGISTRY else None
 
 
 def same_target(a: str, b: str) -> bool:
@@ -49,7 +52,7 @@ def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike,
              test: str | None = None, streams: int | None = None) -> dict | None:
     """The latest fio result on this target holding `test` (by default the phase's first),
     at `streams` = fio jobs x iodepth when given; None when there is none."""
-    test = test or HERO_TEST.get(phase)
+    test = test or hero_test(phase)
     if test is None:
         return None
     for folder, res in reversed(fio_results(results_dir)):
@@ -130,7 +133,7 @@ def _stages_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[s
     """The lifecycle run: each stage against its own hero number."""
     stages = {name: hero_entry({**res, "phase": name, "aggregate": agg}, results_dir)
               for name, agg in (res.get("aggregate") or {}).items()
-              if name in HERO_TEST and isinstance(agg, dict)}
+              if hero_test(name) and isinstance(agg, dict)}
     text = "; ".join(f"{name}: {entry['text']}" for name, entry in stages.items())
     return {"stages": stages, "text": text or "no stage of this run has a fio hero number"}
 
@@ -196,10 +199,15 @@ def fio_result_for(run: dict[str, Any], run_folder: Path) -> dict[str, Any] | No
             return json.loads(path.read_text())
         except (OSError, ValueError):
             pass  # moved or deleted since: fall back to the latest one
-    found = hero_for(run["target"]["path"], run.get("phase", ""), base)
+    found = hero_for(run["target"]["path"], run.get("phase", ""), base, run_hero_test(run))
     if found is None:
         return None
     return json.loads((Path(found["fio_result"]) / "result.json").read_text())
+
+
+def run_hero_test(run: dict[str, Any]) -> str | None:
+    """The hero test of the phase a result's figures belong to (prep in randrw mode: rand_mix)."""
+    return phase_of(run).hero_test if run.get("phase") in REGISTRY else None
 
 
 def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.errors import AiioError
+from aiio.phases import REGISTRY, phase_of
 
 WINDOW = "last done"
 PATTERN = {"seq_read": "sequential read", "seq_write": "sequential write",
            "rand_mix": "random 70/30 read/write mix"}
 # The workload key holding a client's concurrent I/O streams, per phase.
 STREAMS = {"train": ("train", "read_threads"), "load": ("load", "threads"),
-           "checkpoint": ("checkpoint", "threads"), "prep": ("prep", "threads")}
+           "checkpoint": ("checkpoint", "threads"), "prep": ("prep", "threads"),
+           "randrw": ("prep", "threads")}
 
 
 @dataclass(frozen=True)
@@ -45,26 +47,25 @@ def clients_of(res: dict[str, Any]) -> int:
     return len(res.get("clients") or [])
 
 
-def prep_mode(res: dict[str, Any]) -> str:
-    agg = res.get("aggregate") or {}
-    return agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode", "shards")
-
-
 def sides(res: dict[str, Any]) -> list[Side]:
-    """The run's figures, each with the fio test it is set against; [] when none matches."""
-    phase, agg = res.get("phase"), res.get("aggregate") or {}
-    if phase in ("train", "load"):
-        return [Side("read", "seq_read", _last_done(agg))]
-    if phase == "checkpoint":
+    """The run's figures, each with the fio test it is set against; [] when none matches. A
+    phase with the common aggregate needs no entry here: its main operation's last done
+    against its hero test (`Phase.main_op`, `Phase.hero_test`)."""
+    if res.get("phase") not in REGISTRY:
+        return []
+    phase, agg = phase_of(res), res.get("aggregate") or {}  # prep in randrw mode: randrw
+    if phase.name == "checkpoint":
         return [Side("write", "seq_write", _checkpoint_rate(agg))]
-    if phase == "prep" and prep_mode(res) == "randrw":
+    if phase.name == "randrw":
         parts = [agg.get("read_mib_s"), agg.get("write_mib_s")]
         total = sum(p for p in parts if isinstance(p, (int, float))) if any(
             isinstance(p, (int, float)) for p in parts) else None
         return [Side("read+write", "rand_mix", total)]
-    if phase == "prep":
+    if phase.name == "prep":
         return [Side("read", "seq_read", _last_done(agg.get("read") or {})),
                 Side("write", "seq_write", _last_done(agg.get("write") or {}))]
+    if phase.hero_test:  # train, load
+        return [Side(phase.main_op, phase.hero_test, _last_done(agg))]
     return []
 
 

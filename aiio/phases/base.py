@@ -1,4 +1,5 @@
-"""What every phase shares: the parent-side run context and the per-client I/O summary."""
+"""What every phase shares: the Phase contract, the parent-side run context and the per-client
+I/O summary."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiio import dataset as ds
 from aiio import stats
@@ -16,6 +17,9 @@ from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
 from aiio.units import mib_per_s
 from aiio.workload import Workload
+
+if TYPE_CHECKING:
+    from aiio.clients import ClientContext
 
 
 @dataclass
@@ -30,6 +34,64 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
+
+
+@runtime_checkable
+class Phase(Protocol):
+    """What the runner, the sweep and the readers of results know about a phase: nothing else.
+
+    A phase is one module exposing `PHASE`, an instance of a class that subclasses this
+    Protocol (so it inherits the defaults below) and is named in `aiio.phases.REGISTRY`.
+    Parts that live in upper layers (fio jobs, console tables) are named, not imported, so
+    phases never import fio/ or term/; a test checks that every name resolves.
+    """
+
+    name: str  # `--phase NAME` and the result's "phase"
+    # The phase-specific `aiio run` options that mean something to it (cli/run.PHASE_OPTIONS).
+    options: tuple[str, ...] = ()
+    main_op: str = "read"  # the operation its p99 latency figure is taken from
+    hero_test: str | None = None  # the fio hero test (fio/suite.HERO_TESTS) it is set against
+    fio_job: str | None = None  # the function of aiio.fio.emit that writes its fio job
+    # The function of aiio.term.console that draws its summary tables; io_tables suits any
+    # phase whose aggregate is io_aggregate's.
+    console: str = "io_tables"
+    # (section, key) of the workload's run-time limit when the phase is time-based
+    duration_key: tuple[str, str] | None = None
+
+    def variant(self, w: Workload) -> Phase:
+        """The phase that runs this workload: itself, unless a workload mode hands it on."""
+        return self
+
+    def result_variant(self, res: dict[str, Any]) -> Phase:
+        """The phase whose figures a saved result of this phase holds (see `variant`)."""
+        return self
+
+    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+        """Refuse impossible values in one line, before anything is written."""
+
+    def prepare(self, rc: RunContext) -> Any:
+        """Check space, make what the clients need; returns the arguments they get."""
+        ...
+
+    def total_units(self, args: Any, clients: int) -> int | None:
+        """Work items (steps, samples, files...) the run does in all, for the progress bar;
+        None: unknown, the bar shows bytes and time."""
+        return None
+
+    def client(self, ctx: ClientContext) -> dict[str, Any]:
+        """One client's work and figures, in its own process (ctx.args from `prepare`)."""
+        ...
+
+    def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
+        """The aggregate over every client's figures."""
+        ...
+
+    def warnings(self, rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict]:
+        """The phase's own reasons why its numbers may not be the storage's."""
+        return []
+
+    def cleanup(self, rc: RunContext, args: Any, status: str) -> None:
+        """Remove what the run wrote (also after a failure; args is None if prepare failed)."""
 
 
 def ensure_dataset(rc: RunContext) -> ds.Dataset:

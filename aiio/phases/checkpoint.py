@@ -13,8 +13,9 @@ from typing import Any
 from aiio import honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
+from aiio.phases import rundata
 from aiio.phases import shards as ckptio
-from aiio.phases.base import RunContext, client_identity, cpu_seconds
+from aiio.phases.base import Phase, RunContext, client_identity, cpu_seconds
 from aiio.phases.shards import CheckpointPlan
 from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
@@ -88,16 +89,20 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
             "bursts": len(entries)}
 
 
-class CheckpointPhase:
+class CheckpointPhase(Phase):
     name = "checkpoint"
-    unit = "checkpoints"
+    options = ("scale", "checkpoints")
+    main_op = "write"
+    hero_test = "seq_write"
+    fio_job = "checkpoint_job"
+    console = "checkpoint_tables"
 
     def validate(self, w: Workload, options: dict[str, Any]) -> None:
         """Impossible sizes fail before anything is written."""
         ckptio.checkpoint_bytes(w)
 
     def prepare(self, rc: RunContext) -> CheckpointPlan:
-        plan = ckptio.make_plan(rc, ckptio.new_run_tag(), every=0)
+        plan = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
         ckptio.require_space(rc, plan, min(plan.count, plan.keep + 1))
         scale = f" (scale {plan.scale:g} of {format_size(plan.base_bytes)})" \
             if plan.scale != 1 else ""
@@ -124,7 +129,7 @@ class CheckpointPhase:
         if plan.checksum:
             entries = [e for c in clients for r in c["checkpoints"] for e in r.values()
                        if isinstance(e, dict)]
-            agg["verify"] = ckptio.verify_summary(entries)
+            agg["verify"] = rundata.verify_summary(entries)
         return agg
 
     def warnings(self, rc: RunContext, plan: CheckpointPlan,
@@ -139,7 +144,7 @@ class CheckpointPhase:
     def cleanup(self, rc: RunContext, plan: CheckpointPlan | None, status: str) -> None:
         """Checkpoints are scratch data: the run's folder goes, whatever the status."""
         if plan is not None:
-            ckptio.remove_run_folder(rc, plan.folder)
+            rundata.remove_run_folder(rc, plan.folder)
 
 
 PHASE = CheckpointPhase()

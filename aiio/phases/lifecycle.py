@@ -10,13 +10,13 @@ model weights (and the prep files in randrw mode).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiio.clients import ClientContext
 from aiio.errors import RunFailed
-from aiio.phases import load, prep, train
-from aiio.phases.base import RunContext, client_identity
+from aiio.phases import get_phase, load, prep, train
+from aiio.phases.base import Phase, RunContext, client_identity
 from aiio.workload import Workload
 
 STAGES = ("prep", "train", "load")
@@ -29,6 +29,10 @@ class AllArgs:
     train: Any
     load: Any
     method: str
+    phases: dict[str, str] = field(default_factory=dict)  # stage -> the phase that runs it
+
+    def phase(self, stage: str) -> Phase:
+        return get_phase(self.phases[stage])
 
     @property
     def dataset(self) -> Any:
@@ -67,11 +71,16 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     a: AllArgs = ctx.args
     out = client_identity(ctx.index)
     for i, name in enumerate(STAGES):
-        out[name] = _PHASES[name].client(Stage(ctx, name, getattr(a, name), i == 0))
+        out[name] = a.phase(name).client(Stage(ctx, name, getattr(a, name), i == 0))
     out["elapsed_s"] = sum(out[name]["elapsed_s"] for name in STAGES)
     out["cpu_s"] = sum(out[name]["cpu_s"] for name in STAGES)
     out["bytes"] = sum(out[name]["bytes"] for name in STAGES)
     return out
+
+
+def stage_phases(w: Workload) -> dict[str, Phase]:
+    """The phase that runs each stage of this workload (prep in randrw mode: randrw)."""
+    return {name: _PHASES[name].variant(w) for name in STAGES}
 
 
 def lifecycle_workload(w: Workload) -> Workload:
@@ -82,27 +91,35 @@ def lifecycle_workload(w: Workload) -> Workload:
                                                                  every_unit="epochs"))
 
 
-class AllPhase:
+class AllPhase(Phase):
+    """No hero test or fio job of its own: each stage has its own (fio/hero.py, fio/emit.py)."""
+
     name = "all"
-    unit = "units"
+    options = ("scale", "checkpoint_every", "stagger")
+    main_op = "read"  # of its train stage, where its figures are read (figures.views)
+    console = "all_tables"
 
     def validate(self, w: Workload, options: dict[str, Any]) -> None:
         quiet = {k: v for k, v in options.items() if k != "verify"}
         lw = lifecycle_workload(w)
-        prep.PHASE.validate(lw, options if w.prep.mode == "randrw" else quiet)
-        train.PHASE.validate(lw, quiet)
-        load.PHASE.validate(lw, options)
+        stages = stage_phases(lw)
+        # --verify reads back aiio's own data: randrw's files, never the raw samples of shards
+        stages["prep"].validate(lw, options if stages["prep"].name == "randrw" else quiet)
+        stages["train"].validate(lw, quiet)
+        stages["load"].validate(lw, options)
 
     def prepare(self, rc: RunContext) -> AllArgs:
         lw = lifecycle_workload(rc.workload)
         sub = dataclasses.replace(rc, workload=lw)
         train_rc = dataclasses.replace(sub, options={k: v for k, v in rc.options.items()
                                                      if k != "verify"})
-        args = AllArgs(None, None, None, rc.method)
+        stages = stage_phases(lw)
+        args = AllArgs(None, None, None, rc.method,
+                       {name: phase.name for name, phase in stages.items()})
         try:
-            args.prep = prep.PHASE.prepare(sub)
-            args.train = train.PHASE.prepare(train_rc)
-            args.load = load.PHASE.prepare(sub)
+            args.prep = stages["prep"].prepare(sub)
+            args.train = stages["train"].prepare(train_rc)
+            args.load = stages["load"].prepare(sub)
         except BaseException:
             self.cleanup(rc, args, "failed")  # the runner never sees these args
             raise
@@ -116,8 +133,8 @@ class AllPhase:
     def summarize(self, rc: RunContext, args: AllArgs, clients: list[dict]) -> dict[str, Any]:
         agg: dict[str, Any] = {}
         for name in STAGES:
-            agg[name] = _PHASES[name].summarize(rc, getattr(args, name),
-                                                [c[name] for c in clients])
+            agg[name] = args.phase(name).summarize(rc, getattr(args, name),
+                                                   [c[name] for c in clients])
         agg["train"].setdefault("read_bytes", agg["train"]["bytes"])
         agg["read_bytes"] = sum(agg[n].get("read_bytes", 0) for n in STAGES)
         agg["write_bytes"] = sum(agg[n].get("write_bytes", 0) for n in STAGES)
@@ -134,7 +151,7 @@ class AllPhase:
         for name in STAGES:
             sub = dict(out, aggregate=out["aggregate"][name],
                        clients=[c[name] for c in out["clients"]])
-            for w in _PHASES[name].warnings(rc, getattr(args, name), sub):
+            for w in args.phase(name).warnings(rc, getattr(args, name), sub):
                 if w not in found:
                     found.append(w)
         return found
@@ -144,7 +161,7 @@ class AllPhase:
             return
         for name in STAGES:
             if getattr(args, name) is not None:
-                _PHASES[name].cleanup(rc, getattr(args, name), status)
+                args.phase(name).cleanup(rc, getattr(args, name), status)
 
 
 def _merge_verify(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,13 +22,14 @@ from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import (
+    Phase,
     RunContext,
     client_identity,
     client_io_figures,
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.shards import remove_run_folder, split_sizes, verify_summary
+from aiio.phases.rundata import remove_run_folder, split_sizes, verify_summary
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.target import remove_tree
 from aiio.units import format_size, mib_per_s
@@ -200,9 +201,13 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 # --- the parent side --------------------------------------------------------------------------
 
-class LoadPhase:
+class LoadPhase(Phase):
     name = "load"
-    unit = "files"
+    options = ("scale", "stagger")
+    main_op = "read"
+    hero_test = "seq_read"
+    fio_job = "load_job"
+    console = "load_tables"
 
     def validate(self, w: Workload, options: dict[str, Any]) -> None:
         weight_bytes(w)

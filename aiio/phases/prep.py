@@ -5,7 +5,8 @@ raw samples in a random order (reshuffled each pass; every sample exactly once p
 clients): stat, open, read the whole file, spend the transform time, and append the processed
 bytes to their own shard, written sequentially and fsynced when full (`shard_size`). At the end
 the staged shards are unlinked. Every metadata operation (list, stat, open, create, unlink) has
-its own latency histogram. Randrw mode (`aiio.phases.randrw`) is fio's random read/write mix.
+its own latency histogram. Randrw mode (`prep.mode = "randrw"`) runs the randrw phase
+(`aiio.phases.randrw`), fio's random read/write mix.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases import randrw
-from aiio.phases import shards as ckptio
 from aiio.phases.base import (
+    Phase,
     RunContext,
     client_identity,
     client_io_figures,
@@ -30,6 +31,7 @@ from aiio.phases.base import (
     ensure_dataset,
     io_aggregate,
 )
+from aiio.phases.rundata import new_run_tag, remove_run_folder
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
 from aiio.stats import Histogram
@@ -300,49 +302,48 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
                     p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
 
 
-class PrepPhase:
+class PrepPhase(Phase):
     name = "prep"
-    unit = "samples"
+    main_op = "read"
+    hero_test = "seq_read"  # and seq_write beside it: see fio/pairing
+    fio_job = "prep_job"
+    console = "prep_tables"
+
+    def variant(self, w: Workload) -> Phase:
+        """prep.mode = "randrw" runs the randrw phase."""
+        return randrw.PHASE if w.prep.mode == "randrw" else self
+
+    def result_variant(self, res: dict[str, Any]) -> Phase:
+        agg = res.get("aggregate") or {}
+        mode = agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode")
+        return randrw.PHASE if mode == "randrw" else self
 
     def validate(self, w: Workload, options: dict[str, Any]) -> None:
-        if w.prep.mode == "shards" and w.prep.shard_size % 4096:
+        if w.prep.shard_size % 4096:
             raise ConfigError(f"prep.shard_size = {w.prep.shard_size} B must be a multiple of "
                               "4 KiB (O_DIRECT needs aligned lengths)")
-        if options.get("verify") and w.prep.mode != "randrw":
+        if options.get("verify"):
             raise ConfigError("--verify checks data aiio wrote with block checksums; prep reads "
                               "the raw dataset in shards mode: use prep.mode=randrw, or the "
                               "checkpoint or load phase")
 
-    def prepare(self, rc: RunContext) -> Any:
-        folder = str(rc.target.root / "prep" / ckptio.new_run_tag())  # made once checks pass
-        if rc.workload.prep.mode == "randrw":
-            return randrw.prepare(rc, folder)
+    def prepare(self, rc: RunContext) -> PrepArgs:
+        folder = str(rc.target.root / "prep" / new_run_tag())  # made once checks pass
         return _prepare_shards(rc, folder)
 
-    def total_units(self, args: Any, clients: int) -> int | None:
-        if args.mode == "randrw":
-            return None
+    def total_units(self, args: PrepArgs, clients: int) -> int:
         return args.dataset.num_files * args.passes
 
     def client(self, ctx: ClientContext) -> dict[str, Any]:
-        if ctx.args.mode == "randrw":
-            return randrw.run_client(ctx)
         return shards_client(ctx)
 
-    def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
-        if args.mode == "randrw":
-            return randrw.summarize(args, clients)
+    def summarize(self, rc: RunContext, args: PrepArgs, clients: list[dict]) -> dict[str, Any]:
         return shards_aggregate(clients)
 
-    def warnings(self, rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict]:
-        if args.mode == "randrw":
-            return randrw.warnings(rc, args, out)
-        return []
-
-    def cleanup(self, rc: RunContext, args: Any, status: str) -> None:
-        """The run's shards or randrw files go; the raw dataset is kept for reuse."""
+    def cleanup(self, rc: RunContext, args: PrepArgs | None, status: str) -> None:
+        """The run's shards go; the raw dataset is kept for reuse."""
         if args is not None:
-            ckptio.remove_run_folder(rc, args.folder)
+            remove_run_folder(rc, args.folder)
 
 
 PHASE = PrepPhase()

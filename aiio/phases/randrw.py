@@ -1,4 +1,5 @@
-"""The prep phase's randrw mode: fio's `randrw` as aiio measures it. Every client owns one large
+"""The randrw phase: fio's `randrw` as aiio measures it (also the prep phase's randrw mode,
+`prep.mode = "randrw"`, and its settings are the prep section's). Every client owns one large
 file (written before the run, with block checksums); its threads issue random, block-aligned
 reads and writes (`read_share` of them reads) for `duration`. Threads own disjoint blocks, so
 with --verify no read can race a write of the same block. The closing fsync is timed apart and
@@ -20,13 +21,14 @@ from aiio.clients import ClientContext
 from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
+    Phase,
     RunContext,
     client_identity,
     client_io_figures,
     cpu_seconds,
     io_aggregate,
 )
-from aiio.phases.shards import verify_summary
+from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import run_parallel
 from aiio.units import format_size, mib_per_s
 
@@ -57,7 +59,7 @@ class RandrwArgs:
 
 
 def prepare(rc: RunContext, folder: str) -> RandrwArgs:
-    """Check space, then write one file per client (durable, cache dropped)."""
+    """Check space, then write one file per client (durable, cache dropped) in `folder`."""
     p, w = rc.workload.prep, rc.workload
     # Whole blocks only, so every random I/O is a full, aligned block.
     size = p.file_size // p.block_size * p.block_size
@@ -228,3 +230,33 @@ def warnings(rc: RunContext, a: RandrwArgs, out: dict[str, Any]) -> list[dict[st
             "randrw ran without O_DIRECT: writes went to the page cache and reads of blocks "
             "written during the run may have been served from RAM")}]
     return []
+
+
+class RandrwPhase(Phase):
+    name = "randrw"
+    main_op = "read"
+    hero_test = "rand_mix"
+    fio_job = "randrw_job"
+    console = "randrw_tables"
+    duration_key = ("prep", "duration")
+
+    def prepare(self, rc: RunContext) -> RandrwArgs:
+        # the prep folder: a randrw run is data staging, and its files go where prep's do
+        return prepare(rc, str(rc.target.root / "prep" / new_run_tag()))
+
+    def client(self, ctx: ClientContext) -> dict[str, Any]:
+        return run_client(ctx)
+
+    def summarize(self, rc: RunContext, args: RandrwArgs, clients: list[dict]) -> dict:
+        return summarize(args, clients)
+
+    def warnings(self, rc: RunContext, args: RandrwArgs, out: dict[str, Any]) -> list[dict]:
+        return warnings(rc, args, out)
+
+    def cleanup(self, rc: RunContext, args: RandrwArgs | None, status: str) -> None:
+        """The run's files go."""
+        if args is not None:
+            remove_run_folder(rc, args.folder)
+
+
+PHASE = RandrwPhase()

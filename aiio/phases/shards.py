@@ -15,38 +15,19 @@ import errno
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiio import blocks, stats
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import RunContext, client_io_figures, io_aggregate
+from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.stats import Histogram
-from aiio.target import remove_tree
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
-ALIGN = 4096
 SAME_START_S = 0.001  # bursts whose clients started within this count as one common start
-
-
-def new_run_tag() -> str:
-    """A folder name unique to this run: time and the parent's pid."""
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-
-
-def remove_run_folder(rc: RunContext, folder: str | None) -> None:
-    """Delete this run's files under TARGET/aiio/<kind>/<run>, and <kind> when left empty."""
-    if not folder:
-        return
-    path = Path(folder)
-    remove_tree(path, rc.target.root)
-    try:
-        path.parent.rmdir()
-    except OSError:
-        pass  # other runs' folders are still there
 
 
 def checkpoint_bytes(w: Workload) -> tuple[int, int, str]:
@@ -65,15 +46,6 @@ def checkpoint_bytes(w: Workload) -> tuple[int, int, str]:
         raise ConfigError(f"scale {c.scale:g} shrinks the {base} B checkpoint to nothing; "
                           "use a larger --scale")
     return total, base, source
-
-
-def split_sizes(total: int, slots: int) -> list[int]:
-    """`total` bytes over `slots` files: whole 4 KiB blocks spread evenly (so O_DIRECT writes
-    stay aligned), the sub-block remainder on the last file. The sizes add up to `total`."""
-    nblocks, tail = divmod(total, ALIGN)
-    sizes = [(nblocks * (s + 1) // slots - nblocks * s // slots) * ALIGN for s in range(slots)]
-    sizes[-1] += tail
-    return sizes
 
 
 @dataclass
@@ -334,21 +306,4 @@ def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str
             restore_first_done_s=stats.spread([r["first_done_s"] for r in reads]),
             restore_last_done_s=stats.spread([r["last_done_s"] for r in reads]),
             restore_gap_s_max=max(p["restore_gap_s"] for p in per if "read" in p))
-    return out
-
-
-def verify_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """--verify over a list of burst figures: blocks, mismatches with file and offset, cost."""
-    merged = blocks.Verifier()
-    busy = checksum = 0.0
-    for e in entries:
-        busy += e.get("elapsed_s", 0.0)
-        checksum += e.get("checksum_s", 0.0) + e.get("verify_s", 0.0)
-        if "verify" in e:
-            merged.merge(blocks.Verifier(e["verify"]["blocks_checked"],
-                                         e["verify"]["mismatches"], e["verify"]["corrupt"],
-                                         e["verify"]["check_s"]))
-    out = merged.to_dict()
-    out.update(enabled=True, checksum_s=checksum,
-               cost_share=checksum / busy if busy > 0 else 0.0)
     return out

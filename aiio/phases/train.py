@@ -25,6 +25,7 @@ from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
+    Phase,
     RunContext,
     client_identity,
     client_io_figures,
@@ -221,6 +222,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     w = args.workload
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
+    wake_on_stop(ctx.stop, loader.ready)
     hook = train_ckpt.checkpointer(ctx, args)
     start_ns = ctx.ready_and_wait()
     cpu0 = cpu_seconds()
@@ -289,16 +291,29 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: i
             hook.after_step(batch.epoch, batch.step)
 
 
+WAKE = object()  # put in a ready queue when the run stops: wakes the accelerator loop
+
+
+def wake_on_stop(stop: Any, ready: queue.Queue) -> None:
+    """A thread that blocks until the run is told to stop, then wakes the accelerator loop.
+    The loop used to poll the stop flag 20 times a second; at 1,024 clients those wake-ups
+    took both cores of the client host and every client read at a tenth of its share."""
+    def watch() -> None:
+        stop.wait()
+        ready.put(WAKE)
+    threading.Thread(target=watch, daemon=True, name="stop-watch").start()
+
+
 def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
+    """The next batch, blocking until it is read; None at a stop, the deadline or the end."""
     while True:
+        wait = None if deadline is None else max(0.0, (deadline - time.monotonic_ns()) / 1e9)
         try:
-            item = loader.ready.get(timeout=0.05)
-        except queue.Empty:
-            if ctx.stop.is_set() or loader.errors:
-                return None
-            if deadline is not None and time.monotonic_ns() >= deadline:
-                return None
-            continue
+            item = loader.ready.get(timeout=wait)
+        except queue.Empty:  # the deadline passed
+            return None
+        if item is WAKE:
+            return None
         if item is None and not loader.errors:
             # One loader thread ran out of batches; the others may still be reading theirs.
             loader.finished += 1
@@ -370,9 +385,14 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
     }
 
 
-class TrainPhase:
+class TrainPhase(Phase):
     name = "train"
-    unit = "steps"
+    options = ("scale", "checkpoint_every")
+    main_op = "read"
+    hero_test = "seq_read"
+    fio_job = "train_job"
+    console = "train_tables"
+    duration_key = ("train", "duration")
 
     def prepare(self, rc: RunContext) -> TrainArgs:
         """Make sure the dataset exists and matches, then fix the run's plan."""

@@ -20,6 +20,7 @@ from aiio import honesty, stats
 from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
@@ -44,7 +45,7 @@ def plan(rc: RunContext, samples: int) -> CheckpointPlan | None:
     w = rc.workload
     if w.checkpoint.every <= 0:
         return None
-    p = ckptio.make_plan(rc, ckptio.new_run_tag(), restore=False, count=0)
+    p = ckptio.make_plan(rc, rundata.new_run_tag(), restore=False, count=0)
     if w.train.duration <= 0:  # epoch-bound: every client takes the same number, known now
         p.count = due_checkpoints(p, w.train.epochs, samples, rc.clients, w.train.batch_size)
     ckptio.require_space(rc, p, min(p.count or p.keep + 1, p.keep + 1))
@@ -81,7 +82,7 @@ def warnings(rc: RunContext, p: CheckpointPlan | None, out: dict[str, Any]) -> l
 
 
 def remove(rc: RunContext, p: CheckpointPlan) -> None:
-    ckptio.remove_run_folder(rc, p.folder)
+    rundata.remove_run_folder(rc, p.folder)
 
 
 class TrainCheckpointer:

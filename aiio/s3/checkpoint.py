@@ -11,6 +11,7 @@ from typing import Any
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import RunFailed
+from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
@@ -96,7 +97,7 @@ class S3CheckpointPhase(CheckpointPhase):
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
         tgt = rc.target
         tgt.claim()
-        base = ckptio.make_plan(rc, ckptio.new_run_tag(), every=0)
+        base = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
         fields = {k: v for k, v in vars(base).items() if not k.startswith("_")}
         plan = S3CheckpointPlan(**fields, io=ObjectIO(tgt.access, tgt.loc.bucket,
                                                       base.threads),

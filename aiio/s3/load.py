@@ -13,7 +13,7 @@ from aiio.engine import OpLog
 from aiio.errors import RunFailed
 from aiio.phases import load
 from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
-from aiio.phases.shards import split_sizes
+from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
 from aiio.s3.train import request_warnings, reread_warning, s3_aggregate

@@ -15,7 +15,8 @@ from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
 from aiio.phases import prep
-from aiio.phases.base import RunContext
+from aiio.phases.base import Phase, RunContext
+from aiio.phases.rundata import new_run_tag
 from aiio.phases.threads import PolledStop
 from aiio.s3 import dataset as s3ds
 from aiio.s3.objectio import ObjectIO, ObjectWriter
@@ -110,6 +111,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 
 class S3PrepPhase(prep.PrepPhase):
+    def variant(self, w: Workload) -> Phase:
+        return self  # no randrw on a bucket: validate says so in one line
+
     def validate(self, w: Workload, options: dict[str, Any]) -> None:
         if w.prep.mode != "shards":
             raise ConfigError("s3:// targets run prep in shards mode only; random "
@@ -120,7 +124,7 @@ class S3PrepPhase(prep.PrepPhase):
         w, tgt, p = rc.workload, rc.target, rc.workload.prep
         upload = ObjectIO(tgt.access, tgt.loc.bucket, s3ds.UPLOAD_STREAMS)
         data = s3ds.ensure(tgt, upload, w, None, rc.note)
-        folder = str(tgt.root / "prep" / prep.ckptio.new_run_tag())
+        folder = str(tgt.root / "prep" / new_run_tag())
         return S3PrepArgs(data, folder, rc.method, p.threads, p.transfer_size, p.passes,
                           p.transform_time, p.shard_size, p.output_ratio, w.run.seed,
                           io=ObjectIO(tgt.access, tgt.loc.bucket, p.threads))

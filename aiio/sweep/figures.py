@@ -20,6 +20,7 @@ BASIS = {
     "prep": "aggregate read plus write MiB/s over the first-done window (until the first "
             "client finished)",
 }
+BASIS["randrw"] = BASIS["prep"]  # the random mix is judged as prep in randrw mode always was
 DEFAULT_BASIS = "aggregate MiB/s over the first-done window (until the first client finished)"
 # The phase's own figures a sweep tables against clients: (key, column title, unit).
 EXTRAS = {
@@ -39,7 +40,7 @@ def point_figures(phase: str, agg: dict[str, Any]) -> dict[str, Any]:
     of one run's aggregate."""
     if phase == "checkpoint":
         return checkpoint_figures(agg)
-    if phase == "prep":
+    if phase in ("prep", "randrw"):
         return _prep_figures(agg)
     view = io_view(agg)
     out = _from_view(view, view["first_done"]["mib_s"])

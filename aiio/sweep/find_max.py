@@ -82,7 +82,7 @@ def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, An
         entry = {"clients": n, "decision": decide([bool(a.get("au_pass")) for a in runs]),
                  "au_min": spread([a["au_min"] for a in runs]),
                  "au_mean": spread([a["au_mean"] for a in runs]),
-                 "goal": row.get("au_goal")}
+                 "goal": row.get("au_goal"), "au_rule": runs[0].get("au_rule", "mean")}
         probes.append(entry)
         return entry["decision"]
 
@@ -113,9 +113,14 @@ def statement(found: dict[str, Any], good: int | None, bad: int | None) -> str:
 
 
 def _au(p: dict[str, Any]) -> str:
-    """The probe's AU figures: the lowest client's AU, as a range over its repeats."""
-    lo, hi = p["au_min"]["min"], p["au_min"]["max"]
-    rng = f"{lo:.1%}" if p["au_min"]["n"] == 1 else f"{lo:.1%} to {hi:.1%} over " \
-                                                     f"{p['au_min']['n']} repeats"
-    goal = f" against {p['goal']:.0%}" if p.get("goal") is not None else ""
-    return f"{p['decision']}: lowest client AU {rng}{goal}"
+    """The AU figure the probe was decided on (the mean AU under the mean rule, the lowest
+    client's under the min rule), as a range over its repeats, with the rule named."""
+    rule = p.get("au_rule", "mean")
+    figure, label = (p["au_min"], "lowest client AU") if rule == "min" else \
+        (p["au_mean"], "mean AU")
+    lo, hi = figure["min"], figure["max"]
+    rng = f"{lo:.1%}" if figure["n"] == 1 else f"{lo:.1%} to {hi:.1%} over " \
+                                               f"{figure['n']} repeats"
+    goal = f" against {p['goal']:.0%}, {rule} rule" if p.get("goal") is not None else \
+        f", {rule} rule"
+    return f"{p['decision']}: {label} {rng}{goal}"

@@ -79,19 +79,9 @@ def powers_of_two(max_clients: int) -> list[int]:
 
 
 def duration_key(phase: str, w: Workload) -> tuple[str, str] | None:
-    """(section, key) of the phase's run-time limit, when the phase is time-based.
-
-    A phase may name it (`duration_key`); otherwise a `duration` key in the workload section
-    named after the phase counts (train.duration).
-    """
-    key = getattr(get_phase(phase), "duration_key", None)
-    if key:
-        return tuple(key)
-    section = getattr(w, phase, None)
-    if dataclasses.is_dataclass(section) and "duration" in {f.name for f in
-                                                            dataclasses.fields(section)}:
-        return phase, "duration"
-    return None
+    """(section, key) of the run-time limit of the phase that runs `w` (`Phase.duration_key`),
+    when that phase is time-based: prep in shards mode is not, in randrw mode it is."""
+    return get_phase(phase).variant(w).duration_key
 
 
 def min_duration(phase: str, w: Workload) -> float:
@@ -136,8 +126,7 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
     runner.check_memory(req.workload, max(req.clients))
-    if hasattr(phase, "validate"):
-        phase.validate(req.workload, req.options)  # the phase's own checks, before any point
+    phase.variant(req.workload).validate(req.workload, req.options)  # before any point
     key = duration_key(req.phase, req.workload)
     if key is None:
         if req.duration_s is not None:
@@ -364,6 +353,7 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
         row.update({"au_mean": _mean([a["au_mean"] for a in aggs]),
                     "au_min": min(a["au_min"] for a in aggs), "au_goal": aggs[0]["au_goal"],
                     "au_pass": all(a["au_pass"] for a in aggs),
+                    "au_rule": aggs[0].get("au_rule", "min"),
                     "samples_per_s": _mean([a["samples_per_s"] for a in aggs]),
                     "demand_mib_s": aggs[0].get("demand_mib_s_per_client")})
         row.update(_compute_pace(runs))
@@ -396,6 +386,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         per_client_mib_s=r["per_client_mib_s"]["mean"],
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
         au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
+        au_mean=r.get("au_mean"), au_pass=r.get("au_pass"), au_rule=r.get("au_rule", "min"),
         cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
         process_busy="client_process_busy" in r["warnings"],
         compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),

@@ -36,6 +36,9 @@ class Point:
     jain: float = 1.0
     au_min: float | None = None
     au_goal: float | None = None
+    au_mean: float | None = None
+    au_pass: bool | None = None      # every repeat passed by the run's own rule
+    au_rule: str = "min"             # "mean" (MLPerf, the runs' default) or "min"
     demand_mib_s: float | None = None  # what one accelerator reads at full speed
     cpu_busy: float | None = None    # client machine CPU % (mean), when the point warned of it
     process_busy: bool = False       # a client process used a whole core
@@ -110,8 +113,15 @@ def plateau(counts: Sequence[int], aggs: Sequence[float],
     return None
 
 
+def _held(p: Point, goal: float) -> bool:
+    """Whether a count met the AU goal by the runs' own rule (mean: MLPerf; min: every client)."""
+    if p.au_rule == "min" or p.au_mean is None:
+        return p.au_min >= goal
+    return p.au_pass if p.au_pass is not None else p.au_mean >= goal
+
+
 def au_capacity(points: Sequence[Point]) -> dict[str, Any] | None:
-    """Largest count such that every client at every count up to it met the AU goal."""
+    """Largest count such that every count up to it met the AU goal by the runs' rule."""
     if not points or points[0].au_min is None:
         return None
     goal = points[0].au_goal or 0.0
@@ -120,16 +130,19 @@ def au_capacity(points: Sequence[Point]) -> dict[str, Any] | None:
         if p.au_min is None:  # no measured step at this count: AU cannot judge it, nor beyond
             unmeasured = p.clients
             break
-        if p.au_min >= goal:
+        if _held(p, goal):
             keeps = p.clients
             continue
-        first_fail = {"clients": p.clients, "au_min": p.au_min}
+        first_fail = {"clients": p.clients, "au_min": p.au_min, "au_mean": p.au_mean}
         break
+    at_max = next((p for p in points if p.clients == keeps), None)
     return {"goal": goal, "demand_mib_s": points[0].demand_mib_s,
+            "rule": "min" if points[0].au_mean is None else points[0].au_rule,
             "max_clients_at_goal": keeps, "first_fail": first_fail,
             "not_measured_from": unmeasured,
             "all_pass": first_fail is None and unmeasured is None,
-            "au_min_at_max": next((p.au_min for p in points if p.clients == keeps), None)}
+            "au_min_at_max": at_max.au_min if at_max else None,
+            "au_mean_at_max": at_max.au_mean if at_max else None}
 
 
 def judge(points: Sequence[Point], threshold: float = 0.9,
@@ -276,31 +289,41 @@ def _consistency_sentence(v: Verdict, base: Point, last: Point) -> str:
     return "each client's bandwidth falls as clients are added: " + text
 
 
+def _au_figure(au: dict[str, Any], mean: float | None, low: float, at: str) -> str:
+    """The AU the rule decided on, named: the mean AU (and the lowest client) or the lowest."""
+    if au["rule"] == "mean":
+        return f"mean AU{at}: {mean:.1%}, lowest client {low:.1%}; mean rule"
+    return f"lowest client AU{at}: {low:.1%}; min rule"
+
+
 def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) -> str:
     goal, k, fail = au["goal"], au["max_clients_at_goal"], au["first_fail"]
     acc = f" {accelerator}" if accelerator else ""
     need = (f" (each{acc} accelerator reads {_mib(au['demand_mib_s'])} at full speed)"
             if au.get("demand_mib_s") else "")
     if k is None:
-        return (f"no tested count keeps every accelerator at {goal:.0%} AU: with "
-                f"{_clients(fail['clients'])} the lowest client AU was {fail['au_min']:.1%}"
-                + need)
+        return (f"no tested count keeps the accelerators at {goal:.0%} AU: with "
+                f"{_clients(fail['clients'])} the "
+                f"{_au_figure(au, fail['au_mean'], fail['au_min'], '')}" + need)
     head = "at least " if fail is None else "up to "
+    figure = _au_figure(au, au["au_mean_at_max"], au["au_min_at_max"], f" at {k}")
     text = (f"this storage keeps {head}{k}{acc} accelerator{'s' if k != 1 else ''} at "
-            f"{goal:.0%} AU (lowest client AU at {k}: {au['au_min_at_max']:.1%})")
+            f"{goal:.0%} AU ({figure})")
     if fail is None and au.get("not_measured_from") is not None:
         return text.replace("at least", "up to") + (
             f"; from {_clients(au['not_measured_from'])} AU could not be measured (every "
             "step was an epoch's first: the dataset is too small for that many clients)")
     if fail is None:
         return text + f"; {k} is the largest count tested"
-    return text + (f"; with {_clients(fail['clients'])} the lowest client AU fell to "
-                   f"{fail['au_min']:.1%}" + need + _au_recovery(fail, points))
+    return text + (f"; with {_clients(fail['clients'])} the "
+                   f"{_au_figure(au, fail['au_mean'], fail['au_min'], '')} "
+                   "(below the goal)" + need + _au_recovery(fail, points))
 
 
 def _au_recovery(fail: dict[str, Any], points: Sequence[Point]) -> str:
     """A failure that later counts pass again: with one repeat, that single run decided."""
-    later = [p for p in points if p.clients > fail["clients"] and knee.demand_bound(p)]
+    later = [p for p in points if p.clients > fail["clients"] and p.au_min is not None
+             and _held(p, p.au_goal or 0.0)]
     failed = next(p for p in points if p.clients == fail["clients"])
     if not later:
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from aiio.phases import phase_of
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_size
@@ -134,10 +136,10 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
          " / ".join(format_latency_ns(lat.get(k, 0)) for k in ("p50_ns", "p99_ns", "max_ns"))),
         ("demand per client (sample bytes)", _demand(agg)),
     ]
-    if "hero" in res:
-        rows.append(("% of fio hero", res["hero"].get("text", "")))
     for name, value in rows:
         head.add_row(name, value)
+    if "checkpoint" in agg:
+        return [head, train_checkpoint_table(agg), client_table(res)]
     return [head, client_table(res)]
 
 
@@ -280,11 +282,26 @@ def _verify_rows(v: dict[str, Any] | None) -> list[tuple[str, str]]:
     return rows
 
 
+def io_tables(res: dict[str, Any]) -> list[Table]:
+    """The tables of a phase whose aggregate is the common one (phases.base.io_aggregate):
+    both windows, the per-client spread and fairness, the main operation's latency."""
+    agg, phase = res["aggregate"], phase_of(res)
+    fd, ld, spread = agg["first_done"], agg["last_done"], agg["per_client_mib_s"]
+    rows = [
+        ("clients", str(len(res["clients"]))),
+        ("bytes", format_size(agg["bytes"])),
+        ("aggregate, first / last done",
+         f"{_fmt_mib(fd['mib_s'])} / {_fmt_mib(ld['mib_s'])} MiB/s"),
+        ("per client MiB/s (mean / min / max)", _spread3(spread)),
+        ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
+        (f"{phase.main_op} latency p50 / p99", _lat(agg["latency"].get(phase.main_op))),
+    ]
+    return [_table(_where(res, phase.name), rows), client_table(res)]
+
+
 def prep_tables(res: dict[str, Any]) -> list[Table]:
-    """Data preparation: shards mode (read, write, metadata) or the randrw mix."""
+    """Data preparation in shards mode: read, write, metadata."""
     agg = res["aggregate"]
-    if agg.get("mode") == "randrw":
-        return _randrw_tables(res)
     rd, wr, meta = agg["read"], agg["write"], agg["metadata"]
     rows = [
         ("clients", str(len(res["clients"]))),
@@ -313,7 +330,8 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
     return [_table(_where(res, "prep"), rows), ops, per]
 
 
-def _randrw_tables(res: dict[str, Any]) -> list[Table]:
+def randrw_tables(res: dict[str, Any]) -> list[Table]:
+    """The random mix: IOPS and latency of reads and writes."""
     agg = res["aggregate"]
     rd, wr = agg["read"], agg["write"]
     rows = [
@@ -332,7 +350,8 @@ def _randrw_tables(res: dict[str, Any]) -> list[Table]:
                   _lat(c["read"]["latency"], ("p99_ns",)),
                   _lat(c["write"]["latency"], ("p99_ns",)),
                   format_duration(c["elapsed_s"])] for c in res["clients"]])
-    return [_table(_where(res, "prep randrw"), rows), per]
+    title = "randrw" if res.get("phase") == "randrw" else "prep randrw"
+    return [_table(_where(res, title), rows), per]
 
 
 def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
@@ -445,17 +464,12 @@ def all_tables(res: dict[str, Any]) -> list[Table]:
     return tables
 
 
-def phase_tables(res: dict[str, Any], phase: str | None = None) -> list[Table]:
-    """The summary tables for a result of any phase."""
-    phase = phase or res["phase"]
-    if phase == "train":
-        tables = train_tables(res)
-        if "checkpoint" in res["aggregate"]:
-            tables.insert(1, train_checkpoint_table(res["aggregate"]))
-        return tables
-    tables = {"prep": prep_tables, "checkpoint": checkpoint_tables, "load": load_tables,
-              "all": all_tables}[phase](res)
-    if "hero" in res and phase != "all":
+def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
+    """The summary tables for a result of any phase (`stage`: one stage of a lifecycle
+    result), drawn by the function the phase names (`Phase.console`)."""
+    phase = phase_of(res, stage)
+    tables = getattr(sys.modules[__name__], phase.console)(res)
+    if "hero" in res and phase.name != "all":  # the lifecycle shows it per stage
         tables[0].add_row("% of fio hero", res["hero"].get("text", ""))
     return tables
 

@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> None:
         ap.add_argument(f"--{name}", type=float, default=0.0, help="bytes/s, 0 = unlimited")
     ap.add_argument("--cache", action="store_true")
     ap.add_argument("--name", default="ratefs")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="libfuse3's max_threads (run with FUSE_LIBRARY_NAME=fuse3): one "
+                    "thread per concurrent stream; 0 keeps the library's default")
     a = ap.parse_args(argv)
     try:  # the oracle must keep its rates on a busy machine: serve before the clients run
         os.setpriority(os.PRIO_PROCESS, 0, -10)
@@ -144,9 +147,11 @@ def main(argv: list[str] | None = None) -> None:
         pass
     fs = RateFS(os.path.abspath(a.backing), Limits(a.read_stream, a.read_cap),
                 Limits(a.write_stream, a.write_cap), a.cache)
-    # many concurrent streams: enough threads that no request waits for a free one
+    # A request waiting for its stream's rate holds a FUSE thread; with more concurrent
+    # streams than threads, requests would queue and the oracle would under-deliver.
+    threads = {"max_threads": a.threads} if a.threads else {}
     fuse.FUSE(fs, a.mount, foreground=True, raw_fi=True, fsname=a.name, subtype="ratefs",
-              default_permissions=True)
+              default_permissions=True, **threads)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""What any phase may need for the data it writes itself: a folder name unique to the run, its
+removal (inside TARGET/aiio only), bytes split over files in whole blocks, and the --verify
+summary over its clients.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from aiio import blocks
+from aiio.phases.base import RunContext
+from aiio.target import remove_tree
+
+ALIGN = 4096
+
+
+def new_run_tag() -> str:
+    """A folder name unique to this run: time and the parent's pid."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def remove_run_folder(rc: RunContext, folder: str | None) -> None:
+    """Delete this run's files under TARGET/aiio/<kind>/<run>, and <kind> when left empty."""
+    if not folder:
+        return
+    path = Path(folder)
+    remove_tree(path, rc.target.root)
+    try:
+        path.parent.rmdir()
+    except OSError:
+        pass  # other runs' folders are still there
+
+
+def split_sizes(total: int, slots: int) -> list[int]:
+    """`total` bytes over `slots` files: whole 4 KiB blocks spread evenly (so O_DIRECT writes
+    stay aligned), the sub-block remainder on the last file. The sizes add up to `total`."""
+    nblocks, tail = divmod(total, ALIGN)
+    sizes = [(nblocks * (s + 1) // slots - nblocks * s // slots) * ALIGN for s in range(slots)]
+    sizes[-1] += tail
+    return sizes
+
+
+def verify_summary(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """--verify over a list of burst figures: blocks, mismatches with file and offset, cost."""
+    merged = blocks.Verifier()
+    busy = checksum = 0.0
+    for e in entries:
+        busy += e.get("elapsed_s", 0.0)
+        checksum += e.get("checksum_s", 0.0) + e.get("verify_s", 0.0)
+        if "verify" in e:
+            merged.merge(blocks.Verifier(e["verify"]["blocks_checked"],
+                                         e["verify"]["mismatches"], e["verify"]["corrupt"],
+                                         e["verify"]["check_s"]))
+    out = merged.to_dict()
+    out.update(enabled=True, checksum_s=checksum,
+               cost_share=checksum / busy if busy > 0 else 0.0)
+    return out

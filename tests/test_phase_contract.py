@@ -1,0 +1,192 @@
+"""The Phase contract: every registered phase declares what the runner, the CLI, fio and the
+console need; a phase added with one registry line runs end to end; randrw is its own phase,
+and prep in randrw mode is still the same run with the same figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aiio import figures, result, runner
+from aiio.cli import _command
+from aiio.cli.run import PHASE_OPTIONS, option_phases, phase_sets
+from aiio.errors import ConfigError
+from aiio.fio import emit, hero, pairing
+from aiio.fio.suite import HERO_TESTS
+from aiio.phases import REGISTRY, get_phase, phase_of
+from aiio.phases.base import Phase
+from aiio.s3 import backend
+from aiio.sweep import figures as sweep_figures
+from aiio.term import console
+from aiio.workload import Workload
+
+from .conftest import tiny_workload
+
+HOOKS = ("prepare", "client", "summarize")  # no default can do these for a phase
+
+
+def _keeps_the_contract(phase: Phase) -> None:
+    assert isinstance(phase, Phase), f"{phase!r} lacks part of the Phase contract"
+    for hook in HOOKS:
+        assert getattr(type(phase), hook) is not getattr(Phase, hook), (phase.name, hook)
+    assert set(phase.options) <= set(PHASE_OPTIONS), phase.options
+    assert phase.hero_test is None or phase.hero_test in HERO_TESTS
+    assert phase.fio_job is None or callable(getattr(emit, phase.fio_job))
+    assert callable(getattr(console, phase.console))
+    if phase.duration_key is not None:
+        section, key = phase.duration_key
+        assert key in {f.name for f in dataclasses.fields(getattr(Workload(), section))}
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_every_registered_phase_keeps_the_contract(name: str) -> None:
+    phase = get_phase(name)
+    assert phase.name == name
+    _keeps_the_contract(phase)
+
+
+@pytest.mark.parametrize("name", list(backend.PHASES))
+def test_object_storage_phases_keep_the_same_contract(name: str) -> None:
+    phase = get_phase("s3:" + name)
+    assert phase.name == name
+    _keeps_the_contract(phase)
+    # a bucket has no in-place writes: prep stays prep whatever the mode, and says why
+    assert phase.variant(tiny_workload(prep__mode="randrw")) is phase
+
+
+def test_the_cli_names_every_phase_and_refuses_others(capsys) -> None:
+    assert _command(["run", "--phase", "nope"], None) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert all(name in err for name in REGISTRY)
+
+
+@pytest.mark.parametrize("option", PHASE_OPTIONS)
+def test_a_phase_option_applies_exactly_where_phases_declare_it(option: str) -> None:
+    assert option_phases(option), f"no phase takes {option}"
+    value = "1" if option != "stagger" else "0.1s"
+    for name in REGISTRY:
+        if option in get_phase(name).options:
+            assert phase_sets(name, **{option: value})
+        else:
+            with pytest.raises(ConfigError, match="does not apply to the"):
+                phase_sets(name, **{option: value})
+
+
+def test_the_main_operation_and_hero_test_come_from_the_phase() -> None:
+    """What figures.MAIN_OP and hero.HERO_TEST held, each phase now declares."""
+    assert {n: get_phase(n).main_op for n in REGISTRY} == {
+        "train": "read", "prep": "read", "randrw": "read", "checkpoint": "write",
+        "load": "read", "all": "read"}
+    assert {n: hero.hero_test(n) for n in REGISTRY} == {
+        "train": "seq_read", "prep": "seq_read", "randrw": "rand_mix",
+        "checkpoint": "seq_write", "load": "seq_read", "all": None}
+
+
+def test_prep_in_randrw_mode_runs_the_randrw_phase() -> None:
+    shards, mix = tiny_workload(), tiny_workload(prep__mode="randrw")
+    prep, randrw = get_phase("prep"), get_phase("randrw")
+    assert prep.variant(shards) is prep and prep.variant(mix) is randrw
+    assert randrw.variant(shards) is randrw  # --phase randrw needs no mode
+    assert emit.emitter_for("prep", mix) is emit.emitter_for("randrw", shards)
+    assert emit.emitter_for("prep", shards) is emit.prep_job
+
+
+# --- end to end ---------------------------------------------------------------------------
+
+def _run(phase: str, w: Workload, target: Path, results: Path) -> dict:
+    res, folder = runner.run(runner.RunRequest(phase, w, str(target), str(results)))
+    assert res["status"] == "ok"
+    return result.load(folder)
+
+
+def test_randrw_is_the_same_run_under_either_name(target: Path, results: Path) -> None:
+    """`--phase randrw` and `--phase prep` with prep.mode = randrw: the same figures, read the
+    same way by every reader; only the phase name they were asked by differs."""
+    w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="300ms",
+                      prep__threads=2)
+    by_prep, by_name = _run("prep", w, target, results), _run("randrw", w, target, results)
+    assert (by_prep["phase"], by_name["phase"]) == ("prep", "randrw")
+    for res in (by_prep, by_name):
+        agg = res["aggregate"]
+        assert phase_of(res) is get_phase("randrw") and agg["mode"] == "randrw"
+        reads = agg["read"]["latency"]["read"]["count"]
+        assert reads > 0 and agg["read_bytes"] == 4096 * reads
+        assert [s.test for s in pairing.sides(res)] == ["rand_mix"]
+        assert pairing.streams_per_client(res) == 2
+        assert sweep_figures.point_figures(res["phase"], agg)["headline_mib_s"] == \
+            pytest.approx(agg["read"]["first_done"]["mib_s"] + agg["write"]["first_done"]["mib_s"])
+        assert [t.title.split(":")[0] for t in console.phase_tables(res)] == \
+            [("prep randrw" if res["phase"] == "prep" else "randrw"), "per client"]
+    assert by_prep["aggregate"].keys() == by_name["aggregate"].keys()
+    assert by_prep["clients"][0].keys() == by_name["clients"][0].keys()
+    assert figures.run_figures(by_prep).keys() == figures.run_figures(by_name).keys()
+    assert not (target / "aiio" / "prep").exists()
+
+
+def test_a_phase_registered_with_one_line_runs_end_to_end(target: Path, results: Path,
+                                                          monkeypatch) -> None:
+    from . import readback_phase
+
+    monkeypatch.setitem(REGISTRY, "readback", "tests.readback_phase")
+    _keeps_the_contract(get_phase("readback"))
+    w = tiny_workload()
+    res = _run("readback", w, target, results)
+    agg = res["aggregate"]
+    assert agg["bytes"] == w.run.clients * readback_phase.FILE_SIZE
+    assert [c["bytes"] for c in res["clients"]] == [readback_phase.FILE_SIZE] * w.run.clients
+    assert figures.run_figures(res)["aggregate_mib_s"] > 0
+    assert console.phase_tables(res)[0].title.startswith("readback:")
+    assert res["hero"]["text"] == "no fio hero number matches phase 'readback'"
+    with pytest.raises(ConfigError, match="no fio job for phase 'readback'"):
+        emit.emitter_for("readback", w)
+    assert not (target / "aiio" / "readback").exists()
+
+
+class _HeroUI(runner.QuietUI):
+    """Keeps the fio figure the live view was given to hold the run against."""
+
+    hero: dict | None = None
+
+    def start(self, label: str, total: int | None, clients: int, **live) -> None:
+        self.hero = live.get("hero")
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_a_randrw_run_is_held_against_the_random_mix_only(target: Path, results: Path,
+                                                          capsys) -> None:
+    """With a real fio result holding seq_read but no rand_mix, a randrw run has no hero
+    number: not live (it was shown against seq_read), and `aiio compare` names the missing
+    rand_mix (it named seq_read, which the result has)."""
+    assert _command(["fio", "--target", str(target), "--results", str(results), "--clients",
+                     "2", "--runtime", "300ms", "--ramp-time", "0", "--size", "4MiB",
+                     "--tests", "seq_read", "--quiet"], None) == 0
+    [fio_folder] = [p for p in results.iterdir() if "-fio-" in p.name]
+    w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="200ms")
+    ui = _HeroUI()
+    res, folder = runner.run(runner.RunRequest("prep", w, str(target), str(results)), ui)
+    assert ui.hero is None
+    assert res["hero"]["test"] == "rand_mix" and "percent" not in res["hero"]
+    capsys.readouterr()
+    assert _command(["compare", str(folder), "--fio", str(fio_folder)], None) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "has no rand_mix test" in out and "seq_read" not in out
+
+
+def test_the_lifecycle_runs_prep_in_randrw_mode_as_the_randrw_phase(target: Path,
+                                                                    results: Path) -> None:
+    w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="200ms",
+                      checkpoint__size="4MiB", load__size="2MiB")
+    res, folder = runner.run(runner.RunRequest("all", w, str(target), str(results),
+                                               options={"verify": True}))
+    assert res["status"] == "ok"
+    prep = res["aggregate"]["prep"]
+    assert prep["mode"] == "randrw" and prep["verify"]["mismatches"] == 0
+    assert prep["verify"]["blocks_checked"] == prep["read"]["latency"]["read"]["count"] > 0
+    assert all(c["prep"]["fsync_s"] >= 0 for c in res["clients"])  # randrw's own figure
+    titles = [t.title.split(":")[0] for t in console.phase_tables(result.load(folder))]
+    assert titles[0] == "prep randrw" and "train" in titles and "load" in titles
+    assert not (target / "aiio" / "prep").exists()
