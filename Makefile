@@ -17,10 +17,8 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Two workers (most tests wait on subprocesses, sleeps and fsyncs); a test marked `alone`
-# (a rate against a known limit) waits until the other worker is idle (tests/conftest.py).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

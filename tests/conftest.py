@@ -3,7 +3,6 @@ input that must be refused) in this process, the tiny run's arguments and saved 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -157,58 +156,3 @@ def s3_bucket(s3_server, monkeypatch) -> str:
     name = f"aiio-test-{os.getpid()}-{next(_BUCKETS)}"
     s3_server.client().create_bucket(Bucket=name)
     return name
-
-
-# Test modules that share the session's SeaweedFS server run on one worker, so a parallel run
-# starts one server, not one per worker.
-S3_SERVER_GROUP = ("test_s3_checkpoint", "test_s3_load", "test_s3_prep", "test_s3_sweep",
-                   "test_s3_target", "test_s3_train")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """Under -n, a module's tests run on one worker, in order (its module-scoped fixtures are
-    built once), and the S3 modules together. (xdist's own loadgroup cannot do this under
-    pytest 9.2: it tags node ids through an attribute pytest no longer reads.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ByModule(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "s3-server" if Path(module).stem in S3_SERVER_GROUP else module
-
-    return ByModule(config, log)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Under xdist, a test marked `alone` runs while no other worker runs a test: its fixtures,
-    call and teardown (module fixtures too, as they are built inside an item's setup)."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield
-        return
-    folder = item.config._tmp_path_factory.getbasetemp().parent  # shared by this run's workers
-    with _turn(folder, alone=item.get_closest_marker("alone") is not None):
-        yield
-
-
-@contextlib.contextmanager
-def _turn(folder: Path, alone: bool):
-    """A readers-writer lock between workers: every test holds it shared, an `alone` test
-    exclusive. The turnstile, held by an `alone` test while it waits and runs, stops tests that
-    start meanwhile from taking the shared lock ahead of it (which could starve it)."""
-    import fcntl
-
-    with open(folder / "aiio-turnstile.lock", "a") as gate, \
-            open(folder / "aiio-alone.lock", "a") as lock:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        if not alone:
-            fcntl.flock(lock, fcntl.LOCK_SH)
-            fcntl.flock(gate, fcntl.LOCK_UN)
-        else:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)

@@ -13,7 +13,7 @@ from .conftest import REPO
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 REASON = can_build_storage()
-pytestmark = [pytest.mark.alone, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 MiB = 2**20
 
 

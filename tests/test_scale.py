@@ -76,7 +76,6 @@ class RecordingUI:
     def stop(self) -> None: ...
 
 
-@pytest.mark.alone  # the clients' compute sleeps set the rate: other work would slow them
 def test_compute_bound_clients_scale_linearly(ram_target, results):
     """Every client computes 100 ms per batch of one 64 KiB sample, so each needs 0.625 MiB/s
     from storage in RAM: clients don't contend, and the aggregate at N clients must be N times

@@ -15,7 +15,6 @@ from aiio.units import MiB
 from .conftest import REPO
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
-pytestmark = pytest.mark.alone
 LIMIT = 40 * MiB
 
 # Clients that ask far more than the limit: 1 MiB every 1 ms of compute, with four loader

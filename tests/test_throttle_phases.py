@@ -14,8 +14,7 @@ from .conftest import REPO
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 REASON = can_build_storage()
-pytestmark = [pytest.mark.root, pytest.mark.alone,
-              pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 MiB = 2**20
 # 96 MiB: at 24 MiB/s that is 4 s, so the burst a blkio throttle lets through at the start
 # (about a slice's worth) stays well inside the 10 % (40 MiB read 13 % fast once)
