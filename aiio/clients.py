@@ -97,6 +97,12 @@ class ClientContext:
         """An event set when the run must end early (Ctrl-C, another client failed)."""
         return self._shared.stop
 
+    def wait_for_stop(self) -> None:
+        """Block until the run must end early; returns at once if it already must. Reads the
+        halt pipe, never `stop.wait()`: see _Shared.halt."""
+        while os.read(self._shared.halt_r, 1):
+            pass
+
 
 class _Shared:
     def __init__(self, ctx: mp.context.BaseContext, n: int) -> None:
@@ -107,6 +113,8 @@ class _Shared:
         # and waits forever for one that was killed while waiting (a dead client hung the run).
         self.gate_r, self.gate_w = os.pipe()
         self.stop = ctx.Event()
+        # The stop, for clients that block until it comes: the same kind of pipe (see halt).
+        self.halt_r, self.halt_w = os.pipe()
         self.start_ns = ctx.RawValue("q", 0)
         self.bytes = ctx.RawArray("q", n)
         self.units = ctx.RawArray("q", n)
@@ -123,9 +131,22 @@ class _Shared:
             os.close(self.gate_w)
             self.gate_w = -1
 
+    def halt(self) -> None:
+        """Tell every client to stop: the flag they look at between calls, and the halt pipe
+        closed for those blocked until a stop. Clients never sleep in `stop.wait()`: set()
+        would wait for every sleeper to wake, forever for one killed while it slept."""
+        self.stop.set()
+        if self.halt_w >= 0:
+            os.close(self.halt_w)
+            self.halt_w = -1
+
     def close(self) -> None:
         self.open_gate()
         os.close(self.gate_r)
+        if self.halt_w >= 0:
+            os.close(self.halt_w)
+            self.halt_w = -1
+        os.close(self.halt_r)
 
 
 def _release(sh: _Shared, stage: int) -> None:
@@ -147,6 +168,7 @@ def _client_main(fn: ClientFn, ctx: ClientContext) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the MPI rank's handler: just end
     os.close(ctx._shared.gate_w)  # only the parent may hold it, or the gate never opens
+    os.close(ctx._shared.halt_w)  # the same for the halt pipe
     procsetup.die_with_parent()
     procsetup.own_session()
     procsetup.set_process_name(f"aiio-client-{ctx.index}")
@@ -239,7 +261,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
 def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
                     errors: dict[int, dict]) -> None:
     """Tell every client to stop (waking those still at the gate) and keep what they send."""
-    shared.stop.set()
+    shared.halt()
     shared.open_gate()
     _drain(procs, shared, results, errors, timeout_s=10.0)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiio import __version__
 from aiio.errors import AiioError, ConfigError, RunFailed, Terminated
+from aiio.ranks import CallFn, Report, ThisHost
 
 # Variables a launcher sets for each process it starts: Open MPI, MPICH/Intel MPI (hydra),
 # MVAPICH, and a Slurm job step (srun; not set in the batch script itself).
@@ -34,8 +35,6 @@ SILENCE_S = 30.0     # a rank not heard from for this long is lost (AIIO_MPI_SIL
 POLL_S = 0.002
 TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT = 11, 12, 13, 14
 
-Report = Callable[[int, int], None]        # (units done, bytes done) of one rank's share
-CallFn = Callable[[Any, Report], Any]
 
 
 class RankLost(RunFailed):
@@ -67,11 +66,9 @@ def _mpi_silence_s() -> float:
         raise ConfigError("AIIO_MPI_SILENCE_S must be a number of seconds") from None
 
 
-class LocalComm:
+class LocalComm(ThisHost):
     """One host, one rank: every collective is trivial."""
 
-    rank = 0
-    size = 1
     mpi = False
 
     def __init__(self) -> None:
@@ -85,11 +82,6 @@ class LocalComm:
     def barrier(self) -> None:
         pass
 
-    def call_all(self, fn: CallFn, args: Sequence[Any],
-                 on_progress: Report | None = None) -> list[Any]:
-        """Run fn(args[rank], report) on every rank; returns the values in rank order."""
-        return [fn(args[0], on_progress or _no_report)]
-
     def abort(self, message: str, code: int = 1) -> None:
         raise RunFailed(message)
 
@@ -101,10 +93,6 @@ def identity() -> dict[str, Any]:
     """What ranks compare at start-up: the same aiio and Python everywhere."""
     return {"host": socket.gethostname(), "pid": os.getpid(), "aiio": __version__,
             "python": sys.version.split()[0]}
-
-
-def _no_report(done: int, nbytes: int) -> None:
-    pass
 
 
 def version_mismatch(identities: list[dict[str, Any]]) -> str | None:

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from aiio import formats
-from aiio.comm import world
 from aiio.errors import AiioError, RunFailed
+from aiio.ranks import THIS_HOST, Ranks
 from aiio.target import Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
 
@@ -181,14 +181,13 @@ def _check_layout(params: DatasetParams) -> None:
 
 
 def generate(target: Target, w: Workload, workers: int | None = None,
-             progress: Progress | None = None) -> Dataset:
-    """Write the whole dataset with `workers` processes per host (every MPI rank writes its
+             progress: Progress | None = None, ranks: Ranks = THIS_HOST) -> Dataset:
+    """Write the whole dataset with `workers` processes per host (every rank writes its
     range of the files), then the index and manifest (rank 0); every rank checks it."""
     params = DatasetParams.from_workload(w)
     _check_layout(params)
     folder = dataset_folder(target, params)
-    comm = world()
-    check_shared(target)  # under MPI, every host must write into the same filesystem
+    check_shared(target, ranks)  # under MPI, every host must write into the same filesystem
     if folder.exists():
         remove_tree(folder, target.root)
     # Formats add a little framing; 1 % + 64 KiB a file covers npz/hdf5/tfrecord headers.
@@ -197,10 +196,10 @@ def generate(target: Target, w: Workload, workers: int | None = None,
     folder.mkdir(parents=True)
     t0 = time.monotonic()
     # Each rank (one per host under MPI, else just this one) writes its range of the files.
-    cuts = [r * params.num_files // comm.size for r in range(comm.size + 1)]
-    shares = [(params, str(folder), cuts[r], cuts[r + 1], workers) for r in range(comm.size)]
+    cuts = [r * params.num_files // ranks.size for r in range(ranks.size + 1)]
+    shares = [(params, str(folder), cuts[r], cuts[r + 1], workers) for r in range(ranks.size)]
     try:
-        parts = comm.call_all(_generate_share, shares, on_progress=progress)
+        parts = ranks.call_all(_generate_share, shares, on_progress=progress)
         sizes = np.concatenate([p["sizes"] for p in parts])
         ranges = [arr for p in parts for arr in p["ranges"]]
         _write_index(folder, params, sizes, ranges)
@@ -215,9 +214,9 @@ def generate(target: Target, w: Workload, workers: int | None = None,
         tmp.write_text(json.dumps(manifest, indent=1) + "\n")
         os.replace(tmp, folder / "manifest.json")
         dataset = Dataset(folder, params, manifest)
-        verify(dataset)
+        verify(dataset, ranks)
     except BaseException:
-        _discard(folder, target, comm)
+        _discard(folder, target, ranks)
         raise
     return dataset
 
@@ -252,12 +251,11 @@ def _default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def verify(dataset: Dataset) -> None:
+def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:
     """Under MPI: every rank must see the very manifest rank 0 sees, or the hosts would read
     different data (a target that is not one shared mount at one path)."""
-    comm = world()
-    if comm.size > 1:
-        comm.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * comm.size)
+    if ranks.size > 1:
+        ranks.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * ranks.size)
 
 
 def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> None:
@@ -271,12 +269,12 @@ def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> No
                         "one shared filesystem mounted at the same path on every host")
 
 
-def _discard(folder: Path, target: Target, comm) -> None:
+def _discard(folder: Path, target: Target, ranks: Ranks) -> None:
     """Remove a failed generation's files on every host's view of the target."""
     remove_tree(folder, target.root)
-    if comm.size > 1:
+    if ranks.size > 1:
         try:
-            comm.call_all(_discard_view, [(str(folder), str(target.path))] * comm.size)
+            ranks.call_all(_discard_view, [(str(folder), str(target.path))] * ranks.size)
         except AiioError:
             pass  # best effort: the run is failing already and says why
 
@@ -299,12 +297,13 @@ def _write_index(folder: Path, params: DatasetParams, sizes: np.ndarray,
 
 
 def ensure(target: Target, w: Workload, progress: Progress | None = None,
-           note: Callable[[str], None] | None = None) -> tuple[Dataset, bool]:
+           note: Callable[[str], None] | None = None,
+           ranks: Ranks = THIS_HOST) -> tuple[Dataset, bool]:
     """Reuse a matching dataset or generate one; returns (dataset, generated?)."""
     dataset, why = check(target, w)
     if dataset is not None:
-        verify(dataset)
+        verify(dataset, ranks)
         return dataset, False
     if note:
         note(f"generating dataset {w.name}: {why}")
-    return generate(target, w, progress=progress), True
+    return generate(target, w, progress=progress, ranks=ranks), True

@@ -1,9 +1,16 @@
 """The I/O engine: page-aligned buffers, cache-defeating opens, and timed read/write loops.
 
-Every read or write call is timed on the monotonic clock; its latency and its completion time
-and byte count go to the calling thread's `OpLog`, which the client merges into mergeable
-histograms and per-interval byte series. Bytes are what the system calls returned, never a
-nominal size.
+The one measurement seam. Every read, write and metadata call (open, create, stat, list,
+unlink, mkdir, fsync, folder fsync) is timed here on the monotonic clock; its latency and its
+completion time and byte count go to the calling thread's `OpLog`, which the client merges
+into mergeable histograms and per-interval byte series. Bytes are what the system calls
+returned, never a nominal size. Phases never read a clock to time a call: they call the
+metadata functions below, or time anything else (an object-storage request) with
+`OpLog.timed`; `now_ns` is the same clock for the edges of their windows and their deadlines.
+
+The null method (`METHOD_NULL`) does all of this bookkeeping but replaces each read and write
+system call by a function that returns the length asked for, so aiio's own cost per operation
+can be measured: nothing it reports is the storage's.
 """
 
 from __future__ import annotations
@@ -16,10 +23,12 @@ import threading
 import time
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from aiio import blocks
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.errors import RunFailed
 from aiio.stats import ByteSeries, Histogram
 
@@ -27,9 +36,7 @@ O_DIRECT = getattr(os, "O_DIRECT", 0)
 DIRECT_ALIGN = 4096  # align offsets and lengths to 4 KiB: safe on 512e and 4Kn devices
 FLUSH_EVERY = 8192   # ops buffered per thread before they are folded into the histogram
 
-METHOD_DIRECT = "o_direct"
-METHOD_FADVISE = "fadvise_dontneed"
-METHOD_NONE = "none"
+now_ns = time.monotonic_ns  # the one clock: op timings, window edges and deadlines
 
 
 def aligned_buffer(size: int) -> mmap.mmap:
@@ -52,7 +59,11 @@ def align_up(value: int, align: int = DIRECT_ALIGN) -> int:
 
 @dataclass
 class OpLog:
-    """One thread's record of its operations, folded into histograms in batches."""
+    """One thread's record of its operations, folded into histograms in batches.
+
+    `timed(op)` is the way to time and record one call. The engine's own hot loops, which
+    already hold their clock readings, record with `add_timed` and `add_many`.
+    """
 
     start_ns: int
     series: ByteSeries = field(default_factory=ByteSeries)
@@ -63,8 +74,13 @@ class OpLog:
     ops: int = 0
     nbytes: int = 0
 
-    def add(self, op: str, t0: int, t1: int, nbytes: int) -> None:
-        """Record one operation that started at t0 and ended at t1 (monotonic ns)."""
+    def timed(self, op: str, nbytes: int = 0) -> Timed:
+        """`with log.timed("stat"): os.stat(path)`: the call inside is timed and recorded
+        as `op` when it returns; one that raises is not recorded (it did not happen)."""
+        return Timed(self, op, nbytes)
+
+    def add_timed(self, op: str, t0: int, t1: int, nbytes: int) -> None:
+        """Record one operation that started at t0 and ended at t1 (`now_ns` readings)."""
         lat = self._lat.get(op)
         if lat is None:
             lat = self._lat[op] = array("q")
@@ -77,12 +93,17 @@ class OpLog:
         if len(lat) >= FLUSH_EVERY:
             self.flush()
 
-    def lat_array(self, op: str) -> array:
-        """The raw latency buffer of one op, for hot loops that append directly."""
-        lat = self._lat.get(op)
-        if lat is None:
-            lat = self._lat[op] = array("q")
-        return lat
+    def add_many(self, op: str, lat: array, ends: array, sizes: array) -> None:
+        """Record a batch of operations: their latencies, completion times (`now_ns`
+        readings) and bytes, in one call where a hot loop cannot afford one call per
+        operation."""
+        self._lat.setdefault(op, array("q")).extend(lat)
+        self._end.extend(ends)
+        self._bytes.extend(sizes)
+        self.ops += len(lat)
+        self.nbytes += sum(sizes)
+        if len(self._lat[op]) >= FLUSH_EVERY:
+            self.flush()
 
     def flush(self) -> None:
         for op, lat in self._lat.items():
@@ -94,6 +115,31 @@ class OpLog:
             self.series.add_many(ends, np.frombuffer(self._bytes, np.int64))
             del self._end[:]
             del self._bytes[:]
+
+
+class Timed:
+    """One call being timed by `OpLog.timed`; set `nbytes` inside the block when the call's
+    result says how many bytes it moved, or `cancel()` when it turned out to be no operation
+    (a read at the end of a stream). `t0` and `end_ns` are its two clock readings."""
+
+    __slots__ = ("log", "op", "nbytes", "t0", "end_ns", "_keep")
+
+    def __init__(self, log: OpLog, op: str, nbytes: int) -> None:
+        self.log, self.op, self.nbytes = log, op, nbytes
+        self.t0 = self.end_ns = 0
+        self._keep = True
+
+    def cancel(self) -> None:
+        self._keep = False
+
+    def __enter__(self) -> Timed:
+        self.t0 = now_ns()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.end_ns = now_ns()  # first: what follows is bookkeeping, not the call
+        if exc_type is None and self._keep:
+            self.log.add_timed(self.op, self.t0, self.end_ns, self.nbytes)
 
 
 def merge_logs(logs: list[OpLog]) -> tuple[dict[str, Histogram], ByteSeries, int, int]:
@@ -111,6 +157,11 @@ def merge_logs(logs: list[OpLog]) -> tuple[dict[str, Histogram], ByteSeries, int
     return hist, series, ops, nbytes
 
 
+def _null_transfer(fd: int, bufs: list[memoryview], offset: int) -> int:
+    """The null method's read or write: no system call, every byte asked for "moved"."""
+    return len(bufs[0])
+
+
 class Reader:
     """Reads byte ranges of files into one thread's aligned buffer, timing every call."""
 
@@ -126,15 +177,15 @@ class Reader:
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: callable | None = None
         self._whole = [self.view]  # preadv's buffer list for reads of the whole buffer
+        self.preadv = _null_transfer if method == METHOD_NULL else os.preadv
 
     def open(self, path: str) -> int:
-        t0 = time.monotonic_ns()
-        flags = os.O_RDONLY | (O_DIRECT if self.method == METHOD_DIRECT else 0)
-        fd = os.open(path, flags)
-        if self.method == METHOD_FADVISE:
-            # Drop whatever the page cache holds of this file so the reads reach the storage.
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        self.log.add("open", t0, time.monotonic_ns(), 0)
+        """Open for reading, the page cache defeated as the method says; timed as "open"."""
+        with self.log.timed("open"):
+            fd = os.open(path, os.O_RDONLY | (O_DIRECT if self.method == METHOD_DIRECT else 0))
+            if self.method == METHOD_FADVISE:
+                # Drop whatever the page cache holds of this file so the reads reach the storage.
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         return fd
 
     def read_range(self, fd: int, offset: int, length: int) -> int:
@@ -149,23 +200,23 @@ class Reader:
         else:
             end = offset + length
         done = 0
-        view, size, log, counter = self.view, self.transfer_size, self.log, self.counter
+        view, size, log, counter, preadv = (self.view, self.transfer_size, self.log,
+                                            self.counter, self.preadv)
         pos = offset
         while pos < end:
             want = min(size, end - pos)
             if self.method == METHOD_DIRECT:
                 want = align_up(want)
-            t0 = time.monotonic_ns()
-            n = os.preadv(fd, [view[:want]], pos)
+            t0 = now_ns()
+            n = preadv(fd, [view[:want]], pos)
             if n <= 0:
                 break  # at end of file: no transfer, so no operation to count
-            log.add("read", t0, time.monotonic_ns(), n)
+            log.add_timed("read", t0, now_ns(), n)
             if counter:
                 counter(n)
             if self.check is not None:
-                c0 = time.monotonic_ns()
-                self.check(view, n, pos)
-                log.add("verify", c0, time.monotonic_ns(), 0)
+                with log.timed("verify"):
+                    self.check(view, n, pos)
             done += n
             pos += n
             if n < want or (self.stop is not None and self.stop.is_set()):
@@ -176,30 +227,27 @@ class Reader:
         """One transfer-size block at a block-aligned offset, timed (and checked when there is
         a check): the random mix's read, without `read_range`'s widening and loop."""
         log = self.log
-        t0 = time.monotonic_ns()
-        n = os.preadv(fd, self._whole, offset)
-        log.add("read", t0, time.monotonic_ns(), n)
+        t0 = now_ns()
+        n = self.preadv(fd, self._whole, offset)
+        log.add_timed("read", t0, now_ns(), n)
         if self.check is not None and n:
-            c0 = time.monotonic_ns()
-            self.check(self.view, n, offset)
-            log.add("verify", c0, time.monotonic_ns(), 0)
+            with log.timed("verify"):
+                self.check(self.view, n, offset)
         return n
 
     def read_blocks(self, fd: int, offsets: list[int], size: int) -> int:
         """Read one `size`-byte block at each offset (random small I/O); returns bytes.
 
         The hot loop of small-block IOPS: per call it does two clock reads, the `preadv`, two
-        appends (latency, completion time) and one compare. Byte counts are filled in bulk
-        afterwards as `size` per call, then the calls that returned less (end of file) are
-        patched to what they returned, so the byte series stays exact.
+        appends (latency, completion time) and one compare. The calls go to the log in one
+        batch at the end, each counted as `size` bytes but those that returned less (end of
+        file), so the byte series stays exact.
         """
         bufs = [self.view[:size]]
-        log = self.log
-        lat, ends = log.lat_array("read"), log._end
+        lat, ends = array("q"), array("q")
         lat_add, end_add = lat.append, ends.append
-        preadv, now = os.preadv, time.monotonic_ns
-        first = len(ends)
-        short: list[tuple[int, int]] = []  # (index in ends, bytes) of calls that moved < size
+        preadv, now = self.preadv, now_ns
+        short: list[tuple[int, int]] = []  # (call index, bytes) of calls that moved < size
         try:
             for off in offsets:
                 t0 = now()
@@ -210,32 +258,21 @@ class Reader:
                 if n != size:
                     short.append((len(ends) - 1, n))
         finally:  # on an error too: the calls made so far keep their byte counts
-            done = self._fill_sizes(log, len(ends) - first, size, short)
+            sizes = array("q", [size]) * len(lat)
+            for i, n in short:
+                sizes[i] = n
+            self.log.add_many("read", lat, ends, sizes)
+        done = size * len(lat) - sum(size - n for _, n in short)
         if self.counter:
             self.counter(done)
-        if len(lat) >= FLUSH_EVERY:
-            log.flush()
-        return done
-
-    @staticmethod
-    def _fill_sizes(log: OpLog, calls: int, size: int, short: list[tuple[int, int]]) -> int:
-        """Byte counts of the last `calls` reads: `size` each but the short ones; returns
-        their sum."""
-        sizes = log._bytes
-        sizes.extend(array("q", [size]) * calls)
-        done = size * calls
-        for i, n in short:
-            sizes[i] = n
-            done -= size - n
-        log.ops += calls
-        log.nbytes += done
         return done
 
     def read_file(self, path: str, offset: int = 0, length: int | None = None) -> int:
         fd = self.open(path)
         try:
             if length is None:
-                length = os.fstat(fd).st_size - offset
+                with self.log.timed("stat"):
+                    length = os.fstat(fd).st_size - offset
             return self.read_range(fd, offset, length)
         finally:
             os.close(fd)
@@ -261,6 +298,8 @@ class Writer:
                  counter: callable | None = None, seed: int = 0, checksum: bool = False,
                  count_at_fsync: bool = False) -> None:
         self.direct = method == METHOD_DIRECT
+        self.null = method == METHOD_NULL
+        self.pwritev = _null_transfer if self.null else os.pwritev
         self.transfer_size = transfer_size
         self.buf = aligned_buffer(transfer_size)
         self.view = memoryview(self.buf)
@@ -278,35 +317,35 @@ class Writer:
 
     def create(self, path: str) -> int:
         """Create (or truncate) a file for writing; timed as "create"."""
-        t0 = time.monotonic_ns()
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (O_DIRECT if self.direct else 0)
         try:
-            fd = os.open(path, flags, 0o644)
+            with self.log.timed("create"):
+                fd = os.open(path, flags, 0o644)
         except OSError as exc:
             raise io_failure(exc, "creating", path) from exc
-        self.log.add("create", t0, time.monotonic_ns(), 0)
         self._buffered.discard(fd)
         return fd
 
     def write_range(self, fd: int, path: str, offset: int, length: int, tag: int) -> int:
         """Write [offset, offset+length) in transfer-size calls; returns bytes written."""
-        view, size, log, counter = self.view, self.transfer_size, self.log, self.counter
+        view, size, log, counter, pwritev = (self.view, self.transfer_size, self.log,
+                                             self.counter, self.pwritev)
         pos, end, done = offset, offset + length, 0
         while pos < end:
             want = min(size, end - pos)
             if self.direct and (want % DIRECT_ALIGN or pos % DIRECT_ALIGN) \
                     and fd not in self._buffered:
                 self._drop_direct(fd)
-            c0 = time.monotonic_ns()
+            c0 = now_ns()
             self.stamper.stamp(want, tag, pos)
             if self.checksum:
-                log.add("checksum", c0, time.monotonic_ns(), 0)
-            t0 = time.monotonic_ns()
+                log.add_timed("checksum", c0, now_ns(), 0)
+            t0 = now_ns()
             try:
-                n = os.pwritev(fd, [view[:want]], pos)
+                n = pwritev(fd, [view[:want]], pos)
             except OSError as exc:
                 raise io_failure(exc, "writing", path, pos) from exc
-            log.add("write", t0, time.monotonic_ns(), 0 if self.count_at_fsync else n)
+            log.add_timed("write", t0, now_ns(), 0 if self.count_at_fsync else n)
             if counter:
                 counter(n)
             done += n
@@ -327,37 +366,27 @@ class Writer:
     def fsync(self, fd: int, path: str, persisted: int = 0) -> None:
         """Make the file durable; timed as "fsync", carrying the `persisted` bytes it made
         durable. An error is raised, never swallowed."""
-        t0 = time.monotonic_ns()
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            raise io_failure(exc, "fsync of", path) from exc
-        self.synced_ns = time.monotonic_ns()
-        self.log.add("fsync", t0, self.synced_ns, persisted)
+        self.synced_ns = fsync(self.log, fd, path, persisted)
 
     def fsync_dir(self, path: str) -> None:
         """Make a folder's entries durable (new files' names); timed as "dir_fsync"."""
-        t0 = time.monotonic_ns()
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise io_failure(exc, "fsync of the folder", path) from exc
-        self.synced_ns = time.monotonic_ns()
-        self.log.add("dir_fsync", t0, self.synced_ns, 0)
+        self.synced_ns = fsync_dir(self.log, path)
 
     def write_file(self, path: str, size: int, tag: int, sync: bool = True) -> int:
         """Create, write `size` bytes, fsync, drop the file's cached pages, close."""
         fd = self.create(path)
         try:
             done = self.write_range(fd, path, 0, size, tag)
+            if self.null:
+                # No byte was written: the file gets its length, so a read of it knows where
+                # it ends (sparse; one call per file, not per write).
+                with self.log.timed("truncate"):
+                    os.ftruncate(fd, done)
             if sync:
                 self.fsync(fd, path, done if self.count_at_fsync else 0)
                 # Clean pages can be dropped now, so a later read starts cold.
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                with self.log.timed("drop_cache"):
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
         return done
@@ -366,6 +395,67 @@ class Writer:
         self.stamper = None  # its numpy views hold the buffer
         self.view.release()
         self.buf.close()
+
+
+# --- metadata calls, each timed as its own operation ------------------------------------------
+
+def stat(log: OpLog, path: str) -> os.stat_result:
+    with log.timed("stat"):
+        return os.stat(path)
+
+
+def listdir(log: OpLog, path: str) -> list[str]:
+    with log.timed("list"):
+        return os.listdir(path)
+
+
+def unlink(log: OpLog, path: str) -> None:
+    """Delete a file; a missing one raises FileNotFoundError and is not counted."""
+    with log.timed("unlink"):
+        os.unlink(path)
+
+
+def makedirs(log: OpLog, path: str) -> None:
+    """Create a folder (and its parents) when missing; timed as "mkdir"."""
+    with log.timed("mkdir"):
+        os.makedirs(path, exist_ok=True)
+
+
+def drop_cached(log: OpLog, path: str) -> None:
+    """Drop a file's cached pages before a library reads it; timed as "open" (open, advise,
+    close), as the cache-defeating open of a Reader is."""
+    with log.timed("open"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def fsync(log: OpLog, fd: int, path: str, persisted: int = 0) -> int:
+    """fsync a file, timed as "fsync" carrying the `persisted` bytes; returns when it
+    returned (`now_ns`). An error is raised, never swallowed."""
+    try:
+        with log.timed("fsync", persisted) as op:
+            os.fsync(fd)
+    except OSError as exc:
+        raise io_failure(exc, "fsync of", path) from exc
+    return op.end_ns
+
+
+def fsync_dir(log: OpLog, path: str) -> int:
+    """Make a folder's entries durable (new files' names); timed as "dir_fsync"; returns
+    when it returned."""
+    try:
+        with log.timed("dir_fsync") as op:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        raise io_failure(exc, "fsync of the folder", path) from exc
+    return op.end_ns
 
 
 def io_failure(exc: OSError, action: str, path: str, offset: int | None = None) -> RunFailed:
@@ -389,8 +479,23 @@ def thread_read_bytes() -> int:
     return 0
 
 
-def choose_method(o_direct_works: bool, requested: str = "auto") -> str:
-    """O_DIRECT where the filesystem accepts it, else drop cached pages before reading."""
-    if requested != "auto":
-        return requested
-    return METHOD_DIRECT if o_direct_works else METHOD_FADVISE
+def setup_method(method: str) -> str:
+    """The method for files written before a run measures (weights, randrw files): never
+    null, since those files are kept or read and must hold their data."""
+    return METHOD_NONE if method == METHOD_NULL else method
+
+
+def null_read_ns(ops: int, size: int = 4096) -> float:
+    """aiio's own cost of one read, in ns: `ops` reads of `size` bytes through the loop every
+    file read goes through (`Reader.read_range`: two clock readings, the call, the log) with
+    the null method, so no system call; wall time over ops, the folding of the latencies
+    into histograms included."""
+    log = OpLog(start_ns=now_ns())
+    reader = Reader(METHOD_NULL, size, log)
+    try:
+        t0 = now_ns()
+        reader.read_range(-1, 0, ops * size)  # the null method never touches the descriptor
+        log.flush()
+        return (now_ns() - t0) / ops
+    finally:
+        reader.close()

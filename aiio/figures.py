@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.phases import REGISTRY, phase_of
+from aiio.units import format_rate
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -27,9 +28,7 @@ class Figure:
         if self.unit == "%":
             return f"{value:.1%}"
         if self.unit == "MiB/s":
-            if abs(value) >= 1000:
-                return f"{value:,.0f} MiB/s"
-            return f"{value:.1f} MiB/s" if abs(value) >= 10 else f"{value:.3g} MiB/s"
+            return format_rate(value)
         if self.unit in ("s", "ms"):
             return _seconds(value if self.unit == "s" else value / 1e3)
         return f"{value:.3f}"
@@ -91,7 +90,25 @@ def views(res: dict[str, Any]) -> tuple[dict, dict | None, dict | None]:
         return _worst_burst(agg), agg, None
     if phase == "load":
         return agg, None, agg
+    if "first_done" not in agg and isinstance(agg.get("read"), dict):
+        return _read_write_view(agg), None, None  # prep, randrw: reads and writes apart
     return agg, agg.get("checkpoint"), None  # train, with checkpoints when it wrote them
+
+
+def _read_write_view(agg: dict[str, Any]) -> dict[str, Any]:
+    """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
+    read plus write; the per-client spread and fairness are the reads' (every client reads)
+    in shards mode, each client's reads plus writes for randrw; latency holds both directions'
+    operations."""
+    read, write = agg["read"], agg.get("write") or {}
+    # randrw keeps each client's reads plus writes beside them
+    view = {**read, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
+    for window in ("first_done", "last_done"):
+        mib_s = [_dig(part, (window, "mib_s")) for part in (read, write)]
+        if mib_s[0] is not None:
+            view[window] = {**read[window], "mib_s": mib_s[0] + (mib_s[1] or 0.0)}
+    view["latency"] = {**(write.get("latency") or {}), **(read.get("latency") or {})}
+    return view
 
 
 def _latency_op(view: dict[str, Any], res: dict[str, Any], op: str | None) -> str | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.target import TargetInfo
-from aiio.units import format_size
+from aiio.units import format_rate, format_size
 
 CPU_SATURATED = 90.0      # % of all the client machine's cores
 CLIENT_PROC_BUSY = 0.9    # one client process's CPU seconds per wall second (the GIL caps at 1)
@@ -18,6 +18,8 @@ NIC_NEAR_LINK = 0.8       # share of a NIC's link speed
 # no more than 1 byte in 20 come from a cache unnoticed.
 DEVICE_SHORTFALL = 0.95
 DATA_VS_MEMORY = 5        # MLPerf Storage: the dataset is at least 5 x the client hosts' RAM
+NO_IO = ("NO I/O: the null method made no read or write system call; every figure here is "
+         "aiio's own overhead, not the storage's")
 
 
 def _w(code: str, message: str) -> dict[str, str]:
@@ -30,6 +32,8 @@ def target_warnings(info: TargetInfo, method: str, dataset_bytes: int,
 
     `ram_bytes` is the memory of every client host together (under MPI, the sum over hosts).
     """
+    if method == METHOD_NULL:  # nothing was read: no other reason to doubt the storage applies
+        return [_w("null_io", NO_IO)]
     out = []
     if info.memory_backed:
         out.append(_w("memory_backed", f"target is on {info.fstype}, which lives in RAM: "
@@ -81,7 +85,7 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
         if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
             cap = nic["link_bytes_s"] / 2**20
             out.append(_w("nic_near_link", f"network interface {name} ran at "
-                          f"{nic['peak_use']:.0%} of its link speed (at most {cap:,.0f} MiB/s) "
+                          f"{nic['peak_use']:.0%} of its link speed (at most {format_rate(cap)}) "
                           f"over its busiest {nic.get('peak_window_s', 1):g} s: "
                           "the client's network may be the limit"))
     dev = monitor.get("device")

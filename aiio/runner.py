@@ -8,43 +8,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from aiio import honesty, hosts, memcheck, result
+from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.engine import choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted
 from aiio.fio import hero
+from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
-from aiio.phases.base import RunContext, now_iso
+from aiio.phases.base import RunContext
 from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, TargetInfo, check_shared, probe
+from aiio.ui import UI, QuietUI
+from aiio.wallclock import now_iso
 from aiio.workload import Workload
-
-
-class QuietUI:
-    """A UI that shows nothing; the CLI passes a rich one."""
-
-    def note(self, message: str) -> None:
-        pass
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        pass
-
-    def start(self, label: str, total: int | None, clients: int, **live: Any) -> None:
-        pass
-
-    def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
 
 @dataclass
@@ -54,22 +38,12 @@ class RunRequest:
     target: str
     results_dir: str = "reports"
     method: str = "auto"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     # Called with (result, folder) once result.json is saved, also for a partial result.
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
 
 
-def client_memory_estimate(w: Workload) -> int:
-    """Bytes one client needs (aiio.memcheck: measured, with a margin)."""
-    return memcheck.client_bytes(w)
-
-
-def check_memory(w: Workload, clients: int, available: int | None = None) -> None:
-    """Refuse, before anything starts, more clients than this host's memory holds."""
-    memcheck.check_need(memcheck.client_bytes(w), clients, available=available)
-
-
-def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
+def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run and save; returns (result, folder). Raises the phase's error after saving."""
     ui = ui or QuietUI()
     on_s3 = is_s3(req.target)
@@ -79,10 +53,11 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     clients = w.run.clients
     phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
-    check_memory(w, split[0])
+    memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
+    heroes = hero.fio_results(req.results_dir)  # read once, before anything is measured
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
-                    progress=ui.progress)
+                    progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)
     out["split"] = split
     folder = result.unique_folder(Path(req.results_dir), out["id"])
@@ -90,7 +65,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     here = hosts.host_entry(world(), info)
     try:
         if not on_s3:
-            check_shared(target)
+            check_shared(target, world())
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
         out["workload"] = rc.workload.to_dict()
@@ -100,12 +75,14 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
             monitor.sample()
             ui.tick(nbytes, units, elapsed)
 
-        ui.start(f"{req.phase} {w.name}", phase.total_units(args, clients), clients,
+        title = f"{req.phase} {w.name}" + (" (null method: NO I/O)" if method == METHOD_NULL
+                                           else "")
+        ui.start(title, phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
-                 hero=hero.hero_for(str(target.path), phase.name, req.results_dir))
+                 hero=hero.latest_hero(heroes, str(target.path), phase.name))
         try:
             per_client, others, start_ns = hosts.run_everywhere(
-                phase_name, args, str(target.path), split, client_memory_estimate(w), on_tick)
+                phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
         finally:
             ui.stop()
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
@@ -116,7 +93,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += _warnings(rc, args, out)
         out["warnings"] += phase.warnings(rc, args, out)
-        out["hero"] = hero.hero_entry(out, req.results_dir)
+        out["hero"] = hero.pair_entry(out, heroes)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
@@ -140,7 +117,7 @@ def run(req: RunRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
     return out, folder
 
 
-def open_target(where: str, options: dict[str, Any],
+def open_target(where: str, options: RunOptions = RunOptions(),
                 method: str = "auto") -> tuple[Any, TargetInfo, str]:
     """The checked target, what it is, and how reads avoid a cache: a directory, or an
     s3:// bucket prefix (aiio.s3)."""
@@ -165,7 +142,8 @@ def _skeleton(req: RunRequest, info: Any, method: str) -> dict[str, Any]:
         "schema": result.SCHEMA, "kind": "run", "phase": req.phase,
         "id": result.new_id(req.phase, w.name, f"c{w.run.clients}"),
         "status": "running", "error": None, "started": now_iso(), "finished": None,
-        "workload": w.to_dict(), "options": req.options, "clients_requested": w.run.clients,
+        "workload": w.to_dict(), "options": req.options.to_dict(),
+        "clients_requested": w.run.clients,
         "environment": collect_environment(), "target": info.to_dict(), "method": method,
         "clients": [], "aggregate": {}, "warnings": [], "ranks": world().size, "hosts": [],
     }

@@ -419,10 +419,3 @@ def last_done(series: Sequence[ByteSeries], end_s: Sequence[float]) -> dict[str,
     t = float(max(end_s))
     nbytes = float(sum(s.total for s in series))
     return {"seconds": t, "bytes": nbytes, "mib_s": mib_per_s(nbytes, t)}
-
-
-def scaling_efficiency(agg_n: float, n: int, agg_1: float) -> float:
-    """agg_n / (n * agg_1): 1.0 is linear scaling; 0.0 when the one-client baseline is 0."""
-    if n < 1:
-        raise ValueError(f"client count must be >= 1, got {n}")
-    return agg_n / (n * agg_1) if agg_1 > 0 else 0.0

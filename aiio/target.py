@@ -20,6 +20,7 @@ import psutil
 
 from aiio import __version__
 from aiio.errors import SpaceError, TargetError
+from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
 
 OWN_DIR = "aiio"
@@ -125,18 +126,16 @@ class Target:
         return freed
 
 
-def check_shared(target: Target) -> None:
+def check_shared(target: Target, ranks: Ranks = THIS_HOST) -> None:
     """Under MPI: every rank must see the files rank 0 writes in TARGET/aiio (one shared mount
     at one path), or each host would measure, and write to, a different filesystem."""
-    from aiio.comm import world
-    comm = world()
-    if comm.size == 1:
+    if ranks.size == 1:
         return
     token = f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
     path = target.claim() / f".hosts-{token}"
     path.write_text(token)
     try:
-        comm.call_all(_see_token, [(str(path), token, str(target.path))] * comm.size)
+        ranks.call_all(_see_token, [(str(path), token, str(target.path))] * ranks.size)
     finally:
         path.unlink(missing_ok=True)
 

@@ -89,6 +89,13 @@ def mib_per_s(nbytes: float, seconds: float) -> float:
     return nbytes / MiB / seconds if seconds > 0 else 0.0
 
 
+def format_rate(mib_s: float, unit: bool = True) -> str:
+    """'1,234.5 MiB/s'; rates under 1 MiB/s keep three significant digits ('0.0123 MiB/s').
+    Without the unit for a column whose heading carries it."""
+    text = f"{mib_s:.3g}" if 0 < abs(mib_s) < 1 else f"{mib_s:,.1f}"
+    return f"{text} MiB/s" if unit else text
+
+
 def format_latency_ns(ns: float) -> str:
     """Latency with a readable unit: ns, us, ms or s."""
     if ns < 1e3:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio.errors import ConfigError
-from aiio.units import GiB, KiB, MiB, parse_count, parse_duration, parse_size
+from aiio.units import GiB, KiB, MiB, format_size, parse_count, parse_duration, parse_size
 
 FORMATS = ("npz", "hdf5", "tfrecord", "raw")
 READERS = ("raw", "native")
@@ -116,6 +117,8 @@ class PrepSpec:
     read_share: float = key("float", 0.7, "share of random I/Os that are reads (randrw mode; "
                             "fio's rwmixread / 100)", min=0, max=1)
     duration: float = key("duration", 10.0, "how long the randrw mix runs", gt=0)
+    iodepth: int = key("int", 1, "reads in flight per thread through io_uring (randrw mode, "
+                       "reads only; 1: synchronous reads)", min=1, max=1024)
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,19 @@ class LoadSpec:
                          "(--stagger)", min=0)
 
 
+# S3's multipart limits: every part but the last 5 MiB..5 GiB, at most 10,000 parts an object.
+MIN_PART_SIZE, MAX_PART_SIZE, MAX_PARTS = 5 * MiB, 5 * GiB, 10_000
+
+
+@dataclass(frozen=True)
+class S3Spec:
+    """Object storage (s3:// targets only)."""
+
+    part_size: int = key("size", 8 * MiB, "multipart part size of dataset, checkpoint and "
+                         "weight uploads (--part-size; S3: 5 MiB..5 GiB, at most 10,000 parts "
+                         "an object)", gt=0)
+
+
 @dataclass(frozen=True)
 class Workload:
     """A resolved workload: every section validated, every default filled in."""
@@ -171,6 +187,7 @@ class Workload:
     prep: PrepSpec = field(default_factory=PrepSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     load: LoadSpec = field(default_factory=LoadSpec)
+    s3: S3Spec = field(default_factory=S3Spec)
     source: str = ""
     given: tuple[str, ...] = ()  # sections the file itself had (the rest are defaults)
 
@@ -301,7 +318,7 @@ def _coerce(kind: str, value: Any, where: str) -> Any:
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError
-            return float(value)
+            return _finite(float(value))
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -317,10 +334,17 @@ def _coerce(kind: str, value: Any, where: str) -> Any:
         if kind == "map":
             if not isinstance(value, dict):
                 raise ValueError
-            return {str(k): float(v) for k, v in value.items()}
+            return {str(k): _finite(float(v)) for k, v in value.items()}
     except (ValueError, TypeError, ConfigError) as exc:
         raise ConfigError(f"{where}: cannot read {value!r} as {kind}") from exc
     raise AssertionError(f"unknown key kind {kind}")
+
+
+def _finite(x: float) -> float:
+    """NaN passes every bound (each comparison is false) and is not JSON: refused, as is inf."""
+    if not math.isfinite(x):
+        raise ValueError
+    return x
 
 
 def _check(meta: dict, value: Any, where: str) -> None:
@@ -421,6 +445,12 @@ def validate(w: Workload) -> None:
         if value % 4096:
             raise ConfigError(f"{name} = {value} B must be a multiple of 4 KiB "
                               "(O_DIRECT needs aligned lengths)")
+    if not MIN_PART_SIZE <= w.s3.part_size <= MAX_PART_SIZE:
+        raise ConfigError(f"s3.part_size = {format_size(w.s3.part_size)}: S3 takes parts of "
+                          "5 MiB to 5 GiB (--part-size)")
+    if w.prep.iodepth > 1 and w.prep.read_share < 1:
+        raise ConfigError(f"prep.iodepth = {w.prep.iodepth} needs prep.read_share = 1: the "
+                          "queue-depth path reads only (set prep.iodepth = 1 for a mix)")
     if w.prep.block_size > w.prep.file_size:
         raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
                           f"prep.file_size ({w.prep.file_size} B)")
@@ -430,13 +460,3 @@ def load_workload(name_or_path: str, overrides: list[tuple[str, str, Any]] = ())
     """Resolve, read and validate a workload; overrides are (section, key, value)."""
     path = resolve_path(name_or_path)
     return build(_read_toml(path), str(path), overrides)
-
-
-def describe_keys() -> list[tuple[str, str, Any, str]]:
-    """(section.key, kind, default, help) for every known key, for docs and --help."""
-    rows = []
-    for sec in _sections():
-        for f in dataclasses.fields(sec.default_factory):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            rows.append((f"{sec.name}.{f.name}", f.metadata["kind"], default, f.metadata["help"]))
-    return rows

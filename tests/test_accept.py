@@ -126,7 +126,7 @@ def test_failing_spec_on_the_same_storage_exits_1_and_says_why(target, results, 
     failure = cases["too-fast"].find("failure")
     assert failure.get("type") == "threshold"
     assert "min_aggregate_mib_s: aggregate MiB/s (first done) measured" in failure.get("message")
-    assert "required >= 1,073,741,824 MiB/s" in failure.get("message")
+    assert "required >= 1,073,741,824.0 MiB/s" in failure.get("message")
     error = cases["crashes"].find("error")
     assert "space" in error.get("message") and "1" in error.get("message")
     assert not cases["still-runs"].findall("failure") + cases["still-runs"].findall("error")

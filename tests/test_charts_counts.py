@@ -8,8 +8,7 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from aiio import charts as files
-from aiio.report import charts as page
+from aiio import charts
 
 MANY = list(range(1, 65))
 
@@ -37,22 +36,22 @@ def _readable(ax: Any, counts: list[int]) -> None:
 
 
 def test_every_count_label_of_a_64_count_sweep_is_readable() -> None:
-    fig = files.aggregate_figure(_rows(MANY), 0.9, "t")
+    fig = charts.aggregate_figure(_rows(MANY), 0.9, "t")
     FigureCanvasAgg(fig).draw()
     for ax in fig.axes:  # the aggregate and the E(N) panel
         _readable(ax, MANY)
 
 
 def test_the_report_client_axis_of_a_64_count_sweep_is_readable() -> None:
-    fig, ax = page._new()
+    fig, ax = charts._new()
     ax.plot(MANY, [100.0 * n for n in MANY])
-    page._client_axis(ax, MANY)
+    charts._client_axis(ax, MANY)
     FigureCanvasAgg(fig).draw()
     _readable(ax, MANY)
 
 
 def test_a_one_count_sweep_draws_its_point_clear_of_the_legend() -> None:
-    fig = files.aggregate_figure(_rows([4]), 0.9, "t")
+    fig = charts.aggregate_figure(_rows([4]), 0.9, "t")
     FigureCanvasAgg(fig).draw()
     ax = fig.axes[0]
     lo, hi = ax.get_ylim()

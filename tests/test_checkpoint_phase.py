@@ -44,8 +44,13 @@ def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results
             # one fsync per file, all inside the burst the client counts as done
             assert w["histograms"]["fsync"]["count"] == 2 == w["files"]
             assert w["end_s"] - w["start_s"] >= w["fsync_s"] / 2  # two threads at most
+            # every metadata call inside the burst is timed: its folder's mkdir, the
+            # restore's fstat of each file
+            assert w["histograms"]["mkdir"]["count"] == 1
+            assert r["read"]["histograms"]["stat"]["count"] == 2
         # retention keeps 1: checkpoints 0 and 1 were deleted, 2 files each
         assert c["retention"]["files_deleted"] == 4
+        assert c["retention"]["unlink_histogram"]["count"] == 4
     assert leftovers(target) == []  # the run's own checkpoints are removed at the end
 
 

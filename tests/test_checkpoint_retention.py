@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 
-from aiio.engine import METHOD_NONE, OpLog, Writer
+from aiio.cache_methods import METHOD_NONE
+from aiio.engine import OpLog, Writer
 from aiio.phases import shards as ckptio
 
 

@@ -94,3 +94,15 @@ def test_checkpoint_is_paired_with_sequential_write(hero):
     assert h["test"] == "seq_write" and h["window"] == "last done"
     assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["write_mib_s"])
     assert h["pairing"]["streams_per_client"] == 1 and h["pairing"]["fio_jobs"] == 2
+
+
+def test_randrw_streams_count_the_requests_in_flight_at_depth() -> None:
+    """prep.iodepth requests in flight per thread are as many streams as fio's iodepth."""
+    from aiio.fio.pairing import streams_per_client
+
+    res = {"phase": "prep", "workload": {"prep": {"mode": "randrw", "threads": 2,
+                                                  "iodepth": 8}}}
+    assert streams_per_client(res) == 16
+    assert streams_per_client({**res, "phase": "randrw"}) == 16
+    res["workload"]["prep"]["iodepth"] = 1
+    assert streams_per_client(res) == 2

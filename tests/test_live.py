@@ -29,7 +29,7 @@ def test_slowest_first_edges_only_and_the_hero():
     rates.add(2.0, [(i + 1) * MiB for i in range(n)], list(range(n)))
     text = _render(live_table(rates, Hero("seq_read", 420.0)))
     # aggregate: sum(1..20) MiB over 2 s = 105 MiB/s, a quarter of the hero
-    assert "105.0 MiB/s from 20 clients, 25% of fio seq_read (420 MiB/s)" in text
+    assert "105.0 MiB/s from 20 clients, 25% of fio seq_read (420.0 MiB/s)" in text
     clients = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
     assert [int(c[0]) for c in clients] == [0, 1, 2, 3, 4, 15, 16, 17, 18, 19]
     assert clients[0][1:] == ["0.5", "0%"] and clients[-1][1:] == ["10.0", "95%"]

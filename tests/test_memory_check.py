@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from aiio import runner
+from aiio import memcheck
 from aiio.errors import AiioError
 from aiio.units import GiB
 from aiio.workload import load_workload
@@ -20,12 +20,13 @@ from .conftest import REPO, client_processes
 def test_512_demo_clients_fit_on_24_gib():
     # 256 clients measured 8.4 MiB of PSS each before the client model was slimmed: 512 of
     # them need about 4.2 GiB, far below 24 GiB.
-    runner.check_memory(load_workload("demo"), 512, available=24 * GiB)
+    memcheck.check_need(memcheck.client_bytes(load_workload("demo")), 512, available=24 * GiB)
 
 
 def test_more_clients_than_memory_holds_are_refused_with_the_figures():
     with pytest.raises(AiioError) as info:
-        runner.check_memory(load_workload("demo"), 20_000, available=24 * GiB)
+        memcheck.check_need(memcheck.client_bytes(load_workload("demo")), 20_000,
+                            available=24 * GiB)
     message = str(info.value)
     assert info.value.exit_code == 2
     assert "20000 clients" in message and "each" in message and "\n" not in message
@@ -53,4 +54,4 @@ def test_estimate_covers_what_a_real_client_uses(tmp_path):
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert peak > 0, "no client process was seen"
-    assert peak <= runner.client_memory_estimate(load_workload("demo")), peak
+    assert peak <= memcheck.client_bytes(load_workload("demo")), peak

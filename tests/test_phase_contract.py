@@ -16,11 +16,13 @@ from aiio.cli.run import PHASE_OPTIONS, option_phases, phase_sets
 from aiio.errors import ConfigError
 from aiio.fio import emit, hero, pairing
 from aiio.fio.suite import HERO_TESTS
+from aiio.options import RunOptions
 from aiio.phases import REGISTRY, get_phase, phase_of
 from aiio.phases.base import Phase
 from aiio.s3 import backend
-from aiio.sweep import figures as sweep_figures
+from aiio.sweep import per_point
 from aiio.term import console
+from aiio.ui import QuietUI
 from aiio.workload import Workload
 
 from .conftest import tiny_workload
@@ -32,7 +34,7 @@ def _keeps_the_contract(phase: Phase) -> None:
     assert isinstance(phase, Phase), f"{phase!r} lacks part of the Phase contract"
     for hook in HOOKS:
         assert getattr(type(phase), hook) is not getattr(Phase, hook), (phase.name, hook)
-    assert set(phase.options) <= set(PHASE_OPTIONS), phase.options
+    assert set(phase.cli_options) <= set(PHASE_OPTIONS), phase.cli_options
     assert phase.hero_test is None or phase.hero_test in HERO_TESTS
     assert phase.fio_job is None or callable(getattr(emit, phase.fio_job))
     assert callable(getattr(console, phase.console))
@@ -64,12 +66,22 @@ def test_the_cli_names_every_phase_and_refuses_others(capsys) -> None:
     assert all(name in err for name in REGISTRY)
 
 
+@pytest.mark.parametrize("command", ["run", "scale"])
+def test_the_help_lists_every_registered_phase(command: str) -> None:
+    from click.testing import CliRunner
+
+    from aiio.cli import cli
+
+    text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+    assert all(f"{name}," in text or f"{name} " in text for name in REGISTRY), text
+
+
 @pytest.mark.parametrize("option", PHASE_OPTIONS)
 def test_a_phase_option_applies_exactly_where_phases_declare_it(option: str) -> None:
     assert option_phases(option), f"no phase takes {option}"
     value = "1" if option != "stagger" else "0.1s"
     for name in REGISTRY:
-        if option in get_phase(name).options:
+        if option in get_phase(name).cli_options:
             assert phase_sets(name, **{option: value})
         else:
             with pytest.raises(ConfigError, match="does not apply to the"):
@@ -117,7 +129,7 @@ def test_randrw_is_the_same_run_under_either_name(target: Path, results: Path) -
         assert reads > 0 and agg["read_bytes"] == 4096 * reads
         assert [s.test for s in pairing.sides(res)] == ["rand_mix"]
         assert pairing.streams_per_client(res) == 2
-        assert sweep_figures.point_figures(res["phase"], agg)["headline_mib_s"] == \
+        assert per_point.point_figures(res["phase"], agg)["headline_mib_s"] == \
             pytest.approx(agg["read"]["first_done"]["mib_s"] + agg["write"]["first_done"]["mib_s"])
         assert [t.title.split(":")[0] for t in console.phase_tables(res)] == \
             [("prep randrw" if res["phase"] == "prep" else "randrw"), "per client"]
@@ -146,13 +158,14 @@ def test_a_phase_registered_with_one_line_runs_end_to_end(target: Path, results:
     assert not (target / "aiio" / "readback").exists()
 
 
-class _HeroUI(runner.QuietUI):
+class _HeroUI(QuietUI):
     """Keeps the fio figure the live view was given to hold the run against."""
 
     hero: dict | None = None
 
-    def start(self, label: str, total: int | None, clients: int, **live) -> None:
-        self.hero = live.get("hero")
+    def start(self, label: str, total: int | None, clients: int, *,
+              compute_s: float | None = None, hero: dict | None = None) -> None:
+        self.hero = hero
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -181,7 +194,7 @@ def test_the_lifecycle_runs_prep_in_randrw_mode_as_the_randrw_phase(target: Path
     w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="200ms",
                       checkpoint__size="4MiB", load__size="2MiB")
     res, folder = runner.run(runner.RunRequest("all", w, str(target), str(results),
-                                               options={"verify": True}))
+                                               options=RunOptions(verify=True)))
     assert res["status"] == "ok"
     prep = res["aggregate"]["prep"]
     assert prep["mode"] == "randrw" and prep["verify"]["mismatches"] == 0

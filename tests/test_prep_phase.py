@@ -62,8 +62,12 @@ def test_randrw_mix_with_verify(target: Path, results: Path) -> None:
                    "--set", "prep.duration=1s", "--set", "prep.threads=2", "--clients", "2",
                    "--verify", "--json", "-q")
     assert proc.returncode == 0, proc.stderr
-    agg = json.loads(proc.stdout)["aggregate"]
+    res = json.loads(proc.stdout)
+    agg = res["aggregate"]
     assert agg["mode"] == "randrw"
+    # each client's closing fsync has its latency histogram beside the writes'
+    assert [c["write"]["histograms"]["fsync"]["count"] for c in res["clients"]] == [1, 1]
+    assert agg["write"]["latency"]["fsync"]["count"] == 2
     assert agg["read"]["ops"] > 0 and agg["write"]["ops"] > 0
     assert agg["read_bytes"] == 4096 * agg["read"]["latency"]["read"]["count"]
     assert agg["verify"]["mismatches"] == 0

@@ -193,7 +193,7 @@ def test_run_verdict_states_the_goal_and_the_headline_figures(run2: Path) -> Non
     agg = res["aggregate"]
     word = "PASS" if agg["au_pass"] else "FAIL"
     assert f"{word}:" in verdict and f"{agg['au_goal'] * 100:.0f} %" in verdict
-    assert f"{agg['first_done']['mib_s']:.1f} MiB/s" in verdict
+    assert f"{agg['first_done']['mib_s']:,.1f} MiB/s" in verdict
     assert "aggregate MiB/s (first done)" in verdict and "AU of the least busy client" in verdict
 
 
@@ -401,12 +401,12 @@ def test_linear_scaling_draws_as_a_straight_line() -> None:
 def test_sweep_chart_files_draw_linear_scaling_straight() -> None:
     """The aggregate chart written beside a sweep: log-log, measured and ideal lines straight
     on screen, and E(N) in its own panel against the threshold."""
-    from aiio import charts as files
+    from aiio import charts
 
     rows = _linear_rows(eff_at_16=0.8)
     for r in rows:
         r["aggregate_spread"] = {"min": r["aggregate_mib_s"], "max": r["aggregate_mib_s"]}
-    fig = files.aggregate_figure(rows, 0.9, "t")
+    fig = charts.aggregate_figure(rows, 0.9, "t")
     ax, eff = fig.axes
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     ideal = [100.0 * r["clients"] for r in rows]

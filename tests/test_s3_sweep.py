@@ -41,3 +41,40 @@ def test_acceptance_run_against_a_bucket(s3_bucket, results, tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = saved_result(results, "accept")
     assert [c["status"] for c in out["checks"]] == ["pass", "pass"]
+
+
+def test_acceptance_takes_endpoint_and_profile(s3_server, s3_bucket, results, tmp_path):
+    """--endpoint reaches the service without AWS_ENDPOINT_URL, as for run and scale;
+    --profile names a profile of the AWS config files."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "ep"\n[[check]]\nname = "ckpt"\nphase = "checkpoint"\n'
+                    'clients = 1\nset.checkpoint.size = "1MiB"\n'
+                    '[check.require]\nmax_checkpoint_s = 600\n')
+    from aiio.s3.localserver import ACCESS_KEY, SECRET_KEY
+
+    config, creds = tmp_path / "aws-config", tmp_path / "aws-credentials"
+    config.write_text("[profile bench]\nregion = us-east-1\n")
+    # a named profile takes its keys from the files, not the environment
+    creds.write_text(f"[bench]\naws_access_key_id = {ACCESS_KEY}\n"
+                     f"aws_secret_access_key = {SECRET_KEY}\n")
+    env = {"AWS_ENDPOINT_URL": "", "AWS_CONFIG_FILE": str(config),
+           "AWS_SHARED_CREDENTIALS_FILE": str(creds), "AWS_ACCESS_KEY_ID": "",
+           "AWS_SECRET_ACCESS_KEY": ""}
+    args = ("accept", str(spec), "--target", f"s3://{s3_bucket}/ep", "--results", str(results),
+            "--quiet", "--no-history", "--no-report")
+    proc = run_cli(*args, "--endpoint", s3_server.endpoint, "--profile", "bench", env=env)
+    out = json.loads(next(results.glob("*-accept-*/result.json")).read_text())
+    assert [c["status"] for c in out["checks"]] == ["pass"], out["checks"][0]["reason"]
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(next(results.glob("*checkpoint*/result.json")).read_text())
+    assert run["options"]["s3"] == {"endpoint": s3_server.endpoint, "profile": "bench"}
+    missing = run_cli(*args, "--endpoint", s3_server.endpoint, "--profile", "nobody", env=env)
+    assert missing.returncode == 2 and "profile" in missing.stderr, missing.stderr
+
+
+def test_acceptance_refuses_endpoint_for_a_directory(tmp_path, target):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "d"\n[[check]]\nname = "t"\nphase = "train"\n'
+                    '[check.require]\nmin_au = 0.1\n')
+    proc = run_cli("accept", str(spec), "--target", str(target), "--endpoint", "http://x:1")
+    assert proc.returncode == 2 and "--endpoint is for s3:// targets" in proc.stderr

@@ -113,3 +113,15 @@ def test_two_test_servers_run_side_by_side(s3_server):
         assert other.endpoint != s3_server.endpoint
     finally:
         other.stop()
+
+
+def test_one_server_serves_every_test_of_a_run(s3_server):
+    """Each test's bucket goes when the test ends: SeaweedFS gives every bucket volumes of its
+    own, and a server that kept them all stopped storing objects after about 14 buckets."""
+    from tests.conftest import fresh_bucket
+
+    c = s3_server.client()
+    for _ in range(20):
+        with fresh_bucket(s3_server) as name:
+            c.put_object(Bucket=name, Key="d/x", Body=b"y" * 1000)
+            c.create_multipart_upload(Bucket=name, Key="d/open")  # left unfinished

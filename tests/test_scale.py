@@ -16,6 +16,7 @@ import pytest
 
 from aiio import result
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.sweep import run as scale
 from aiio.units import MiB
 
@@ -241,8 +242,9 @@ def test_dead_client_fails_the_sweep_and_keeps_finished_points(tmp_path):
 
 
 def test_matplotlib_is_loaded_only_to_draw():
-    code = ("import sys, aiio.sweep.run, aiio.cli.scale, aiio.term.sweep_console; "
-            "assert 'matplotlib' not in sys.modules; import aiio.charts; "
+    code = ("import sys, aiio.sweep.run, aiio.cli.scale, aiio.term.sweep_console, aiio.charts; "
+            "assert 'matplotlib' not in sys.modules; "
+            "aiio.charts.efficiency([1, 2], [1.0, 0.9], 0.8, caption='E(N)'); "
             "assert 'matplotlib' in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True)
@@ -273,5 +275,6 @@ def test_prep_sweep_in_shards_mode_is_not_time_based(target):
     mix = tiny_workload(prep__mode="randrw")
     for phase in ("prep", "randrw"):
         base, seconds = scale.plan(scale.SweepRequest(phase, mix, str(target), [1, 2],
-                                                      duration_s=2, options={"verify": True}))
+                                                      duration_s=2,
+                                                      options=RunOptions(verify=True)))
         assert seconds == 2 and base.prep.duration == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from aiio.stats import Histogram
-from aiio.sweep import figures as sweep_figures
+from aiio.sweep import per_point
 from aiio.sweep import run as scale
 from aiio.sweep import verdict as scaling
 from aiio.sweep.verdict import Point, judge
@@ -181,9 +181,9 @@ def test_rows_fairness_and_repeats():
 
 def test_io_view_finds_a_stage():
     stage = {"first_done": {"mib_s": 1}}
-    assert sweep_figures.io_view({"write": stage, "note": 1}) is stage
+    assert per_point.io_view({"write": stage, "note": 1}) is stage
     with pytest.raises(Exception, match="no first-done"):
-        sweep_figures.io_view({"x": 1})
+        per_point.io_view({"x": 1})
 
 
 def test_efficiency_text_never_rounds_onto_the_threshold():

@@ -19,7 +19,6 @@ from aiio.stats import (
     first_done,
     jain,
     last_done,
-    scaling_efficiency,
     spread,
 )
 from aiio.units import MiB
@@ -387,11 +386,3 @@ def test_jain_hand_computed():
         jain([])
     with pytest.raises(ValueError):
         jain([1, -1])
-
-
-def test_scaling_efficiency():
-    assert scaling_efficiency(700.0, 8, 100.0) == 0.875
-    assert scaling_efficiency(100.0, 1, 100.0) == 1.0
-    assert scaling_efficiency(50.0, 4, 0.0) == 0.0
-    with pytest.raises(ValueError):
-        scaling_efficiency(100.0, 0, 100.0)

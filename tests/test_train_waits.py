@@ -4,11 +4,15 @@ cores of the client host at 1,024, where every client then read at a tenth of it
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import queue
+import signal
 import threading
 import time
 from types import SimpleNamespace
 
+from aiio.clients import ClientContext, _Shared
 from aiio.phases import train
 
 
@@ -26,7 +30,8 @@ class CountingQueue(queue.Queue):
 
 def _loader_and_ctx():
     loader = SimpleNamespace(ready=CountingQueue(), errors=[], threads=[None], finished=0)
-    return loader, SimpleNamespace(stop=threading.Event())
+    stop = threading.Event()
+    return loader, SimpleNamespace(stop=stop, wait_for_stop=stop.wait)
 
 
 def test_a_slow_batch_is_one_wake_up():
@@ -39,7 +44,7 @@ def test_a_slow_batch_is_one_wake_up():
 
 def test_a_stop_wakes_the_waiting_loop():
     loader, ctx = _loader_and_ctx()
-    train.wake_on_stop(ctx.stop, loader.ready)
+    train.wake_on_stop(ctx, loader.ready)
     threading.Timer(0.5, ctx.stop.set).start()
     assert train._next_ready(loader, ctx, None) is None
     assert loader.ready.gets == 1
@@ -50,3 +55,28 @@ def test_the_deadline_ends_the_wait():
     deadline = time.monotonic_ns() + 300_000_000
     assert train._next_ready(loader, ctx, deadline) is None
     assert loader.ready.gets == 1 and time.monotonic_ns() >= deadline
+
+
+def _wait_then_exit(shared) -> None:
+    os.close(shared.halt_w)  # as a client does: only the parent holds the write end
+    ClientContext(0, 2, None, shared).wait_for_stop()
+    os._exit(0)
+
+
+def test_a_stop_reaches_the_clients_when_one_died_waiting_for_it():
+    """A client killed while it waits for the stop must not keep the stop from the others
+    (multiprocessing's Event.set() waits for every sleeper to wake: a dead one hung the run)."""
+    ctx = mp.get_context("fork")
+    shared = _Shared(ctx, 2)
+    doomed, waiter = (ctx.Process(target=_wait_then_exit, args=(shared,)) for _ in range(2))
+    doomed.start()
+    waiter.start()
+    time.sleep(0.5)  # both are blocked in wait_for_stop
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.join(10)
+    halting = threading.Thread(target=shared.halt, daemon=True)
+    halting.start()
+    halting.join(10)
+    waiter.join(10)
+    assert not halting.is_alive() and waiter.exitcode == 0
+    shared.close()

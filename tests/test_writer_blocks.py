@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from aiio import blocks
-from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, choose_method, io_failure
+from aiio.cache_methods import METHOD_FADVISE, choose_method
+from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import RunFailed
 from aiio.phases import shards as ckptio
 from aiio.phases.rundata import split_sizes

@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -28,8 +27,10 @@ from pathlib import Path
 
 import psutil
 
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, aligned_buffer
+from aiio.depth import DepthReader
+from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB
@@ -85,25 +86,6 @@ def disk_dir() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def make_files(folder: Path, count: int, size: int) -> list[Path]:
-    """Incompressible files written with O_DIRECT, so none of them sits in the page cache."""
-    paths = []
-    buf = aligned_buffer(4 * MiB)
-    buf.write(os.urandom(4 * MiB))
-    for i in range(count):
-        path = folder / f"bench-{i}.bin"
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | O_DIRECT, 0o600)
-        try:
-            for off in range(0, size, 4 * MiB):
-                os.pwrite(fd, buf, off)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        paths.append(path)
-    buf.close()
-    return paths
-
-
 # --- fio, run by subprocess -------------------------------------------------------------------
 
 def fio_version() -> str:
@@ -119,10 +101,10 @@ def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
     return fio.jobs_of(fio.run_text(text))
 
 
-def fio_seq_read(files: list[Path]) -> float:
+def fio_seq_read(files: list[str]) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
     O_DIRECT 1 MiB sequential reader per file."""
-    return fio.seq_read_mib_s([str(f) for f in files])["mib_s"]
+    return fio.seq_read_mib_s(files)["mib_s"]
 
 
 # --- aiio's engine, in real client processes ----------------------------------------------------
@@ -137,7 +119,7 @@ def _stream_client(ctx: ClientContext) -> dict:
     return {"bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
 
 
-def aiio_seq_read(files: list[Path]) -> float:
+def aiio_seq_read(files: list[str]) -> float:
     """Aggregate MiB/s (last done) of one aiio client per file, 1 MiB O_DIRECT reads."""
     results, _ = run_clients(len(files), _stream_client, files)
     return sum(r["bytes"] for r in results) / MiB / max(r["seconds"] for r in results)
@@ -168,13 +150,13 @@ def _random_client(ctx: ClientContext) -> dict:
 CPU_US: dict[str, list[float]] = {}  # CPU microseconds per read of each side's runs
 
 
-def aiio_rand_read_iops(path: Path, seconds: float) -> float:
+def aiio_rand_read_iops(path: str, seconds: float) -> float:
     (r,), _ = run_clients(1, _random_client, (path, seconds))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
     return r["ops"] / r["seconds"]
 
 
-def fio_rand_read_iops(path: Path, seconds: float) -> float:
+def fio_rand_read_iops(path: str, seconds: float) -> float:
     """fio psync 4 KiB random reads; its CPU (user + system over the job's runtime) noted."""
     job = {"filename": fio.escape(str(path)), "ioengine": "psync", "direct": "1",
            "rw": "randread", "bs": "4k", "time_based": "1", "runtime": f"{int(seconds * 1000)}ms",
@@ -185,49 +167,46 @@ def fio_rand_read_iops(path: Path, seconds: float) -> float:
     return out["read"]["iops"]
 
 
-def _block_reader(path: Path, fd: int, seed: int, end_ns: int, counts: list[int]) -> None:
-    """One thread of the depth figure: its own buffer and log, 4 KiB blocks until end_ns."""
-    blocks = os.path.getsize(path) // (4 * KiB)
-    rnd = random.Random(seed)
-    offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 14)]
-    reader = Reader(METHOD_DIRECT, 4 * KiB, OpLog(start_ns=0))
-    i = ops = 0
-    while time.monotonic_ns() < end_ns:
-        reader.read_blocks(fd, offsets[i:i + 256], 4 * KiB)
-        i = (i + 256) & 0x3FFF
-        ops += 256
-    reader.close()
-    counts[seed] = ops
-
-
 def _depth_client(ctx: ClientContext) -> dict:
-    """`depth` threads, each a synchronous reader, on one descriptor: depth reads in flight."""
+    """One thread keeping `depth` 4 KiB reads in flight through io_uring (`DepthReader`, every
+    request timed), as fio's one job at `iodepth`."""
     path, seconds, depth = ctx.args
+    blocks = os.path.getsize(path) // (4 * KiB)
+    rnd = random.Random(1)
+    offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
+    reader = DepthReader(depth, 4 * KiB, OpLog(start_ns=0))
     fd = os.open(path, os.O_RDONLY | O_DIRECT)
-    counts = [0] * depth
     start = ctx.ready_and_wait()
+    cpu0 = time.thread_time()  # this thread only, as fio's usr/sys of its job thread
     end = start + int(seconds * 1e9)
-    threads = [threading.Thread(target=_block_reader, args=(path, fd, i, end, counts))
-               for i in range(depth)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    nbytes, i = 0, 0
+    while time.monotonic_ns() < end:
+        nbytes += reader.read_blocks(fd, offsets[i:i + 1024], end)
+        i = (i + 1024) & 0xFFFF
+    cpu = time.thread_time() - cpu0
+    seconds = (time.monotonic_ns() - start) / 1e9
+    ops = reader.log.ops
     os.close(fd)
-    return {"ops": sum(counts), "seconds": (time.monotonic_ns() - start) / 1e9}
+    reader.close()
+    if nbytes != ops * 4 * KiB:
+        raise SystemExit(f"depth: {ops} reads moved {nbytes} bytes, not {ops * 4 * KiB}")
+    return {"ops": ops, "seconds": seconds, "cpu_s": cpu}
 
 
-def aiio_depth_iops(path: Path, seconds: float, depth: int) -> float:
-    results, _ = run_clients(1, _depth_client, (path, seconds, depth))
-    return results[0]["ops"] / results[0]["seconds"]
+def aiio_depth_iops(path: str, seconds: float, depth: int) -> float:
+    (r,), _ = run_clients(1, _depth_client, (path, seconds, depth))
+    CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
+    return r["ops"] / r["seconds"]
 
 
-def fio_depth_iops(path: Path, seconds: float, depth: int, engine: str) -> float:
+def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
     """4 KiB random reads of one job at `depth` in flight through an asynchronous engine."""
     job = {"filename": fio.escape(str(path)), "ioengine": engine, "iodepth": str(depth),
            "direct": "1", "rw": "randread", "bs": "4k", "time_based": "1",
            "runtime": f"{int(seconds * 1000)}ms", "norandommap": "1", "randrepeat": "0"}
     (out,) = fio_jobs([job], {})
+    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    CPU_US.setdefault("fio", []).append(cpu_s / out["read"]["total_ios"] * 1e6)
     return out["read"]["iops"]
 
 
@@ -294,21 +273,40 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
                ratio_max=max(ratios))
 
 
+def fio_null_read_us(ops: int) -> float:
+    """fio's own cost of one 4 KiB read with `ioengine=null` (no I/O): its job runtime over
+    its reads, in microseconds."""
+    job = {"ioengine": "null", "rw": "read", "bs": "4k", "size": str(ops * 4 * KiB)}
+    (out,) = fio_jobs([job], {})
+    return out["job_runtime"] * 1000 / out["read"]["total_ios"]
+
+
+def null_overhead_row(ops: int = 1_000_000) -> Row:
+    """aiio's cost per read with the null method (`Reader.read_range`, no system call) beside
+    fio's with its null engine, alternating: the floor each tool adds to every operation."""
+    ours, theirs = interleaved(lambda: null_read_ns(ops) / 1000,
+                               lambda: fio_null_read_us(ops))
+    a, f = statistics.median(ours), statistics.median(theirs)
+    return Row("aiio overhead per op (null method) vs fio ioengine=null", a, f,
+               "us", a / f, "reported", True,
+               note=f"4 KiB reads, {ops:,} per run, {REPEATS} runs each, medians; no I/O happened")
+
+
 def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
     rows = []
     for clients in (1, 2):
-        files = make_files(folder, clients, file_size)
+        files = crosscheck.make_files(folder, clients, file_size)
         ours, theirs = interleaved(lambda f=files: aiio_seq_read(f),
                                    lambda f=files: fio_seq_read(f))
         rows.append(paired_row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}",
                                ours, theirs, "MiB/s", 0.95))
         for f in files:
-            f.unlink()
+            os.unlink(f)
     return rows
 
 
 def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) -> list[Row]:
-    (path,) = make_files(folder, 1, file_size)
+    (path,) = crosscheck.make_files(folder, 1, file_size)
     CPU_US.clear()
     ours, theirs = interleaved(lambda: aiio_rand_read_iops(path, seconds),
                                lambda: fio_rand_read_iops(path, seconds))
@@ -322,29 +320,35 @@ def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) 
 
 def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
                seconds: float = 3.0) -> list[Row]:
-    (path,) = make_files(folder, 1, file_size)
+    (path,) = crosscheck.make_files(folder, 1, file_size)
     rows = []
     for engine in ("io_uring", "libaio"):
+        CPU_US.clear()
         ours, theirs = interleaved(lambda: aiio_depth_iops(path, seconds, depth),
                                    lambda e=engine: fio_depth_iops(path, seconds, depth, e))
-        rows.append(paired_row(f"rand read 4 KiB O_DIRECT, depth {depth} vs {engine}, {where}",
-                               ours, theirs, "IOPS", 0.8))
+        row = paired_row(f"rand read 4 KiB O_DIRECT, io_uring depth {depth} vs fio {engine}, "
+                         f"{where}", ours, theirs, "IOPS", 0.8)
+        row.note = ("CPU per read (median): aiio "
+                    f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
+                    f"{statistics.median(CPU_US['fio']):.2f} us")
+        rows.append(row)
     return rows
 
 
 def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float = 3.0) -> Row:
-    """The prep phase's randrw mode, 1 client, `depth` threads, reads only, against fio
-    io_uring at the same depth on a file of the same size."""
+    """The prep phase's randrw mode, 1 client, one thread at `prep.iodepth` = depth, reads
+    only, against fio io_uring at the same depth on a file of the same size."""
     size = 512 * MiB
-    (path,) = make_files(folder, 1, size)
+    (path,) = crosscheck.make_files(folder, 1, size)
     (folder / "target").mkdir(exist_ok=True)
-    sets = [("run", "clients", "1"), ("prep", "mode", "randrw"), ("prep", "threads", str(depth)),
+    sets = [("run", "clients", "1"), ("prep", "mode", "randrw"), ("prep", "threads", "1"),
+            ("prep", "iodepth", str(depth)),
             ("prep", "read_share", "1"), ("prep", "block_size", "4KiB"),
             ("prep", "file_size", str(size)), ("prep", "duration", f"{seconds}s")]
     ours, theirs = interleaved(
         lambda: _run_phase("prep", folder / "target", sets)["aggregate"]["iops"],
         lambda: fio_depth_iops(path, seconds, depth, "io_uring"))
-    return paired_row(f"randrw phase reads, {depth} threads vs io_uring depth {depth}, {where}",
+    return paired_row(f"randrw phase reads, iodepth {depth} vs io_uring depth {depth}, {where}",
                       ours, theirs, "IOPS", 0.8)
 
 
@@ -518,6 +522,11 @@ def figure(name: str):
         FIGURES[name] = fn
         return fn
     return register
+
+
+@figure("overhead-null")
+def _overhead_null() -> list[Row]:
+    return [null_overhead_row()]
 
 
 @figure("stream-tmpfs")

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, run_clients
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader
+from aiio.engine import OpLog, Reader
 from aiio.fio import job as fio
 from aiio.target import Target, probe_direct_io, remove_tree
 from aiio.units import MiB, mib_per_s

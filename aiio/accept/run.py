@@ -16,8 +16,9 @@ from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
 from aiio.figures import FIGURES, run_figures, sweep_figures, views
 from aiio.history import History, Record, regressions, run_record, sweep_record
-from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
+from aiio.ui import UI
+from aiio.wallclock import now_iso
 
 __all__ = ["Check", "Spec", "judge", "load_spec", "run_spec", "save", "exit_code"]
 
@@ -94,27 +95,27 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
     return hints
 
 
-def _measure_run(check: Check, target: str, results_dir: str, ui: Any,
+def _measure_run(check: Check, target: str, results_dir: str, ui: UI,
                  saved: list[Saved]) -> Measured:
     from aiio import runner
 
     # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
-                            dict(check.options),
+                            check.options,
                             on_saved=lambda res, folder: saved.append((res, folder)))
     res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
                     res.get("warnings", []), figure_hints(res), folder=folder.name)
 
 
-def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
+def _measure_sweep(check: Check, target: str, results_dir: str, ui: UI,
                    saved: list[Saved]) -> Measured:
     from aiio.sweep import run as scale
 
     req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
                              threshold=check.require.min_scaling_efficiency or 0.9,
                              results_dir=results_dir, method=check.cache,
-                             options=dict(check.options))
+                             options=check.options)
     try:
         out, folder = scale.sweep(req, ui)
     except scale.SweepStopped as exc:
@@ -128,7 +129,7 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: Any,
                     figure_hints(top), sweep=out, folder=folder.name)
 
 
-def measure(check: Check, target: str, results_dir: str, ui: Any,
+def measure(check: Check, target: str, results_dir: str, ui: UI,
             saved: list[Saved] | None = None) -> Measured:
     """Run the check's phase (one run, or a sweep over its client list) and read its figures.
     A run or sweep that stops early is still saved; its result is appended to `saved`."""
@@ -175,7 +176,7 @@ def _entry(check: Check) -> dict[str, Any]:
 
 
 def run_check(check: Check, target: str, results_dir: str,
-              ui: Any) -> tuple[dict[str, Any], Measured | None]:
+              ui: UI) -> tuple[dict[str, Any], Measured | None]:
     """The check's entry of the accept result, and what was measured. Any error while
     measuring makes the check `error` with its reason; Ctrl-C is raised on as CheckInterrupted,
     carrying the entry (status `interrupted`) and the partial run."""
@@ -244,7 +245,7 @@ def _skeleton(spec: Spec, target: str) -> dict[str, Any]:
             "errors": 0, "not_run": [], "history": None}
 
 
-def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: str, ui: Any,
+def run_spec(spec: Spec, checks: tuple[Check, ...], target: str, results_dir: str, ui: UI,
              history: History | None = None,
              on_check: Callable[[int, int, Check], None] | None = None) -> dict[str, Any]:
     """Run the checks one after another and return the accept result (not yet saved).

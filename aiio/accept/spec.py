@@ -12,17 +12,18 @@ import dataclasses
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiio.cache_methods import REQUESTS
 from aiio.errors import ConfigError
 from aiio.history import DEFAULT_BASELINE_RUNS, DEFAULT_FRACTION
+from aiio.options import RunOptions
 
 # the same key table and checks as workloads, so specs and workloads fail the same way
 from aiio.workload import Workload, _check, _coerce, key, load_workload
 
-CACHE_METHODS = ("auto", "o_direct", "fadvise_dontneed", "none")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -92,10 +93,11 @@ class CheckKeys:
     workload: str = key("str", "demo", "shipped workload name, or a TOML path (relative to the "
                         "spec file)")
     accelerator: str = key("str", "", "accelerator type (train.accelerator)")
-    duration: float = key("duration", 0.0, "run each point this long (train.duration)", min=0)
+    duration: float = key("duration", 0.0, "run each point this long (the phase's time limit: "
+                          "train.duration, prep.duration for randrw)", min=0)
     epochs: int = key("int", 0, "passes over the dataset (train.epochs; 0: the workload's)",
                       min=0)
-    cache: str = key("str", "auto", "how the page cache is defeated", choices=CACHE_METHODS)
+    cache: str = key("str", "auto", "how the page cache is defeated", choices=REQUESTS)
     latency_op: str = key("str", "", "operation max_p99_ms judges (default: the phase's main)")
 
 
@@ -113,7 +115,7 @@ class Check:
     require: Require
     cache: str = "auto"
     latency_op: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     description: str = ""
 
     @property
@@ -220,6 +222,7 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
     """Validate one [[check]] table into a Check (the workload resolved and checked too)."""
     from aiio.phases import get_phase
+    from aiio.sweep.run import with_value
 
     keys = _values(CheckKeys, table, where, TABLE_KEYS)
     name = keys.get("name", "")
@@ -232,16 +235,20 @@ def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
     options = table.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{where}.options must be a table")
+    options = RunOptions.from_table(options, f"{where}.options")
     try:
         get_phase(phase)
         workload = load_workload(_workload_ref(keys.get("workload", "demo"), spec_dir),
                                  _overrides(keys, table.get("set", {}), clients, where))
+        if keys.get("duration"):  # the limit of the phase that runs: prep.duration for randrw
+            key = get_phase(phase).variant(workload).duration_key or ("train", "duration")
+            workload = with_value(workload, *key, keys["duration"])
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return Check(name=name, phase=phase, workload=workload, clients=clients,
                  require=_require(table.get("require"), clients, phase, where),
                  cache=keys.get("cache", "auto"), latency_op=keys.get("latency_op", ""),
-                 options=dict(options), description=keys.get("description", ""))
+                 options=options, description=keys.get("description", ""))
 
 
 def load_spec(path: str | os.PathLike) -> Spec:

@@ -4,6 +4,7 @@ record the history. Exit 0 when every check passes, 1 when any fails, 2 on bad i
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import click
 
 from aiio.cli.common import emit_json
 from aiio.cli.history import default_history, history_options
+from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import AiioError, ConfigError
+from aiio.options import RunOptions
 
 
 @click.command()
@@ -31,16 +34,16 @@ from aiio.errors import AiioError, ConfigError
 @click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--no-report", is_flag=True, help="do not write report.html pages")
+@s3_options
 def accept(spec_path: str, target: str | None, junit_path: str | None, names: tuple[str, ...],
            results: str, history_path: str | None, no_history: bool,
            fail_on_regression: bool, prom_path: str | None, as_json: bool, quiet: bool,
-           no_report: bool) -> None:
+           no_report: bool, endpoint: str | None, profile: str | None) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
-    from aiio import monitoring, runner
+    from aiio import memcheck, monitoring, runner
     from aiio.accept import run as acc
     from aiio.accept.junit import write_junit
     from aiio.history import History
-    from aiio.s3.location import is_s3
     from aiio.target import Target
     from aiio.term.console import RichUI
 
@@ -49,15 +52,17 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     target = target or spec.info.target
     if not target:
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
-    if is_s3(target):  # reached through the AWS chain: AWS_ENDPOINT_URL, profile, config
-        runner.open_target(target, {})
+    access = access_for(target, endpoint, profile)
+    if access is not None:  # --endpoint/--profile, else the AWS chain (AWS_ENDPOINT_URL, config)
+        runner.open_target(target, RunOptions(s3=access))
+        checks = tuple(replace(c, options=replace(c.options, s3=access)) for c in checks)
     else:
         target = os.path.abspath(target)
         Target(target).check_usable()
     if prom_path:
         monitoring.check_path(prom_path)
     for check in checks:  # refuse what cannot fit before anything runs
-        runner.check_memory(check.workload, max(check.clients))
+        memcheck.check_need(memcheck.client_bytes(check.workload), max(check.clients))
     history = None if no_history else History(default_history(results, history_path))
     ui = RichUI(quiet=quiet or as_json)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from aiio.cli.common import emit_json
+from aiio.units import format_rate
 
 
 @click.command()
@@ -67,7 +68,7 @@ def _print(item: dict) -> None:
                       _value(r["fio"], r["unit"], format_latency_ns),
                       f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
     console.print(table)
-    suite = " · ".join(f"{name} {fig['mib_s']:,.1f} MiB/s ({fig['iops']:,.0f} IOPS)"
+    suite = " · ".join(f"{name} {format_rate(fig['mib_s'])} ({fig['iops']:,.0f} IOPS)"
                        for name, fig in item["hero_suite"].items())
     console.print(f"fio {item['fio_result']}: {suite}", highlight=False)
 
@@ -78,5 +79,5 @@ def _value(value, unit: str | None, fmt_ns) -> str:
     if unit == "ns":
         return fmt_ns(value)
     if unit == "MiB/s":
-        return f"{value:,.1f} MiB/s"
+        return format_rate(value)
     return f"{value:,}"

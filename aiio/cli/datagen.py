@@ -6,7 +6,7 @@ import click
 
 from aiio.cli.common import resolve_workload, workload_options
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 
 
 @click.command()
@@ -15,15 +15,18 @@ from aiio.cli.s3opts import access_for, s3_options
 @click.option("--force", is_flag=True, help="regenerate even when a matching dataset exists")
 @click.option("--workers", type=int, default=None, help="generator processes (default: CPUs)")
 @s3_options
+@part_size_option
 def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
-            profile: str | None, **kwargs) -> None:
+            profile: str | None, part_size: str | None, **kwargs) -> None:
     """Generate the workload's dataset: incompressible, unique per file, with a manifest."""
     from aiio import dataset as ds
+    from aiio.comm import world
     from aiio.target import Target
     from aiio.term.console import RichUI
     from aiio.term.screen import out_console
     from aiio.units import format_size
 
+    kwargs["sets"] = (*kwargs.get("sets", ()), *part_size_sets(target, part_size))
     w = resolve_workload(kwargs)
     access = access_for(target, endpoint, profile)
     if access is not None:
@@ -43,7 +46,7 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
         return
     if existing is None:
         ui.note(f"generating dataset {w.name}: {why}")
-    data = ds.generate(tgt, w, workers=workers,
+    data = ds.generate(tgt, w, workers=workers, ranks=world(),
                        progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
     out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
                         f"samples, {format_size(data.total_bytes)} in {data.folder} "
@@ -57,7 +60,7 @@ def _upload(url: str, access, w, force: bool) -> None:
     from aiio.s3.target import S3Target
     from aiio.term.console import RichUI
     from aiio.term.screen import out_console
-    from aiio.units import format_size
+    from aiio.units import format_rate, format_size
 
     tgt = S3Target(url, access)
     tgt.check_usable()
@@ -79,7 +82,8 @@ def _upload(url: str, access, w, force: bool) -> None:
     put = figures["latency"].get("put", {})
     out_console().print(
         f"dataset {w.name}: {data.num_files:,} objects, {format_size(data.total_bytes)} below "
-        f"s3://{tgt.loc.bucket}/{data.base}/ in {figures['seconds']:.1f} s "
-        f"({figures['mib_s']:,.1f} MiB/s with generation; PUT p50 "
+        f"s3://{tgt.loc.bucket}/{data.base}/ (multipart in parts of "
+        f"{format_size(w.s3.part_size)}) in {figures['seconds']:.1f} s "
+        f"({format_rate(figures['mib_s'])} with generation; PUT p50 "
         f"{put.get('p50_ns', 0) / 1e6:.1f} ms, p99 {put.get('p99_ns', 0) / 1e6:.1f} ms)",
         highlight=False)

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
+from aiio.cache_methods import AUTO, METHOD_NULL, RUN_REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
+from aiio.phases import REGISTRY
+
+if TYPE_CHECKING:
+    from aiio.workload import Workload
 
 DEFAULT_TARGET = "./aiio-target"
 
 
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
-              help="lifecycle phase: prep, train, checkpoint, load, or all (prep, train with "
-                   "checkpoints, load); randrw: fio's random read/write mix (also "
-                   "prep.mode=randrw)")
+              help=f"phase: {', '.join(REGISTRY)} (all: prep, train with checkpoints, "
+                   "load; randrw: fio's random read/write mix, also prep.mode=randrw)")
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True,
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
@@ -24,9 +30,9 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
               help="raw: aligned reads; native: the format's own library")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
-              show_default=True, help="how the page cache is defeated")
+@click.option("--cache", "method", type=click.Choice(RUN_REQUESTS), default=AUTO,
+              show_default=True, help="how the page cache is defeated; null: no read or write "
+                                      "system call at all, to measure aiio's own overhead")
 @click.option("--scale", default=None, metavar="F",
               help="multiply checkpoint and model-weight bytes by F (small test systems)")
 @click.option("--checkpoints", default=None, metavar="K",
@@ -44,14 +50,16 @@ DEFAULT_TARGET = "./aiio-target"
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
 @history_options
 @s3_options
+@part_size_option
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
         scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
         stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
         history_path: str | None, no_history: bool, no_report: bool,
-        endpoint: str | None, profile: str | None, **kwargs) -> None:
+        endpoint: str | None, profile: str | None, part_size: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.term.console import RichUI, phase_tables, print_result
 
@@ -60,16 +68,17 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
                        checkpoint_every=checkpoint_every, stagger=stagger)
     if reader:
         extra.append(f"train.reader={reader}")
+    extra += part_size_sets(target, part_size)
     kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
+    duration = kwargs.pop("duration", None)
+    if duration is not None:  # before --set, so an explicit --set still wins
+        kwargs["sets"] = (duration_set(phase, dict(kwargs), duration), *kwargs["sets"])
     workload = resolve_workload(kwargs)
     if target == DEFAULT_TARGET:
         _make_default_target(target)
-    options = {"verify": verify} if verify else {}
     access = access_for(target, endpoint, profile)
-    if access is not None:
-        options["s3"] = {"endpoint": access.endpoint, "profile": access.profile}
-    if no_space_check:
-        options["space_check"] = False
+    check_null(method, verify, access is not None, workload)
+    options = RunOptions(verify=verify, space_check=not no_space_check, s3=access)
     ui = RichUI(quiet=quiet or as_json)
     written: list = []
     saved: list = []
@@ -84,7 +93,9 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it
-        if saved and not no_history:
+        if saved and not no_history and saved[-1].get("method") == METHOD_NULL:
+            click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
+        elif saved and not no_history:
             from aiio.history import run_record
             record_in_history([run_record(saved[-1])], results, history_path)
     if as_json:
@@ -100,6 +111,25 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
                         f"at offset {first['offset']} ({first['problem']}); result in {folder}")
 
 
+def check_null(method: str, verify: bool, on_s3: bool, workload: Workload) -> None:
+    """The null method reads nothing: nothing to verify; object storage, io_uring and the
+    formats' own libraries make calls it cannot leave out."""
+    if method != METHOD_NULL:
+        return
+    if workload.prep.iodepth > 1:
+        raise ConfigError(f"prep.iodepth = {workload.prep.iodepth} reads through io_uring, "
+                          "which --cache null cannot leave out: use prep.iodepth = 1")
+    if workload.train.reader == "native":
+        raise ConfigError("--cache null leaves out aiio's own read calls; the native reader "
+                          "reads through the format's library: use --reader raw")
+    if verify:
+        raise ConfigError("--verify checks the data aiio reads back, and --cache null reads "
+                          "none: drop one of them")
+    if on_s3:
+        raise ConfigError("--cache null leaves out file system calls; an s3:// target has "
+                          "none: use a directory target")
+
+
 def write_report(res: dict, folder) -> list:
     """Write report.html beside the saved result; a report problem only costs a warning."""
     try:
@@ -111,14 +141,27 @@ def write_report(res: dict, folder) -> list:
         return []
 
 
-# The phase-specific options; each phase names those that mean something to it (Phase.options).
+def duration_set(phase: str, kwargs: dict, duration: str) -> str:
+    """--duration as an override of the run-time limit of the phase that runs the workload
+    (`Phase.duration_key`: prep.duration for the random mix under either name)."""
+    from aiio.phases import get_phase
+    key = get_phase(phase).variant(resolve_workload(kwargs)).duration_key
+    if key is None and phase == "all":
+        key = ("train", "duration")  # the lifecycle's one time-based stage
+    if key is None:
+        raise ConfigError(f"--duration does not apply to the {phase} phase: it does a fixed "
+                          "amount of work and is not time-based; leave --duration out")
+    return f"{key[0]}.{key[1]}={duration}"
+
+
+# The phase-specific options; each phase names those that mean something to it (Phase.cli_options).
 PHASE_OPTIONS = ("scale", "checkpoints", "checkpoint_every", "stagger")
 
 
 def option_phases(option: str) -> list[str]:
     """The phases an option applies to, in the order `--phase` lists them."""
     from aiio.phases import REGISTRY, get_phase
-    return [p for p in REGISTRY if option in get_phase(p).options]
+    return [p for p in REGISTRY if option in get_phase(p).cli_options]
 
 
 def phase_sets(phase: str, **values: str | None) -> list[str]:
@@ -128,7 +171,7 @@ def phase_sets(phase: str, **values: str | None) -> list[str]:
     for name, value in values.items():
         if value is None:
             continue
-        if name not in get_phase(phase).options:
+        if name not in get_phase(phase).cli_options:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} does not apply to the {phase} phase; it is for: "
                               f"{', '.join(option_phases(name))}")

@@ -28,3 +28,21 @@ def access_for(target: str, endpoint: str | None, profile: str | None):
         flag = "--endpoint" if endpoint else "--profile"
         raise ConfigError(f"{flag} is for s3:// targets; {target} is a directory")
     return None
+
+
+def part_size_option(func):
+    """Add --part-size; the command receives it as `part_size`."""
+    return click.option("--part-size", default=None, metavar="SIZE",
+                        help="s3:// targets: multipart part size of uploads, 5MiB..5GiB "
+                             "(s3.part_size; default 8MiB)")(func)
+
+
+def part_size_sets(target: str, part_size: str | None) -> list[str]:
+    """--part-size as a workload override; refused for a directory."""
+    from aiio.s3.location import is_s3
+
+    if part_size is None:
+        return []
+    if not is_s3(target):
+        raise ConfigError(f"--part-size is for s3:// targets; {target} is a directory")
+    return [f"s3.part_size={part_size}"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import emit_json, resolve_workload, workload_options
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
-from aiio.cli.s3opts import access_for, s3_options
+from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
+from aiio.phases import REGISTRY
 
 DEFAULT_CLIENTS = "1,2,4,8"
 
@@ -28,7 +30,7 @@ def sweep_workload_options(func):
 
 @click.command()
 @click.option("--phase", "-p", default="train", show_default=True,
-              help="lifecycle phase to sweep")
+              help=f"phase to sweep: {', '.join(REGISTRY)}")
 @sweep_workload_options
 @click.option("--clients", "-n", "clients_text", default=None,
               help=f"increasing client counts, e.g. 1,2,4,8 [default: {DEFAULT_CLIENTS}]")
@@ -48,8 +50,7 @@ def sweep_workload_options(func):
               help="directory on the filesystem under test (aiio writes only in TARGET/aiio), "
                    "or s3://BUCKET/PREFIX")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
-@click.option("--cache", "method", type=click.Choice(["auto", "o_direct", "fadvise_dontneed",
-                                                      "none"]), default="auto",
+@click.option("--cache", "method", type=click.Choice(REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated")
 @click.option("--no-charts", is_flag=True, help="skip the PNG/SVG charts")
 @click.option("--no-report", is_flag=True, help="do not write report.html beside result.json")
@@ -57,13 +58,15 @@ def sweep_workload_options(func):
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @history_options
 @s3_options
+@part_size_option
 def scale(phase: str, clients_text: str | None, max_clients: int | None, find_max: bool,
           duration: str | None, repeat: int, threshold: float, target: str, results: str,
           method: str, no_charts: bool, no_report: bool, as_json: bool, quiet: bool,
           history_path: str | None, no_history: bool, endpoint: str | None,
-          profile: str | None, **kwargs) -> None:
+          profile: str | None, part_size: str | None, **kwargs) -> None:
     """Sweep a phase over client counts: does the aggregate grow linearly while each client
     keeps its bandwidth? Prints the table and the verdict; writes the result and charts."""
+    from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.sweep import find_max as fm
     from aiio.sweep import run as sc
@@ -81,10 +84,10 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
     else:
         counts = sc.parse_clients(DEFAULT_CLIENTS if clients_text is None else clients_text)
     seconds = parse_duration(duration) if duration is not None else None
+    kwargs["sets"] = (*kwargs.get("sets", ()), *part_size_sets(target, part_size))
     workload = resolve_workload(kwargs)
     access = access_for(target, endpoint, profile)
-    options = {} if access is None else {"s3": {"endpoint": access.endpoint,
-                                               "profile": access.profile}}
+    options = RunOptions(s3=access)
     req = sc.SweepRequest(phase, workload, target, counts, seconds, repeat, threshold,
                           results, method, options, charts=not no_charts,
                           find_max=find_max)

@@ -159,8 +159,9 @@ def load_job(w: Workload, folder: Path) -> str:
 def randrw_job(w: Workload, folder: Path) -> str:
     """fio's randrw on one file per client, time-based."""
     p, clients = w.prep, w.run.clients
-    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1,
-            "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
+    # each thread keeps prep.iodepth reads in flight (the queue-depth path)
+    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads * p.iodepth),
+            "direct": 1, "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
             "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
             "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
             "randrepeat": 0}
@@ -170,7 +171,7 @@ def randrw_job(w: Workload, folder: Path) -> str:
         f"each of the {clients} jobs: random {p.read_share:.0%} reads / rest writes of "
         f"{format_size(p.block_size)} on its own {format_size(p.file_size)} file",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
-    return fio.render(glob, [(f"prep-{w.name}", {"numjobs": clients})], comments)
+    return fio.render(glob, [(f"randrw-{w.name}", {"numjobs": clients})], comments)
 
 
 def prep_job(w: Workload, folder: Path) -> str:

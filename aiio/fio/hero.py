@@ -12,8 +12,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aiio.cache_methods import METHOD_NULL
+from aiio.figures import views
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, phase_of
+from aiio.units import format_rate
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
 
@@ -29,7 +32,10 @@ def same_target(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
+Found = list[tuple[Path, dict[str, Any]]]  # (folder, result) of successful fio runs
+
+
+def fio_results(results_dir: str | os.PathLike) -> Found:
     """Every readable, successful fio result under results_dir, oldest first."""
     found = []
     base = Path(results_dir)
@@ -50,12 +56,18 @@ def fio_results(results_dir: str | os.PathLike) -> list[tuple[Path, dict[str, An
 
 def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike,
              test: str | None = None, streams: int | None = None) -> dict | None:
-    """The latest fio result on this target holding `test` (by default the phase's first),
-    at `streams` = fio jobs x iodepth when given; None when there is none."""
+    """The latest fio result in results_dir on this target holding `test` (by default the
+    phase's first), at `streams` = fio jobs x iodepth when given; None when there is none."""
+    return latest_hero(fio_results(results_dir), target_path, phase, test, streams)
+
+
+def latest_hero(found: Found, target_path: str, phase: str, test: str | None = None,
+                streams: int | None = None) -> dict | None:
+    """hero_for among fio results read already."""
     test = test or hero_test(phase)
     if test is None:
         return None
-    for folder, res in reversed(fio_results(results_dir)):
+    for folder, res in reversed(found):
         path = (res.get("target") or {}).get("path")
         entry = (res.get("tests") or {}).get(test) or {}
         agg = entry.get("aggregate") or {}
@@ -83,17 +95,25 @@ def percent(value: float, hero: float) -> float | None:
 def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
     """The `hero` field of a run result: its last-done aggregate as % of the fio test of the
     same pattern at the same concurrency, stating what was paired with what."""
+    return pair_entry(res, fio_results(results_dir))
+
+
+def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
+    """hero_entry against fio results read already."""
     target, phase = res["target"]["path"], res.get("phase", "")
+    if res.get("method") == METHOD_NULL:
+        return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
+                        "are aiio's own overhead, never storage speed"}
     if phase == "all":
-        return _stages_entry(res, results_dir)
+        return _stages_entry(res, found)
     sides = pairing.sides(res)
     if not sides:
         return {"text": f"no fio hero number matches phase {phase!r}"}
-    pairs = [_pair(res, side, target, results_dir) for side in sides]
+    pairs = [_pair(res, side, target, found) for side in sides]
     missing = [p["test"] for p in pairs if p.get("fio_mib_s") is None]
     if missing:
         return {"test": "+".join(p["test"] for p in pairs),
-                "text": _no_hero_text(res, target, missing, results_dir)}
+                "text": _no_hero_text(res, target, missing, found)}
     if len(pairs) == 1:
         return pairs[0]
     low = min(pairs, key=lambda p: p["percent"] if p["percent"] is not None else float("inf"))
@@ -109,10 +129,10 @@ def p_text(pct: float | None) -> str:
 
 
 def _pair(res: dict[str, Any], side: pairing.Side, target: str,
-          results_dir: str | os.PathLike) -> dict[str, Any]:
+          heroes: Found) -> dict[str, Any]:
     """One direction against its fio test at the run's concurrency."""
     clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
-    found = hero_for(target, res.get("phase", ""), results_dir, side.test, clients * streams)
+    found = latest_hero(heroes, target, res.get("phase", ""), side.test, clients * streams)
     out: dict[str, Any] = {"direction": side.direction, "test": side.test, "window": pairing.WINDOW,
                            "phase_mib_s": side.phase_mib_s}
     if found is None:
@@ -129,9 +149,9 @@ def _pair(res: dict[str, Any], side: pairing.Side, target: str,
     return out
 
 
-def _stages_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str, Any]:
+def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """The lifecycle run: each stage against its own hero number."""
-    stages = {name: hero_entry({**res, "phase": name, "aggregate": agg}, results_dir)
+    stages = {name: pair_entry({**res, "phase": name, "aggregate": agg}, found)
               for name, agg in (res.get("aggregate") or {}).items()
               if hero_test(name) and isinstance(agg, dict)}
     text = "; ".join(f"{name}: {entry['text']}" for name, entry in stages.items())
@@ -139,11 +159,11 @@ def _stages_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[s
 
 
 def _no_hero_text(res: dict[str, Any], target: str, missing: list[str],
-                  results_dir: str | os.PathLike) -> str:
+                  found: Found) -> str:
     """Why there is no % of hero, and the command that makes a matching one."""
     clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
     command = pairing.fio_command(target, res, missing)
-    other = hero_for(target, res.get("phase", ""), results_dir, missing[0])
+    other = latest_hero(found, target, res.get("phase", ""), missing[0])
     if other is None:
         return f"no fio result for this target; run: {command}"
     return (f"no fio {'/'.join(missing)} at this run's concurrency ({_clients(clients)} x "
@@ -168,7 +188,8 @@ def _hero_text(found: dict[str, Any], phase: str, pair: dict[str, Any], target: 
     if pct is None:
         return f"fio {test} in {fio_id} measured 0 MiB/s"
     p = pair["pairing"]
-    text = (f"{pct:.1f} % of fio {test} ({mine:,.1f} of {found['fio_mib_s']:,.1f} MiB/s, "
+    text = (f"{pct:.1f} % of fio {test} ({format_rate(mine, unit=False)} of "
+            f"{format_rate(found['fio_mib_s'])}, "
             f"both last done; {_clients(p['clients'])} x {_streams(p['streams_per_client'])} "
             f"against {p['fio_jobs']} fio jobs x iodepth {p['fio_iodepth']}, "
             f"{p['pattern']}, {_block(p['block_size'])}; {fio_id})")
@@ -217,7 +238,7 @@ def compare_rows(run: dict[str, Any], fio_res: dict[str, Any]) -> list[dict[str,
     entry = fio_res["tests"].get(test)
     if entry is None:
         return []
-    agg, fagg = run.get("aggregate") or {}, entry["aggregate"]
+    agg, fagg = views(run)[0], entry["aggregate"]  # where the phase keeps them (randrw: its mix)
     op = TEST_OP.get(test, "read")
     spread, fspread = agg.get("per_client_mib_s") or {}, fagg.get("per_client_mib_s") or {}
     lat, flat = (agg.get("latency") or {}).get(op) or {}, fagg.get("latency") or {}

@@ -34,11 +34,12 @@ Options = dict[str, Any]
 
 # --- the program ---------------------------------------------------------------------------
 
-def find_fio() -> str:
-    """The fio executable on PATH, or ToolMissing naming the install command."""
-    path = shutil.which("fio")
+def find_fio(program: str = "fio") -> str:
+    """The fio executable (on PATH unless a path is given), or ToolMissing naming the install
+    command."""
+    path = shutil.which(program)
     if path is None:
-        raise ToolMissing(f"fio is not installed (not found on PATH); {INSTALL_HINT}")
+        raise ToolMissing(f"fio is not installed ({program} not found); {INSTALL_HINT}")
     return path
 
 
@@ -79,15 +80,18 @@ def size_opt(nbytes: int) -> str:
 # --- running -------------------------------------------------------------------------------
 
 def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = None,
-        extra_args: Sequence[str] = (), realtime: bool = False) -> dict[str, Any]:
+        extra_args: Sequence[str] = (), realtime: bool = False, program: str = "fio",
+        env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run fio on a job file and return its final JSON report (json+, with latency bins).
 
     fio failing (non-zero exit or a job with an error) raises RunFailed carrying its stderr.
-    `realtime` runs fio (and so its jobs) at real-time priority where permitted.
+    `realtime` runs fio (and so its jobs) at real-time priority where permitted; `env` adds
+    variables the job file expands (fio reads ${NAME}), e.g. credentials kept off the file.
     """
-    cmd = [find_fio(), "--output-format=json+", *extra_args, str(jobfile)]
+    cmd = [find_fio(program), "--output-format=json+", *extra_args, str(jobfile)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=try_realtime if realtime else None)
+                            preexec_fn=try_realtime if realtime else None,
+                            env={**os.environ, **env} if env else None)
     t0 = time.monotonic()
     while True:
         try:
@@ -123,12 +127,13 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def run_text(jobtext: str, on_wait: Callable[[float], None] | None = None,
-             realtime: bool = False) -> dict[str, Any]:
+             realtime: bool = False, program: str = "fio",
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run fio on job text (written to a temporary file outside any target)."""
     with tempfile.NamedTemporaryFile("w", suffix=".fio", prefix="aiio-") as fh:
         fh.write(jobtext)
         fh.flush()
-        return run(fh.name, on_wait, realtime=realtime)
+        return run(fh.name, on_wait, realtime=realtime, program=program, env=env)
 
 
 def try_realtime() -> bool:

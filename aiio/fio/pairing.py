@@ -34,10 +34,14 @@ class Side:
 
 
 def streams_per_client(res: dict[str, Any]) -> int:
-    """Concurrent I/O streams in one client (loader or writer threads); 1 when unknown."""
+    """Concurrent I/O streams in one client (loader or writer threads, times the requests
+    each keeps in flight at prep.iodepth); 1 when unknown."""
     section, key = STREAMS.get(res.get("phase", ""), ("", ""))
-    value = (res.get("workload") or {}).get(section, {}).get(key)
-    return int(value) if isinstance(value, int) and value > 0 else 1
+    spec = (res.get("workload") or {}).get(section, {})
+    value = spec.get(key)
+    streams = int(value) if isinstance(value, int) and value > 0 else 1
+    depth = spec.get("iodepth") if section == "prep" else None
+    return streams * depth if isinstance(depth, int) and depth > 1 else streams
 
 
 def clients_of(res: dict[str, Any]) -> int:
@@ -77,7 +81,7 @@ def _last_done(view: dict[str, Any]) -> float | None:
 def _checkpoint_rate(agg: dict[str, Any]) -> float | None:
     """Bytes over the time to persist: the checkpoint's last-done rate, read through the one
     accessor for checkpoint results."""
-    from aiio.sweep.figures import checkpoint_figures
+    from aiio.sweep.per_point import checkpoint_figures
 
     try:
         return checkpoint_figures(agg)["headline_mib_s"]

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from aiio import honesty, result
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job as fio
-from aiio.phases.base import now_iso
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree
+from aiio.ui import UI, QuietUI
 from aiio.units import GiB, KiB, MiB, format_size
+from aiio.wallclock import now_iso
 
 FOLDER = ("fio", "hero")
 FILE_FORMAT = "hero.$jobnum"  # the same file per client in every test
@@ -59,6 +60,7 @@ class SuiteRequest:
     tests: tuple[str, ...] = tuple(HERO_TESTS)
     keep: bool = False
     results_dir: str = "reports"
+    program: str = "fio"          # the fio executable (--fio)
 
     def check(self) -> None:
         """Impossible values are one-line errors naming the fix."""
@@ -81,14 +83,6 @@ class SuiteRequest:
         if self.ioengine != "auto":
             return self.ioengine
         return "psync" if self.iodepth == 1 else "libaio"
-
-
-class QuietUI:
-    def note(self, message: str) -> None:
-        pass
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        pass
 
 
 def _ms(seconds: float) -> str:
@@ -124,11 +118,11 @@ def layout_job(req: SuiteRequest, folder: Path, direct: bool) -> str:
                       ["aiio: lay out the hero files before measuring"])
 
 
-def run_suite(req: SuiteRequest, ui: Any = None) -> tuple[dict[str, Any], Path]:
+def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run the hero tests, save the result; returns (result, folder). Raises after saving."""
     ui = ui or QuietUI()
     req.check()
-    fio_path = fio.find_fio()
+    fio_path = fio.find_fio(req.program)
     target = Target(req.target)
     target.check_usable()
     info = probe(target)
@@ -168,7 +162,7 @@ def _skeleton(req: SuiteRequest, info: TargetInfo, version: str) -> dict[str, An
     }
 
 
-def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui: Any,
+def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui: UI,
              ram: int) -> list[dict[str, str]]:
     """Claim the folder, check space, lay out the files; returns warnings."""
     method = METHOD_DIRECT if info.o_direct else METHOD_FADVISE
@@ -181,7 +175,7 @@ def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui
     jobfile = data / "layout.fio"
     jobfile.write_text(layout_job(req, data, info.o_direct))
     ui.note(f"laying out {req.clients} x {format_size(req.size)} in {data}")
-    fio.run(jobfile)
+    fio.run(jobfile, program=req.program)
     return warnings
 
 
@@ -206,7 +200,7 @@ def _size(path: Path) -> int:
 
 
 def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
-              ui: Any) -> dict[str, Any]:
+              ui: UI) -> dict[str, Any]:
     text = hero_job(req, test, data, direct)
     jobfile = data / f"{test.name}.fio"
     jobfile.write_text(text)
@@ -214,7 +208,8 @@ def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
     ui.note(f"fio {test.name}: {test.description}, {req.clients} jobs, {req.engine} "
             f"iodepth {req.iodepth}, {total:g} s")
     label, ticks = f"fio {test.name} (seconds)", max(1, math.ceil(total))
-    report = fio.run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks))
+    report = fio.run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks),
+                     program=req.program)
     ui.progress(label, ticks, ticks)
     clients = fio.clients_of(report)
     if len(clients) != req.clients:

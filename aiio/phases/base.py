@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiio import dataset as ds
 from aiio import stats
 from aiio.engine import OpLog, merge_logs
+from aiio.options import RunOptions
+from aiio.ranks import THIS_HOST, Ranks
 from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
 from aiio.units import mib_per_s
@@ -31,9 +32,10 @@ class RunContext:
     info: TargetInfo
     method: str
     clients: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
+    ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.comm's world)
 
 
 @runtime_checkable
@@ -48,7 +50,7 @@ class Phase(Protocol):
 
     name: str  # `--phase NAME` and the result's "phase"
     # The phase-specific `aiio run` options that mean something to it (cli/run.PHASE_OPTIONS).
-    options: tuple[str, ...] = ()
+    cli_options: tuple[str, ...] = ()
     main_op: str = "read"  # the operation its p99 latency figure is taken from
     hero_test: str | None = None  # the fio hero test (fio/suite.HERO_TESTS) it is set against
     fio_job: str | None = None  # the function of aiio.fio.emit that writes its fio job
@@ -66,7 +68,7 @@ class Phase(Protocol):
         """The phase whose figures a saved result of this phase holds (see `variant`)."""
         return self
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         """Refuse impossible values in one line, before anything is written."""
 
     def prepare(self, rc: RunContext) -> Any:
@@ -101,7 +103,7 @@ def ensure_dataset(rc: RunContext) -> ds.Dataset:
     if rc.progress:
         def progress(files: int, nbytes: int) -> None:
             rc.progress("generating dataset", files, w.dataset.num_files)
-    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note)
+    data, _ = ds.ensure(rc.target, w, progress=progress, note=rc.note, ranks=rc.ranks)
     return data
 
 
@@ -155,6 +157,3 @@ def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
         "ops": sum(c[f"{prefix}ops"] for c in clients),
     }
 
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -7,17 +7,16 @@ retention policy would, and the run's own checkpoints are removed when it ends.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from aiio import honesty
+from aiio import engine, honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
+from aiio.options import RunOptions
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import Phase, RunContext, client_identity, cpu_seconds
 from aiio.phases.shards import CheckpointPlan
-from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -37,7 +36,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
                 break
             if k >= plan.keep:
                 ckptio.retire(plan, k - plan.keep, ctx.index, retention)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for io in writers + readers:
             io.close()
@@ -54,9 +53,7 @@ def client_result(index: int, run_ns: int, end_ns: int, cpu0: float, rounds: lis
     out["write"] = _totals([r["write"] for r in rounds])
     out["read"] = _totals([r["read"] for r in rounds if "read" in r])
     out["bytes"] = out["write"]["bytes"] + out["read"]["bytes"]
-    retention.flush()
-    unlink = retention.hist.get(delete_op, Histogram())
-    out["retention"] = {"files_deleted": unlink.count, "unlink_latency": unlink.summary()}
+    out["retention"] = ckptio.retention_figures(retention, delete_op)
     return out
 
 
@@ -91,13 +88,13 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 class CheckpointPhase(Phase):
     name = "checkpoint"
-    options = ("scale", "checkpoints")
+    cli_options = ("scale", "checkpoints")
     main_op = "write"
     hero_test = "seq_write"
     fio_job = "checkpoint_job"
     console = "checkpoint_tables"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""
         ckptio.checkpoint_bytes(w)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiio.clients import ClientContext
 from aiio.errors import RunFailed
+from aiio.options import RunOptions
 from aiio.phases import get_phase, load, prep, train
 from aiio.phases.base import Phase, RunContext, client_identity
 from aiio.workload import Workload
@@ -65,6 +66,9 @@ class Stage:
     def stop(self) -> Any:
         return self._ctx.stop
 
+    def wait_for_stop(self) -> None:
+        self._ctx.wait_for_stop()
+
 
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """prep, then train with checkpoints, then load, in this one process."""
@@ -95,12 +99,12 @@ class AllPhase(Phase):
     """No hero test or fio job of its own: each stage has its own (fio/hero.py, fio/emit.py)."""
 
     name = "all"
-    options = ("scale", "checkpoint_every", "stagger")
+    cli_options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
-        quiet = {k: v for k, v in options.items() if k != "verify"}
+    def validate(self, w: Workload, options: RunOptions) -> None:
+        quiet = dataclasses.replace(options, verify=False)
         lw = lifecycle_workload(w)
         stages = stage_phases(lw)
         # --verify reads back aiio's own data: randrw's files, never the raw samples of shards
@@ -111,8 +115,8 @@ class AllPhase(Phase):
     def prepare(self, rc: RunContext) -> AllArgs:
         lw = lifecycle_workload(rc.workload)
         sub = dataclasses.replace(rc, workload=lw)
-        train_rc = dataclasses.replace(sub, options={k: v for k, v in rc.options.items()
-                                                     if k != "verify"})
+        train_rc = dataclasses.replace(sub, options=dataclasses.replace(rc.options,
+                                                                        verify=False))
         stages = stage_phases(lw)
         args = AllArgs(None, None, None, rc.method,
                        {name: phase.name for name, phase in stages.items()})

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
+from aiio.options import RunOptions
 from aiio.phases.base import (
     Phase,
     RunContext,
@@ -111,7 +112,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
         pass
     if folder.exists():
         remove_tree(folder, rc.target.root)
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(total, f"model weights {params['model']} "
                                        f"({w.load.files} files)")
     folder.mkdir(parents=True)
@@ -128,7 +129,8 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
 def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None:
     names = _names(params["files"])
     sizes = split_sizes(params["bytes"], params["files"])
-    writers = [Writer(rc.method, rc.workload.load.transfer_size, OpLog(0), seed=params["seed"]
+    writers = [Writer(engine.setup_method(rc.method), rc.workload.load.transfer_size, OpLog(0),
+                      seed=params["seed"]
                       + i, checksum=True) for i in range(min(4, len(names)))]
     done = [0]
     lock = threading.Lock()  # the progress display is not thread-safe
@@ -141,7 +143,7 @@ def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None
                 rc.progress("writing model weights", done[0], len(names))
 
     try:
-        run_parallel(range(len(names)), writers, work, time.monotonic_ns())
+        run_parallel(range(len(names)), writers, work, engine.now_ns())
     finally:
         for wr in writers:
             wr.close()
@@ -177,9 +179,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         delay = ctx.index * a.stagger_s
         if delay > 0:
             ctx.stop.wait(delay)
-        own_ns = time.monotonic_ns()
+        own_ns = engine.now_ns()
         logs = run_parallel(range(len(a.names)), readers, work, start_ns)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for rd in readers:
             rd.close()
@@ -203,13 +205,13 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 class LoadPhase(Phase):
     name = "load"
-    options = ("scale", "stagger")
+    cli_options = ("scale", "stagger")
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "load_job"
     console = "load_tables"
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         weight_bytes(w)
 
     def prepare(self, rc: RunContext) -> LoadArgs:
@@ -221,7 +223,7 @@ class LoadPhase(Phase):
         return LoadArgs(str(folder), _names(w.load.files), split_sizes(total, w.load.files),
                         total, base, w.load.scale, source, rc.method, w.load.threads,
                         w.load.transfer_size, w.load.stagger, w.run.seed,
-                        bool(rc.options.get("verify")), reused)
+                        rc.options.verify, reused)
 
     def total_units(self, a: LoadArgs, clients: int) -> int:
         return len(a.names) * clients

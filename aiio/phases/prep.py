@@ -16,11 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
 from aiio import dataset as ds
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
+from aiio.options import RunOptions
 from aiio.phases import randrw
 from aiio.phases.base import (
     Phase,
@@ -155,14 +156,10 @@ def _work(a: PrepArgs, ctx: ClientContext):
             return
         if kind == "list":
             path = os.path.join(data.folder, f"d{i:05d}")
-            t0 = time.monotonic_ns()
-            os.listdir(path)
-            worker.log.add("list", t0, time.monotonic_ns(), 0)
+            engine.listdir(worker.log, path)
             return
         path = data.path(i)
-        t0 = time.monotonic_ns()
-        size = os.stat(path).st_size
-        worker.log.add("stat", t0, time.monotonic_ns(), 0)
+        size = engine.stat(worker.log, path).st_size
         try:
             # The size just stat'ed bounds the read: no second stat (fstat) per sample.
             got = worker.reader.read_file(path, 0, size)
@@ -205,7 +202,7 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
             wk.shards.flush()
         for wk in workers:  # staging done: the processed shards are removed
             remove(wk.shards.paths, cleanup)
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
     finally:
         for wk in workers:
             wk.close()
@@ -214,9 +211,7 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
 
 def _unlink_all(paths: list[str], log: OpLog) -> None:
     for path in paths:
-        t0 = time.monotonic_ns()
-        os.unlink(path)
-        log.add("unlink", t0, time.monotonic_ns(), 0)
+        engine.unlink(log, path)
 
 
 def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLog,
@@ -293,7 +288,7 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     p = w.prep
     data = ensure_dataset(rc)
     out_bytes = int(data.total_bytes * p.output_ratio * p.passes)
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
     for c in range(rc.clients):
@@ -318,11 +313,11 @@ class PrepPhase(Phase):
         mode = agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode")
         return randrw.PHASE if mode == "randrw" else self
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.shard_size % 4096:
             raise ConfigError(f"prep.shard_size = {w.prep.shard_size} B must be a multiple of "
                               "4 KiB (O_DIRECT needs aligned lengths)")
-        if options.get("verify"):
+        if options.verify:
             raise ConfigError("--verify checks data aiio wrote with block checksums; prep reads "
                               "the raw dataset in shards mode: use prep.mode=randrw, or the "
                               "checkpoint or load phase")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from aiio import blocks, stats
+from aiio import blocks, depth, engine, stats
+from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, O_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import O_DIRECT, OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
     Phase,
@@ -46,6 +46,7 @@ class RandrwArgs:
     duration_s: float
     seed: int
     checksum: bool
+    iodepth: int = 1
     mode: str = "randrw"
 
     def name(self, client: int) -> str:
@@ -67,18 +68,23 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
         raise ConfigError(f"prep.file_size holds {size // p.block_size} blocks of "
                           f"{format_size(p.block_size)}, fewer than the {p.threads} threads; "
                           "use a larger file or fewer threads")
-    if rc.options.get("space_check", True):
+    depth.require(p.iodepth, "prep.iodepth")
+    if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
     os.makedirs(folder)
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
-                   p.duration, w.run.seed, bool(rc.options.get("verify")))
-    writers = [Writer(rc.method, 1024 * 1024, OpLog(0), seed=w.run.seed + i, checksum=True)
+                   p.duration, w.run.seed, rc.options.verify, p.iodepth)
+    writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,
+                      checksum=True)
                for i in range(min(4, rc.clients))]
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")
     try:
         run_parallel(range(rc.clients), writers,
-                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), time.monotonic_ns())
+                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), engine.now_ns())
+    except BaseException:  # cleanup never sees args that prepare did not return
+        remove_run_folder(rc, folder)
+        raise
     finally:
         for wr in writers:
             wr.close()
@@ -95,7 +101,8 @@ class _Mixer:
         self.tag = a.tag(client)
         self.path = a.path(client)
         self.verifier = blocks.Verifier()
-        self.reader = Reader(a.method, a.block_size, OpLog(0))
+        self.reader = (depth.DepthReader(a.iodepth, a.block_size, OpLog(0)) if a.iodepth > 1
+                       else Reader(a.method, a.block_size, OpLog(0)))
         self.writer = Writer(a.method, a.block_size, OpLog(0),
                              seed=(a.seed * 1_000_003 + client) * 256 + thread,
                              checksum=a.checksum)
@@ -106,9 +113,11 @@ class _Mixer:
         self.mine = (nblocks - thread + threads - 1) // threads  # blocks b with b % threads == t
 
     def run(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
+        if self.a.iodepth > 1:
+            return self._run_depth(fd, deadline_ns, stop, counter)
         a, read, write, path, tag = (self.a, self.reader.read_block, self.writer.write_range,
                                      self.path, self.tag)
-        bs, now = a.block_size, time.monotonic_ns
+        bs, now = a.block_size, engine.now_ns
         while now() < deadline_ns and not stop.is_set():
             reads = self.rng.random(BATCH) < a.read_share
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
@@ -127,6 +136,17 @@ class _Mixer:
                         return
             finally:  # live progress once per batch: a store to the shared counter costs
                 counter(done)  # about 0.2 us, per I/O a tenth of a 4 KiB read on tmpfs
+
+    def _run_depth(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
+        """Reads only, `iodepth` in flight: batches of random blocks until the deadline."""
+        reader, a = self.reader, self.a
+        reader.stop = stop
+        while not (reader.expired or stop.is_set()):
+            offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread)
+            try:
+                counter(reader.read_blocks(fd, (offs * a.block_size).tolist(), deadline_ns))
+            except depth.ReadFailed as exc:
+                raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
     def close(self) -> None:
         self.reader.close()
@@ -154,13 +174,11 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
             th.start()
         for th in threads:
             th.join()
-        end_ns = time.monotonic_ns()
+        end_ns = engine.now_ns()
         if errors:
             raise errors[0]
         fsync_log = OpLog(start_ns)
-        t0 = time.monotonic_ns()
-        os.fsync(fd)
-        fsync_log.add("fsync", t0, time.monotonic_ns(), 0)
+        engine.fsync(fsync_log, fd, a.path(ctx.index))
     finally:
         os.close(fd)
         for m in mixers:
@@ -186,9 +204,11 @@ def _client_figures(ctx: ClientContext, a: RandrwArgs, mixers: list[_Mixer], fsy
     for fig, op in ((read, "read"), (write, "write")):
         fig["iops"] = fig["histograms"].get(op, {}).get("count", 0) / elapsed
     fsync_log.flush()
+    fsync = fsync_log.hist["fsync"]
+    write["histograms"]["fsync"] = fsync.to_dict()  # timed apart: not in the mix's ops
     out.update(elapsed_s=elapsed, cpu_s=cpu_seconds() - cpu0, read=read, write=write,
                bytes=read["bytes"] + write["bytes"], iops=read["iops"] + write["iops"],
-               fsync_s=fsync_log.hist["fsync"].sum / 1e9)
+               fsync_s=fsync.sum / 1e9)
     if a.checksum:
         merged = blocks.Verifier()
         for m in mixers:
@@ -211,7 +231,10 @@ def summarize(a: RandrwArgs, clients: list[dict]) -> dict[str, Any]:
     last = max(c["elapsed_s"] for c in clients)
     for agg, op in ((read, "read"), (write, "write")):
         agg["iops"] = agg["latency"].get(op, {}).get("count", 0) / last if last else 0.0
+    own = [c["read"]["mib_s"] + c["write"]["mib_s"] for c in clients]  # each client's mix
     out = {"mode": "randrw", "read": read, "write": write,
+           "per_client_mib_s": stats.spread(own),
+           "jain": stats.jain(own) if any(own) else 0.0,
            "iops": read["iops"] + write["iops"],
            "per_client_iops": stats.spread([c["iops"] for c in clients]),
            "read_bytes": read["bytes"], "write_bytes": write["bytes"],

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aiio import blocks, stats
+from aiio import blocks, engine, stats
 from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import RunContext, client_io_figures, io_aggregate
@@ -108,7 +107,7 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
         folder=str(folder), total_bytes=total, base_bytes=base, scale=c.scale, source=source,
         clients=rc.clients, files_per_client=c.files_per_client, threads=c.threads,
         transfer_size=c.transfer_size, method=rc.method, seed=w.run.seed,
-        checksum=bool(rc.options.get("verify")), count=c.count, keep=c.keep,
+        checksum=rc.options.verify, count=c.count, keep=c.keep,
         restore=c.restore, restore_within=c.restore_within, every=c.every,
         every_unit=c.every_unit, stall_model=c.stall_model)
     for name, value in changes.items():
@@ -119,7 +118,7 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
 def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
     """Refuse before writing when `copies` checkpoints (retention) do not fit; then create
     the run's folder."""
-    if rc.options.get("space_check", True):
+    if rc.options.space_check:
         rc.target.require_space(plan.total_bytes * copies,
                                 f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
     os.makedirs(plan.folder)
@@ -155,7 +154,8 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
     """Write and fsync every file of this client's shard of checkpoint k, then fsync the
     folders that name them; the burst ends when all of that has returned (persisted)."""
     folder = os.path.join(plan.folder, f"ckpt-{k}")
-    os.makedirs(folder, exist_ok=True)
+    meta = OpLog(burst_ns)  # the folder's mkdir: inside the burst, so timed with it
+    engine.makedirs(meta, folder)
     items = list(enumerate(plan.sizes(client)))
     durable: list[list[float]] = []  # [seconds since the run's start, bytes] per file
 
@@ -169,7 +169,7 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
     # entry in the run's folder (it may be new in this burst).
     writers[0].fsync_dir(folder)
     writers[0].fsync_dir(plan.folder)
-    fig = burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write", len(items))
+    fig = burst_figures([*logs, meta], burst_ns, engine.now_ns(), run_ns, "write", len(items))
     fig["durable"] = sorted(durable)
     return fig
 
@@ -194,7 +194,7 @@ def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
             raise RunFailed(f"restore read {got} of the {size} bytes of {path}")
 
     logs = run_parallel(items, readers, work, burst_ns)
-    fig = burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "read", len(items))
+    fig = burst_figures(logs, burst_ns, engine.now_ns(), run_ns, "read", len(items))
     if plan.checksum:
         merged = blocks.Verifier()
         for v in checkers.values():
@@ -221,12 +221,10 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
     """Delete this client's files of checkpoint k (retention); each unlink is timed."""
     removed = 0
     for f in range(plan.files_per_client):
-        t0 = time.monotonic_ns()
         try:
-            os.unlink(plan.path(k, client, f))
+            engine.unlink(log, plan.path(k, client, f))
         except FileNotFoundError:
             continue
-        log.add("unlink", t0, time.monotonic_ns(), 0)
         removed += 1
     if plan.stall_model != "synchronous":
         # No barrier: a slower client may have opened ckpt-k's folder and not yet created
@@ -239,6 +237,14 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
             raise
     return removed
+
+
+def retention_figures(log: OpLog, delete_op: str = "unlink") -> dict[str, Any]:
+    """One client's retention deletes: how many, their latency summary and histogram."""
+    log.flush()
+    h = log.hist.get(delete_op, Histogram())
+    return {"files_deleted": h.count, "unlink_latency": h.summary(),
+            "unlink_histogram": h.to_dict()}
 
 
 # --- the parent side -----------------------------------------------------------------------

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 
 _DONE = object()
 
@@ -18,14 +17,15 @@ class PolledStop:
 
     def __init__(self, event: Any, every_s: float = 0.02) -> None:
         self.event, self.every_s = event, every_s
-        self.next = 0.0
+        self.every_ns = int(every_s * 1e9)
+        self.next = 0
         self.flag = False
 
     def is_set(self) -> bool:
         if not self.flag:
-            now = time.monotonic()
+            now = now_ns()
             if now >= self.next:
-                self.next = now + self.every_s
+                self.next = now + self.every_ns
                 self.flag = self.event.is_set()
         return self.flag
 
@@ -57,11 +57,18 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     if len(workers) == 1:
         body(workers[0])  # no thread for the common single-writer case
     else:
-        threads = [threading.Thread(target=body, args=(w,), daemon=True) for w in workers]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        threads: list[threading.Thread] = []
+        try:
+            for w in workers:
+                threads.append(threading.Thread(target=body, args=(w,), daemon=True))
+                threads[-1].start()
+            for th in threads:
+                th.join()
+        except BaseException as exc:  # Ctrl-C: the threads stop after their current item,
+            errors.append(exc)        # and no caller may close their buffers before that
+            for th in threads:
+                th.join()
+            raise
     if errors:
         raise errors[0]
     return [w.log for w in workers]

@@ -8,7 +8,6 @@ accelerators consumed (the samples of the batches they computed on: the headline
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -19,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from aiio import dataset as ds
-from aiio import formats, stats
+from aiio import engine, formats, stats
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext
-from aiio.engine import METHOD_DIRECT, METHOD_FADVISE, OpLog, Reader, align_down, thread_read_bytes
+from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
+from aiio.options import RunOptions
 from aiio.phases import train_au
 from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import (
@@ -197,16 +198,14 @@ class Loader:
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
         """Read one sample through the format's own library; bytes from the thread's rchar."""
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
-        before, t0 = thread_read_bytes(), time.monotonic_ns()
+        engine.drop_cached(log, path)
         spf = self.args.dataset.params.samples_per_file
-        self.fmt.read_native(path, None if spf == 1 else index, span=span)
-        nbytes = thread_read_bytes() - before
-        log.add("read", t0, time.monotonic_ns(), nbytes)
-        self.ctx.add_bytes(nbytes)
-        return nbytes
+        before = thread_read_bytes()
+        with log.timed("read") as op:
+            self.fmt.read_native(path, None if spf == 1 else index, span=span)
+            op.nbytes = thread_read_bytes() - before
+        self.ctx.add_bytes(op.nbytes)
+        return op.nbytes
 
 
 def sample_bytes(offset: int, length: int, nread: int, method: str) -> int:
@@ -222,7 +221,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     w = args.workload
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
-    wake_on_stop(ctx.stop, loader.ready)
+    wake_on_stop(ctx, loader.ready)
     hook = train_ckpt.checkpointer(ctx, args)
     start_ns = ctx.ready_and_wait()
     cpu0 = cpu_seconds()
@@ -234,7 +233,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     _accelerate(ctx, args, loader, start_ns, totals, hook)
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
-    end_ns = time.monotonic_ns()
+    end_ns = engine.now_ns()
     loader.stop.set()
     for _ in loader.threads:
         loader.permits.release()
@@ -273,16 +272,16 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: i
     """The accelerator loop: wait for a batch, compute, repeat; every step goes to totals."""
     deadline = start_ns + int(args.duration_s * 1e9) if args.epochs is None else None
     while not ctx.stop.is_set():
-        if deadline is not None and time.monotonic_ns() >= deadline:
+        if deadline is not None and engine.now_ns() >= deadline:
             break
-        t0 = time.monotonic_ns()
+        t0 = engine.now_ns()
         item = _next_ready(loader, ctx, deadline)
         if item is None:
             break
         batch, app = item
-        t1 = time.monotonic_ns()
+        t1 = engine.now_ns()
         time.sleep(args.compute_s)
-        t2 = time.monotonic_ns()
+        t2 = engine.now_ns()
         loader.permits.release()
         ctx.add_units(1)
         totals.record(batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - start_ns) / 1e9,
@@ -294,12 +293,12 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: i
 WAKE = object()  # put in a ready queue when the run stops: wakes the accelerator loop
 
 
-def wake_on_stop(stop: Any, ready: queue.Queue) -> None:
+def wake_on_stop(ctx: Any, ready: queue.Queue) -> None:
     """A thread that blocks until the run is told to stop, then wakes the accelerator loop.
     The loop used to poll the stop flag 20 times a second; at 1,024 clients those wake-ups
-    took both cores of the client host and every client read at a tenth of its share."""
+    took both CPUs of the client host and every client read at a tenth of its share."""
     def watch() -> None:
-        stop.wait()
+        ctx.wait_for_stop()
         ready.put(WAKE)
     threading.Thread(target=watch, daemon=True, name="stop-watch").start()
 
@@ -307,7 +306,7 @@ def wake_on_stop(stop: Any, ready: queue.Queue) -> None:
 def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
     """The next batch, blocking until it is read; None at a stop, the deadline or the end."""
     while True:
-        wait = None if deadline is None else max(0.0, (deadline - time.monotonic_ns()) / 1e9)
+        wait = None if deadline is None else max(0.0, (deadline - engine.now_ns()) / 1e9)
         try:
             item = loader.ready.get(timeout=wait)
         except queue.Empty:  # the deadline passed
@@ -387,7 +386,7 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
 
 class TrainPhase(Phase):
     name = "train"
-    options = ("scale", "checkpoint_every")
+    cli_options = ("scale", "checkpoint_every")
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "train_job"
@@ -440,7 +439,7 @@ class TrainPhase(Phase):
             agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
         return agg
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         train_ckpt.validate(w, options)
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:

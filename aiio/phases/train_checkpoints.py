@@ -13,28 +13,28 @@ what its AU and the stall figures both count.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
-from aiio import honesty, stats
+from aiio import engine, honesty, stats
 from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
-from aiio.stats import ByteSeries, Histogram
+from aiio.stats import ByteSeries
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
 
-def validate(w: Workload, options: dict[str, Any]) -> None:
+def validate(w: Workload, options: RunOptions) -> None:
     """The checkpoint size must be known when checkpoints are asked for; nothing to verify."""
     if w.checkpoint.every > 0:
         ckptio.checkpoint_bytes(w)
-    if options.get("verify"):
+    if options.verify:
         raise ConfigError("--verify checks data aiio reads back; training reads the dataset and "
                           "does not restore its checkpoints: use the checkpoint, load or all "
                           "phase")
@@ -117,19 +117,19 @@ class TrainCheckpointer:
         """Write and fsync this client's shard now; the accelerator waits (the stall): for its
         own shard, or (synchronous) until every client's shard is durable."""
         k = len(self.rounds)
-        t0 = time.monotonic_ns()
+        t0 = engine.now_ns()
         fig = ckptio.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
-        t1 = opened = t2 = time.monotonic_ns()
+        t1 = opened = t2 = engine.now_ns()
         if self.synchronous:
             self.released_ns = self.ctx.sync()
-            t2 = time.monotonic_ns()
+            t2 = engine.now_ns()
             # The barrier opened (every shard durable) a fixed lead before its common release
             # instant; that lead is the emulator's way to start clients together, not a stall.
             opened = t2 if self.released_ns is None else \
                 min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
             ckptio.retire(self.plan, k - self.plan.keep, self.index, self.retention)
-        t3 = time.monotonic_ns()
+        t3 = engine.now_ns()
         self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
                             "own_shard_s": (t1 - t0) / 1e9,
                             "wait_for_others_s": (opened - t1) / 1e9,
@@ -244,6 +244,4 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
 
 
 def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
-    ck.retention.flush()
-    h = ck.retention.hist.get("unlink", Histogram())
-    return {"files_deleted": h.count, "unlink_latency": h.summary()}
+    return ckptio.retention_figures(ck.retention)

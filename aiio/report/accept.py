@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio.report import charts
+from aiio import charts
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,

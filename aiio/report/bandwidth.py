@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio.report import charts
+from aiio import charts
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.html import Html

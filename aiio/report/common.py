@@ -6,17 +6,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aiio.cache_methods import MEANING
 from aiio.report import html as h
 from aiio.report.html import Html
 
 log = logging.getLogger(__name__)
-
-METHODS = {
-    "o_direct": "O_DIRECT: reads bypassed the page cache",
-    "fadvise_dontneed": "cached pages dropped (posix_fadvise DONTNEED) before each file was read",
-    "none": "NOT defeated: reads could be served from the page cache",
-}
-
 
 # What each well-known part of a result must be; anything else counts as missing.
 KINDS_OF: dict[str, type | tuple[type, ...]] = {
@@ -183,7 +177,7 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
         ("workload", f"{get(w, 'workload', 'name', default='?')}: "
                      f"{get(w, 'workload', 'description', default='')}"),
         ("clients", clients_line),
-        ("page-cache defeat", f"{method}: {METHODS.get(method, 'unknown method')}"
+        ("page-cache defeat", f"{method}: {MEANING.get(method, 'unknown method')}"
          if method else h.MISSING),
     ]
     # An acceptance run has no phase or workload of its own: its checks do.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiio.report import charts
+from aiio import charts
 from aiio.report import html as h
 from aiio.report.common import get
 from aiio.report.html import Html

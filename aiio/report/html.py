@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aiio.units import format_duration, format_latency_ns, format_size
+from aiio.units import format_duration, format_latency_ns, format_rate, format_size
 
 
 class Html(str):
@@ -65,7 +65,7 @@ def mib_s(value: Any) -> str:
     x = finite(value)
     if x is None:
         return MISSING
-    return f"{x:.3g} MiB/s" if 0 < abs(x) < 1 else f"{x:,.1f} MiB/s"
+    return format_rate(x)
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -432,8 +432,3 @@ def figures(*charts: Html | None) -> Html:
     """Charts side by side where the page is wide enough, stacked where it is not."""
     shown = [c for c in charts if c]
     return tag("div", join(shown), class_="charts") if shown else Html("")
-
-
-def duration_or_none(value: Any) -> str:
-    x = finite(value)
-    return MISSING if x is None else format_duration(x)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio.report import charts
+from aiio import charts
+from aiio.cache_methods import METHOD_NULL
+from aiio.honesty import NO_IO
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.bandwidth import bandwidth_section, timeline_section
@@ -60,12 +62,18 @@ def clean(res: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def no_io_notice(res: Mapping[str, Any]) -> Html:
+    """A null-method run moved no byte: said before any figure."""
+    return h.notice("fail", NO_IO) if res.get("method") == METHOD_NULL else Html("")
+
+
 def render_body(res: Mapping[str, Any]) -> list[Html]:
     """Every section of a run report: the answer, the reasons to doubt it and the headline
     figures first, the configuration after them; each survives damage to the others."""
     res = clean(res)
     return [
         header(res, title(res)),
+        no_io_notice(res),
         guarded("verdict", run_verdict, res),
         warnings_section(res.get("warnings") or [], "run", res.get("status") == "ok"),
         missing_notice(res, EXPECTED),

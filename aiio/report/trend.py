@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aiio.report import charts
+from aiio import charts
 from aiio.report import html as h
 from aiio.report.html import Html
 

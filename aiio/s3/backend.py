@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from aiio.cache_methods import METHOD_S3
 from aiio.comm import world
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.s3.connect import Access
 from aiio.s3.target import S3Target
 from aiio.target import TargetInfo
@@ -14,7 +16,6 @@ from aiio.target import TargetInfo
 # The phases that run against a bucket; the others say so in one line.
 PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
           "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
-METHOD = "s3"  # no client page cache to defeat: every read is a request to the service
 
 
 def get_phase(name: str) -> Any:
@@ -24,17 +25,16 @@ def get_phase(name: str) -> Any:
     return importlib.import_module(PHASES[name]).PHASE
 
 
-def open_target(url: str, options: dict[str, Any]) -> tuple[S3Target, TargetInfo, str]:
+def open_target(url: str, options: RunOptions) -> tuple[S3Target, TargetInfo, str]:
     """Check the bucket prefix (one line for each way it is wrong) before anything is
     written, and describe it for the result."""
     if world().size > 1:
         raise ConfigError("s3:// targets run on one host for now; start aiio without mpiexec")
-    if options.get("verify"):
+    if options.verify:
         raise ConfigError("--verify is not available for s3:// targets")
-    given = options.get("s3", {})
-    target = S3Target(url, Access(given.get("endpoint"), given.get("profile")))
+    target = S3Target(url, options.s3 or Access())
     target.check_usable()
     info = TargetInfo(path=target.path, fstype="s3", mountpoint=target.client.meta.endpoint_url,
                       device="", memory_backed=False, network=True, o_direct=False,
                       direct_align=0, total_bytes=0, free_bytes=0)
-    return target, info, METHOD
+    return target, info, METHOD_S3

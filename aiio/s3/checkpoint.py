@@ -4,12 +4,11 @@ checkpoint when every client's shards are. The restore GETs them back whole."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
@@ -17,7 +16,7 @@ from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.threads import run_parallel
-from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
+from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, s3_aggregate
 from aiio.units import format_size
 
@@ -42,7 +41,7 @@ def write_burst(plan: S3CheckpointPlan, k: int, client: int, writers: list[Objec
         wr.write_object(plan.path(k, client, f), size, plan.tag(k, client, f))
 
     logs = run_parallel(items, writers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "write",
+    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "write",
                                 len(items))
 
 
@@ -58,7 +57,7 @@ def read_burst(plan: S3CheckpointPlan, k: int, client: int, readers: list,
             raise RunFailed(f"restore read {got} of the {size} bytes of {key}")
 
     logs = run_parallel(items, readers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, time.monotonic_ns(), run_ns, "read",
+    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "read",
                                 len(items))
 
 
@@ -85,7 +84,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     finally:
         for wr in writers:
             wr.close()
-    out = client_result(ctx.index, run_ns, time.monotonic_ns(), cpu0, rounds, retention,
+    out = client_result(ctx.index, run_ns, now_ns(), cpu0, rounds, retention,
                         "delete")
     out["s3"] = plan.io.counts.to_dict()
     return out
@@ -95,20 +94,22 @@ class S3CheckpointPhase(CheckpointPhase):
     client = staticmethod(run_client)
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
-        tgt = rc.target
-        tgt.claim()
+        tgt, part_size = rc.target, rc.workload.s3.part_size
         base = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
+        largest = max((max(base.sizes(c), default=0) for c in range(rc.clients)), default=0)
+        check_parts(largest, part_size, "a checkpoint shard")
+        tgt.claim()
         fields = {k: v for k, v in vars(base).items() if not k.startswith("_")}
         plan = S3CheckpointPlan(**fields, io=ObjectIO(tgt.access, tgt.loc.bucket,
                                                       base.threads),
-                                                part_size=PART_SIZE)
+                                part_size=part_size)
         rc.note(f"checkpoint: {format_size(plan.total_bytes)} in "
                 f"{rc.clients * plan.files_per_client} objects, {plan.count} time(s)")
         return plan
 
     def summarize(self, rc: RunContext, plan: S3CheckpointPlan, clients: list[dict]) -> dict:
         agg = super().summarize(rc, plan, clients)
-        agg["s3"] = s3_aggregate(clients)["s3"]
+        agg["s3"] = {**s3_aggregate(clients)["s3"], "part_size": plan.part_size}
         return agg
 
     def warnings(self, rc: RunContext, plan: S3CheckpointPlan, out: dict) -> list[dict]:

@@ -18,9 +18,9 @@ import numpy as np
 
 from aiio import dataset as ds
 from aiio import formats
-from aiio.engine import OpLog, merge_logs
+from aiio.engine import OpLog, merge_logs, now_ns
 from aiio.errors import RunFailed
-from aiio.s3.objectio import PART_SIZE, ObjectIO
+from aiio.s3.objectio import ObjectIO, check_parts
 from aiio.s3.target import S3Target
 
 UPLOAD_STREAMS = 8
@@ -72,20 +72,24 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
     Returns the dataset and the upload's figures (bytes, seconds, per-op latency)."""
     params = ds.DatasetParams.from_workload(w)
     base = base_key(target, params)
+    part_size = w.s3.part_size
+    # sample sizes are clipped at mean + 2 sd; each upload checks its real size again
+    check_parts(params.samples_per_file * (params.sample_size + 2 * params.sample_size_stdev),
+                part_size, "a dataset file")
     target.claim()
     _remove_old(target, base)
     stage = Path(tempfile.mkdtemp(prefix="aiio-s3-stage-"))
     sizes = np.zeros(params.num_files, dtype=np.int64)
     ranges: list[np.ndarray | None] = [None] * params.num_files
-    logs = [OpLog(start_ns=time.monotonic_ns()) for _ in range(UPLOAD_STREAMS)]
-    t0 = time.monotonic()
+    logs = [OpLog(start_ns=now_ns()) for _ in range(UPLOAD_STREAMS)]
+    t0 = now_ns()
     try:
         def upload(i: int) -> None:
             path = stage / f"{i}.part"
             fmt = formats.get_format(params.format)
             got = fmt.write(path, params.sample_sizes(i).tolist(), params.file_seed(i))
             sizes[i] = io.put_file(f"{base}/{params.relpath(i)}", str(path),
-                                   logs[i % UPLOAD_STREAMS], PART_SIZE)
+                                   logs[i % UPLOAD_STREAMS], part_size)
             if not params.regular:
                 ranges[i] = np.asarray(got, np.int64)
             path.unlink()
@@ -99,7 +103,8 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
         manifest = {"schema": ds.SCHEMA, "params": asdict(params), "complete": True,
                     "total_bytes": int(sizes.sum()), "num_files": params.num_files,
                     "num_samples": params.num_files * params.samples_per_file,
-                    "generated_s": round(time.monotonic() - t0, 3),
+                    "part_size": part_size,
+                    "generated_s": round((now_ns() - t0) / 1e9, 3),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         io.client.put_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json",
                              Body=(json.dumps(manifest, indent=1) + "\n").encode())
@@ -109,7 +114,7 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
         if isinstance(exc, Exception) and not isinstance(exc, RunFailed):
             raise RunFailed(f"dataset upload failed: {exc}; partial objects removed") from exc
         raise
-    return S3Dataset(stage, params, manifest, base), _upload_figures(logs, time.monotonic() - t0)
+    return S3Dataset(stage, params, manifest, base), _upload_figures(logs, (now_ns() - t0) / 1e9)
 
 
 def _upload_figures(logs: list[OpLog], seconds: float) -> dict:

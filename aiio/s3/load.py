@@ -4,22 +4,21 @@ parallel ranged GETs (the way parallel downloaders read large objects) over its 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
 from aiio.phases import load
 from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
 from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import PolledStop, run_parallel
-from aiio.s3.objectio import PART_SIZE, ObjectIO, ObjectWriter
+from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, reread_warning, s3_aggregate
-from aiio.units import format_size, mib_per_s
+from aiio.units import MiB, format_size, mib_per_s
 
-RANGE_SIZE = PART_SIZE  # bytes per ranged GET
+RANGE_SIZE = 8 * MiB  # bytes per ranged GET
 
 
 @dataclass
@@ -49,18 +48,19 @@ def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]
             return base, True
     except io.client.exceptions.NoSuchKey:
         pass
+    names, sizes = load._names(w.load.files), split_sizes(total, w.load.files)
+    check_parts(max(sizes), w.s3.part_size, "a weight object")
     tgt.claim()
     tgt.delete([o["Key"] for o in tgt.objects() if o["Key"].startswith(base + "/")])
     rc.note(f"uploading model weights: {format_size(total)} in {w.load.files} object(s)")
-    names, sizes = load._names(w.load.files), split_sizes(total, w.load.files)
-    writers = [ObjectWriter(io, PART_SIZE, OpLog(0), seed=params["seed"] + i)
+    writers = [ObjectWriter(io, w.s3.part_size, OpLog(0), seed=params["seed"] + i)
                for i in range(min(4, len(names)))]
 
     def work(wr: ObjectWriter, f: int) -> None:
         wr.write_object(f"{base}/{names[f]}", sizes[f], f)
 
     try:
-        run_parallel(range(len(names)), writers, work, time.monotonic_ns())
+        run_parallel(range(len(names)), writers, work, now_ns())
     finally:
         for wr in writers:
             wr.close()
@@ -88,9 +88,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     cpu0 = cpu_seconds()
     if ctx.index * a.stagger_s > 0:
         ctx.stop.wait(ctx.index * a.stagger_s)
-    own_ns = time.monotonic_ns()
+    own_ns = now_ns()
     logs = run_parallel(items, readers, work, start_ns)
-    end_ns = time.monotonic_ns()
+    end_ns = now_ns()
     ctx.add_units(len(a.names))
     out = client_identity(ctx.index)
     out.update(client_io_figures(logs, start_ns, end_ns, main_op="read"))

@@ -1,27 +1,37 @@
 """Timed object I/O: PUT (multipart above a part size), GET (whole or ranged), DELETE.
 
-Every request is timed on the monotonic clock. GET: "ttfb" from sending the request to the
-response headers, "get" for the whole request, and the body's bytes as "read" per
-transfer-size chunk as they arrive (so the byte series shows when bytes came, not when the
-request ended). PUT: each PUT or UploadPart request is a "write" carrying its bytes, and "put"
-spans an object from its first request to the one that makes it durable. Bytes are what was
-sent or delivered, never a nominal length.
+Every request is timed through the engine's one seam, `OpLog.timed`. GET: "ttfb" from sending
+the request to the response headers, "get" for the whole request, and the body's bytes as
+"read" per transfer-size chunk as they arrive (so the byte series shows when bytes came, not
+when the request ended). PUT: each PUT or UploadPart request is a "write" carrying its
+bytes, and "put" spans an object from its first request to the one that makes it durable.
+Bytes are what was sent or delivered, never a nominal length.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from aiio.engine import METHOD_NONE, OpLog, Writer
+from aiio.cache_methods import METHOD_NONE
+from aiio.engine import OpLog, Writer
+from aiio.errors import ConfigError
 from aiio.s3.connect import Access, RequestCounts, make_client
-from aiio.units import MiB
+from aiio.units import MiB, format_size
+from aiio.workload import MAX_PARTS
 
-PART_SIZE = 8 * MiB       # multipart above this; S3 needs parts of at least 5 MiB but the last
-MIN_PART_SIZE = 5 * MiB
+
+def check_parts(largest: int, part_size: int, what: str) -> None:
+    """Refuse, before anything is written, an object that needs more parts than S3 allows."""
+    parts = math.ceil(largest / part_size)
+    if parts > MAX_PARTS:
+        need = math.ceil(largest / MAX_PARTS / MiB)
+        raise ConfigError(f"{what} of {format_size(largest)} in parts of "
+                          f"{format_size(part_size)} takes {parts:,} parts, and S3 allows "
+                          f"{MAX_PARTS:,} parts an object: use --part-size {need}MiB or more")
 
 
 class ObjectIO:
@@ -66,32 +76,37 @@ class ObjectIO:
         whole = offset == 0 and (length is None or length >= self.sizes.get(key, length + 1))
         if not whole:
             kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
-        t0 = time.monotonic_ns()
-        body = self.client.get_object(**kwargs)["Body"]
-        log.add("ttfb", t0, time.monotonic_ns(), 0)
-        done = 0
-        try:
-            while True:
-                c0 = time.monotonic_ns()
-                data = body.read(chunk)
-                if not data:
-                    break
-                log.add("read", c0, time.monotonic_ns(), len(data))
-                done += len(data)
-                if counter:
-                    counter(len(data))
-                if stop is not None and stop.is_set():
-                    break
-        finally:
-            body.close()
-        log.add("get", t0, time.monotonic_ns(), 0)
-        return done
+        with log.timed("get"):
+            with log.timed("ttfb"):
+                body = self.client.get_object(**kwargs)["Body"]
+            try:
+                return self._body(body, chunk, log, counter, stop)
+            finally:
+                body.close()
 
-    def put_file(self, key: str, path: str, log: OpLog, part_size: int = PART_SIZE) -> int:
+    @staticmethod
+    def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any) -> int:
+        """A GET's body, `chunk` bytes at a time, each chunk a timed "read" with its bytes."""
+        done = 0
+        while True:
+            with log.timed("read") as op:
+                data = body.read(chunk)
+                op.nbytes = len(data)
+                if not data:
+                    op.cancel()  # the end of the body: no transfer, no operation
+            if not data:
+                return done
+            done += len(data)
+            if counter:
+                counter(len(data))
+            if stop is not None and stop.is_set():
+                return done
+
+    def put_file(self, key: str, path: str, log: OpLog, part_size: int) -> int:
         """Upload a local file: one PUT, or a multipart upload above part_size. Returns
         bytes sent."""
         size = os.path.getsize(path)
-        part_size = max(part_size, MIN_PART_SIZE)
+        check_parts(size, part_size, key)
         with open(path, "rb") as fh:
             if size <= part_size:
                 return self.put_bytes(key, fh.read(), log)
@@ -99,44 +114,37 @@ class ObjectIO:
 
     def put_bytes(self, key: str, data: bytes, log: OpLog) -> int:
         """One PUT: "write" carries its bytes, "put" is the object's time to durable."""
-        t0 = time.monotonic_ns()
-        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
-        t1 = time.monotonic_ns()
-        log.add("write", t0, t1, len(data))
-        log.add("put", t0, t1, 0)
+        with log.timed("put"), log.timed("write", len(data)):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
         return len(data)
 
     def multipart(self, key: str, parts: Iterator[bytes], log: OpLog) -> int:
         """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
         is a "write" with its bytes; "put" spans create to complete. Aborted on any error."""
         c = self.client
-        t0 = time.monotonic_ns()
-        upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
-        log.add("create_multipart", t0, time.monotonic_ns(), 0)
-        done: list[dict] = []
-        nbytes = 0
-        try:
-            for data in parts:
-                p0 = time.monotonic_ns()
-                got = c.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
-                                    PartNumber=len(done) + 1, Body=data)
-                log.add("write", p0, time.monotonic_ns(), len(data))
-                done.append({"PartNumber": len(done) + 1, "ETag": got["ETag"]})
-                nbytes += len(data)
-            c0 = time.monotonic_ns()
-            c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
-                                        MultipartUpload={"Parts": done})
-            log.add("complete_multipart", c0, time.monotonic_ns(), 0)
-        except BaseException:
-            c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
-            raise
-        log.add("put", t0, time.monotonic_ns(), 0)
+        with log.timed("put"):
+            with log.timed("create_multipart"):
+                upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+            done: list[dict] = []
+            nbytes = 0
+            try:
+                for data in parts:
+                    with log.timed("write", len(data)):
+                        got = c.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
+                                            PartNumber=len(done) + 1, Body=data)
+                    done.append({"PartNumber": len(done) + 1, "ETag": got["ETag"]})
+                    nbytes += len(data)
+                with log.timed("complete_multipart"):
+                    c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
+                                                MultipartUpload={"Parts": done})
+            except BaseException:
+                c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
+                raise
         return nbytes
 
     def delete(self, key: str, log: OpLog) -> None:
-        t0 = time.monotonic_ns()
-        self.client.delete_object(Bucket=self.bucket, Key=key)
-        log.add("delete", t0, time.monotonic_ns(), 0)
+        with log.timed("delete"):
+            self.client.delete_object(Bucket=self.bucket, Key=key)
 
 
 class ObjectWriter:
@@ -146,7 +154,7 @@ class ObjectWriter:
 
     def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
                  seed: int = 0) -> None:
-        self.io, self.part_size = io, max(part_size, MIN_PART_SIZE)
+        self.io, self.part_size = io, part_size
         io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
         self.log, self.counter = log, counter
@@ -155,6 +163,7 @@ class ObjectWriter:
     def write_object(self, key: str, size: int, tag: int) -> int:
         """PUT (or multipart-upload) `size` bytes; returns bytes sent."""
         self.payload.log = self.log
+        check_parts(size, self.part_size, key)
         if size <= self.part_size:
             return self.io.put_bytes(key, self._part(0, size, tag), self.log)
         parts = (self._part(pos, min(self.part_size, size - pos), tag)

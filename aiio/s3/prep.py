@@ -6,7 +6,6 @@ histogram."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases import prep
 from aiio.phases.base import Phase, RunContext
 from aiio.phases.rundata import new_run_tag
@@ -84,14 +84,12 @@ def _work(a: S3PrepArgs, ctx: ClientContext):
         if stop.is_set():
             return
         if kind == "list":
-            t0 = time.monotonic_ns()
-            io.client.list_objects_v2(Bucket=io.bucket, Prefix=f"{data.base}/d{i:05d}/")
-            worker.log.add("list", t0, time.monotonic_ns(), 0)
+            with worker.log.timed("list"):
+                io.client.list_objects_v2(Bucket=io.bucket, Prefix=f"{data.base}/d{i:05d}/")
             return
         key = data.path(i)
-        t0 = time.monotonic_ns()
-        size = io.client.head_object(Bucket=io.bucket, Key=key)["ContentLength"]
-        worker.log.add("head", t0, time.monotonic_ns(), 0)
+        with worker.log.timed("head"):
+            size = io.client.head_object(Bucket=io.bucket, Key=key)["ContentLength"]
         got = worker.reader.read_file(key)
         prep.transform(a, ctx, worker, key, size, got)
 
@@ -114,7 +112,7 @@ class S3PrepPhase(prep.PrepPhase):
     def variant(self, w: Workload) -> Phase:
         return self  # no randrw on a bucket: validate says so in one line
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.mode != "shards":
             raise ConfigError("s3:// targets run prep in shards mode only; random "
                               "reads and writes inside objects do not exist in S3")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases.base import RunContext
 from aiio.phases.train import TrainArgs, TrainPhase, run_client
 from aiio.s3 import dataset as s3ds
@@ -73,7 +74,7 @@ def reread_warning(read_bytes: int, stored_bytes: int) -> list[dict[str, str]]:
 class S3TrainPhase(TrainPhase):
     client = staticmethod(run_s3_client)
 
-    def validate(self, w: Workload, options: dict[str, Any]) -> None:
+    def validate(self, w: Workload, options: RunOptions) -> None:
         super().validate(w, options)
         if w.checkpoint.every > 0:
             raise ConfigError("checkpoints during training are not available for s3:// "
@@ -99,6 +100,8 @@ class S3TrainPhase(TrainPhase):
     def summarize(self, rc: RunContext, args: S3TrainArgs, clients: list[dict]) -> dict:
         agg = super().summarize(rc, args, clients)
         agg.update(s3_aggregate(clients))
+        # the part size the dataset was uploaded with (a reused dataset keeps its own)
+        agg["s3"]["dataset_part_size"] = args.dataset.manifest.get("part_size")
         return agg
 
     def warnings(self, rc: RunContext, args: S3TrainArgs, out: dict[str, Any]) -> list[dict]:

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from aiio.units import format_rate
+
 
 class PointLike(Protocol):
     clients: int
@@ -129,8 +131,8 @@ def fast_baseline(points: Sequence[PointLike], effs: dict[int, float],
     base, last = points[0], rest[-1].clients
     best = max(p.per_client_mib_s for p in rest)
     word = "client" if base.clients == 1 else "clients"
-    return (f"the baseline at {base.clients} {word} moved {base.per_client_mib_s:,.1f} MiB/s "
-            f"per client, more than any later point (best {best:,.1f} MiB/s per client), and "
+    return (f"the baseline at {base.clients} {word} moved {format_rate(base.per_client_mib_s)} "
+            f"per client, more than any later point (best {format_rate(best)} per client), and "
             f"it alone puts every E(N) below {threshold:.2f}: against {ref.clients} clients "
             f"as the baseline every later point is linear (E({last}) = {again[last]:.2f}). "
             "The baseline may have run fast (a warm cache, a quiet moment)"

@@ -12,18 +12,20 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import result, runner
+from aiio import memcheck, result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.options import RunOptions
 from aiio.phases import get_phase
-from aiio.phases.base import now_iso
 from aiio.stats import spread
-from aiio.sweep import figures as sweep_figures
+from aiio.sweep import per_point
 from aiio.sweep import verdict as scaling
 from aiio.sysinfo import collect_environment
+from aiio.ui import UI, QuietUI
+from aiio.wallclock import now_iso
 from aiio.workload import Workload
 
 DEFAULT_DURATION_S = 10.0
@@ -111,7 +113,7 @@ class SweepRequest:
     threshold: float = 0.9
     results_dir: str = "reports"
     method: str = "auto"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunOptions = RunOptions()
     charts: bool = True
     find_max: bool = False  # search for the largest count at the AU goal (clients: [1, max])
 
@@ -125,7 +127,7 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
     if not 0 < req.threshold <= 1:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
-    runner.check_memory(req.workload, max(req.clients))
+    memcheck.check_need(memcheck.client_bytes(req.workload), max(req.clients))
     phase.variant(req.workload).validate(req.workload, req.options)  # before any point
     key = duration_key(req.phase, req.workload)
     if key is None:
@@ -173,12 +175,12 @@ def every_count(req: SweepRequest, measure: Measure, out: dict[str, Any]) -> Non
         measure(n)
 
 
-def sweep(req: SweepRequest, ui: Any = None,
+def sweep(req: SweepRequest, ui: UI | None = None,
           driver: Callable[[SweepRequest, Measure, dict[str, Any]], None] = every_count
           ) -> tuple[dict[str, Any], Path]:
     """Run the points the driver asks for (measure(n) runs n's repeats and returns its table
     row), save, judge and chart; raises SweepStopped after saving a partial."""
-    ui = ui or runner.QuietUI()
+    ui = ui or QuietUI()
     base, seconds = plan(req)
     out = _skeleton(req, base, seconds)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
@@ -208,7 +210,7 @@ def sweep(req: SweepRequest, ui: Any = None,
 
 
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
-               out: dict[str, Any], ui: Any) -> tuple[str, int] | None:
+               out: dict[str, Any], ui: UI) -> tuple[str, int] | None:
     """One point; appends it and saves. Returns (message, exit code) when the sweep must end."""
     n, total = w.run.clients, _planned(req)
     seconds = out["sweep"]["duration_s"]
@@ -250,7 +252,8 @@ def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str
         "id": result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"),
         "status": "running", "error": None, "started": now_iso(), "finished": None,
         "workload": w.to_dict(), "target": info.to_dict(),
-        "environment": collect_environment(), "method": req.method, "options": req.options,
+        "environment": collect_environment(), "method": req.method,
+        "options": req.options.to_dict(),
         "sweep": {"clients": list(req.clients), "repeat": req.repeat,
                   "threshold": req.threshold, "duration_s": seconds,
                   "excluded": _excluded(req.phase, seconds)},
@@ -325,7 +328,7 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
 
 
 def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
-    figs = [sweep_figures.point_figures(phase, r["aggregate"]) for r in runs]
+    figs = [per_point.point_figures(phase, r["aggregate"]) for r in runs]
     pcs = [f["per_client_mib_s"] for f in figs]
     heads = [f["headline_mib_s"] for f in figs]
     row: dict[str, Any] = {
@@ -373,7 +376,7 @@ def _compute_pace(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """p50 / p99 / max per operation from the runs' histograms, merged across repeats."""
-    merged = sweep_figures.merge_histograms([v.get("histograms", {}) for v in views])
+    merged = per_point.merge_histograms([v.get("histograms", {}) for v in views])
     return {op: {k: s[k] for k in ("count", "p50_ns", "p99_ns", "max_ns")}
             for op, h in merged.items() for s in [h.summary()]}
 
@@ -396,7 +399,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""
     v = scaling.judge(pts, threshold, accelerator).to_dict()
-    v["basis"] = (f"{sweep_figures.basis(out['phase'])}, mean over repeats; "
+    v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
                   f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "

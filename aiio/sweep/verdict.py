@@ -16,6 +16,7 @@ from typing import Any
 
 from aiio.sweep import knee
 from aiio.sweep.knee import efficiency_text
+from aiio.units import format_rate
 
 # Points from the plateau's start on stay within this share of the plateau's mean aggregate.
 PLATEAU_BAND = 0.10
@@ -201,10 +202,6 @@ def _shape(counts: Sequence[int], aggs: Sequence[float],
     return "sublinear", None
 
 
-def _mib(x: float) -> str:
-    return f"{x:,.1f} MiB/s"
-
-
 def _clients(n: int) -> str:
     return f"{n} client" + ("" if n == 1 else "s")
 
@@ -214,20 +211,20 @@ def _statements(v: Verdict, points: Sequence[Point], accelerator: str) -> list[s
     by_n = {p.clients: p for p in points}
     base, last = points[0], points[-1]
     if len(points) < 2:
-        return [f"only {_clients(base.clients)} measured ({_mib(base.aggregate_mib_s)}): "
+        return [f"only {_clients(base.clients)} measured ({format_rate(base.aggregate_mib_s)}): "
                 "a scaling verdict needs at least two client counts"]
     out = [_scaling_sentence(v, by_n, base, last)]
     if v.shape == "saturated":
         p = v.plateau
-        out.append(f"saturated: the aggregate stays at about {_mib(p['mib_s'])} "
+        out.append(f"saturated: the aggregate stays at about {format_rate(p['mib_s'])} "
                    f"({p['min_mib_s']:,.1f} to {p['max_mib_s']:,.1f}) from "
                    f"{_clients(p['from_clients'])} on; adding clients only divides it")
     elif v.shape == "degrading":
-        out.append(f"degrading: the aggregate peaks at {_mib(v.peak['mib_s'])} with "
-                   f"{_clients(v.peak['clients'])} and falls to {_mib(last.aggregate_mib_s)} "
-                   f"with {_clients(last.clients)}")
+        out.append(f"degrading: the aggregate peaks at {format_rate(v.peak['mib_s'])} with "
+                   f"{_clients(v.peak['clients'])} and falls to "
+                   f"{format_rate(last.aggregate_mib_s)} with {_clients(last.clients)}")
     elif v.shape == "sublinear":
-        out.append(f"sublinear: the aggregate still grows, to {_mib(last.aggregate_mib_s)} "
+        out.append(f"sublinear: the aggregate still grows, to {format_rate(last.aggregate_mib_s)} "
                    f"with {_clients(last.clients)}, but less than in proportion")
     out.append(_consistency_sentence(v, base, last))
     if v.au is not None:
@@ -243,14 +240,14 @@ def _scaling_sentence(v: Verdict, by_n: dict[int, Point], base: Point, last: Poi
     lead = bound + "; " if bound else ""
     if v.knee is None:
         e = v.efficiency[last.clients]
-        ideal = f"{last.clients / base.clients:g} x {_mib(base.aggregate_mib_s)} at " \
+        ideal = f"{last.clients / base.clients:g} x {format_rate(base.aggregate_mib_s)} at " \
                 f"{_clients(base.clients)}"
         every = "at every storage-bound point" if bound else "at every point"
         if v.dips:
             every += f" but {', '.join(map(str, v.dips))} (see below)"
         return (f"{lead}scales linearly up to {_clients(last.clients)} (the largest tested): "
                 f"E(N) >= {t:.2f} {every}; E({last.clients}) = {efficiency_text(e, t)} "
-                f"({_mib(last.aggregate_mib_s)} against {ideal})")
+                f"({format_rate(last.aggregate_mib_s)} against {ideal})")
     k = by_n[v.knee]
     e = v.efficiency[v.knee]
     ideal_k = k.clients / base.clients * base.aggregate_mib_s
@@ -258,7 +255,7 @@ def _scaling_sentence(v: Verdict, by_n: dict[int, Point], base: Point, last: Poi
             if v.linear_up_to is not None else "below linear at the first storage-bound "
             "point; the knee")
     return (f"{lead}{head} is at {_clients(v.knee)}: E({v.knee}) = {efficiency_text(e, t)} "
-            f"< {t:.2f} ({_mib(k.aggregate_mib_s)} against an ideal {_mib(ideal_k)})")
+            f"< {t:.2f} ({format_rate(k.aggregate_mib_s)} against an ideal {format_rate(ideal_k)})")
 
 
 def _demand_sentence(v: Verdict, by_n: dict[int, Point]) -> str:
@@ -268,10 +265,10 @@ def _demand_sentence(v: Verdict, by_n: dict[int, Point]) -> str:
         return ""
     text = (f"not limited by storage up to {_clients(k)}: every client met its AU goal, so "
             "each was paced by its own compute time and the aggregate there is the "
-            f"accelerators' demand ({_mib(by_n[k].aggregate_mib_s)} at {k}), not the "
+            f"accelerators' demand ({format_rate(by_n[k].aggregate_mib_s)} at {k}), not the "
             "storage's limit; such points never count toward linear scaling")
     if v.shape == "demand_bound":
-        text += f"; the storage's limit lies above {_mib(v.peak['mib_s'])}"
+        text += f"; the storage's limit lies above {format_rate(v.peak['mib_s'])}"
     return text
 
 
@@ -281,9 +278,9 @@ def _consistency_sentence(v: Verdict, base: Point, last: Point) -> str:
     kept = {n: c for n, c in v.consistency.items() if n not in v.dips}
     worst_n = min(kept, key=kept.__getitem__)
     text = (f"per-client bandwidth at {_clients(last.clients)} is {c:.2f} of that at "
-            f"{_clients(base.clients)} (mean {_mib(last.per_client_mib_s)} against "
-            f"{_mib(base.per_client_mib_s)}; slowest client {_mib(last.per_client_min_mib_s)}, "
-            f"Jain fairness {last.jain:.3f})")
+            f"{_clients(base.clients)} (mean {format_rate(last.per_client_mib_s)} against "
+            f"{format_rate(base.per_client_mib_s)}; slowest client "
+            f"{format_rate(last.per_client_min_mib_s)}, Jain fairness {last.jain:.3f})")
     if kept[worst_n] >= v.threshold:
         return "each client keeps its bandwidth: " + text
     return "each client's bandwidth falls as clients are added: " + text
@@ -299,7 +296,7 @@ def _au_figure(au: dict[str, Any], mean: float | None, low: float, at: str) -> s
 def _au_sentence(au: dict[str, Any], points: Sequence[Point], accelerator: str) -> str:
     goal, k, fail = au["goal"], au["max_clients_at_goal"], au["first_fail"]
     acc = f" {accelerator}" if accelerator else ""
-    need = (f" (each{acc} accelerator reads {_mib(au['demand_mib_s'])} at full speed)"
+    need = (f" (each{acc} accelerator reads {format_rate(au['demand_mib_s'])} at full speed)"
             if au.get("demand_mib_s") else "")
     if k is None:
         return (f"no tested count keeps the accelerators at {goal:.0%} AU: with "

@@ -16,10 +16,17 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from aiio.cache_methods import METHOD_NULL
+from aiio.honesty import NO_IO
 from aiio.phases import phase_of
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
-from aiio.units import MiB, format_duration, format_latency_ns, format_size
+from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
+
+
+def bare_rate(mib_s: float) -> str:
+    """A rate without its unit, under a MiB/s heading or before " / x MiB/s"."""
+    return format_rate(mib_s, unit=False)
 
 
 class LiveProgress(Progress):
@@ -94,7 +101,7 @@ class RichUI:
             self.rates.add(elapsed, nbytes, units)
             if elapsed >= SHOW_AFTER_S:
                 self.bar.extra = live_table(self.rates, self.hero)
-        self.bar.update(self.task, completed=sum(units), rate=f"{rate:,.0f} MiB/s")
+        self.bar.update(self.task, completed=sum(units), rate=format_rate(rate))
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -106,10 +113,6 @@ class RichUI:
 def print_warnings(console: Console, warnings: list[dict[str, str]]) -> None:
     for w in warnings:
         console.print(f"[bold yellow]warning[/] ({w['code']}): {w['message']}", highlight=False)
-
-
-def _fmt_mib(value: float) -> str:
-    return f"{value:,.1f}"
 
 
 def train_tables(res: dict[str, Any]) -> list[Table]:
@@ -124,8 +127,8 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     lat = agg["latency"].get("read", {})
     rows = [
         ("clients", f"{len(res['clients'])}"),
-        ("consumed, first done", f"{_fmt_mib(fd['mib_s'])} MiB/s over {fd['seconds']:.2f} s"),
-        ("consumed, last done", f"{_fmt_mib(ld['mib_s'])} MiB/s over {ld['seconds']:.2f} s"),
+        ("consumed, first done", f"{format_rate(fd['mib_s'])} over {fd['seconds']:.2f} s"),
+        ("consumed, last done", f"{format_rate(ld['mib_s'])} over {ld['seconds']:.2f} s"),
         *_delivered_rows(agg),
         ("per client consumed MiB/s (mean / min / max)",
          f"{spread['mean']:,.1f} / {spread['min']:,.1f} / {spread['max']:,.1f}"),
@@ -153,7 +156,7 @@ def _delivered_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
             ("bytes delivered (samples / device)",
              f"{format_size(d['app_bytes'])} / {format_size(d['device_bytes'])}"),
             ("delivered, first done / last done",
-             f"{_fmt_mib(d['first_done']['mib_s'])} / {_fmt_mib(d['last_done']['mib_s'])} MiB/s")]
+             f"{bare_rate(d['first_done']['mib_s'])} / {format_rate(d['last_done']['mib_s'])}")]
 
 
 def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
@@ -197,7 +200,7 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     for c in shown:
         lat = c.get("latency", {})
         where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
-        mib = [_fmt_mib(c.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
+        mib = [bare_rate(c.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
                                                 else ("mib_s",))]
         table.add_row(f"{c['client']}{where}", *mib,
                       format_size(c.get("consumed_bytes" if train else "bytes", 0)),
@@ -219,13 +222,15 @@ def host_table(res: dict[str, Any]) -> Table:
         agg = h.get("aggregate", {})
         fd, ld = agg.get("first_done", {}), agg.get("last_done", {})
         table.add_row(str(h["rank"]), h["host"], str(h.get("clients", 0)),
-                      format_size(agg.get("bytes", 0)), _fmt_mib(fd.get("mib_s", 0)),
-                      _fmt_mib(ld.get("mib_s", 0)), h.get("status", ""))
+                      format_size(agg.get("bytes", 0)), bare_rate(fd.get("mib_s", 0)),
+                      bare_rate(ld.get("mib_s", 0)), h.get("status", ""))
     return table
 
 
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
     console = out_console()
+    if res.get("method") == METHOD_NULL:
+        console.print(f"[bold red]{NO_IO}[/]", highlight=False)
     for t in tables:
         console.print(t)
     if len(res.get("hosts", [])) > 1:
@@ -291,7 +296,7 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
         ("clients", str(len(res["clients"]))),
         ("bytes", format_size(agg["bytes"])),
         ("aggregate, first / last done",
-         f"{_fmt_mib(fd['mib_s'])} / {_fmt_mib(ld['mib_s'])} MiB/s"),
+         f"{bare_rate(fd['mib_s'])} / {format_rate(ld['mib_s'])}"),
         ("per client MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
         (f"{phase.main_op} latency p50 / p99", _lat(agg["latency"].get(phase.main_op))),
@@ -306,11 +311,11 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
     rows = [
         ("clients", str(len(res["clients"]))),
         ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
-        ("read, first / last done", f"{_fmt_mib(rd['first_done']['mib_s'])} / "
-                                    f"{_fmt_mib(rd['last_done']['mib_s'])} MiB/s"),
+        ("read, first / last done", f"{bare_rate(rd['first_done']['mib_s'])} / "
+                                    f"{format_rate(rd['last_done']['mib_s'])}"),
         ("read IOPS", f"{rd['iops']:,.0f}"),
-        ("write, first / last done", f"{_fmt_mib(wr['first_done']['mib_s'])} / "
-                                     f"{_fmt_mib(wr['last_done']['mib_s'])} MiB/s"),
+        ("write, first / last done", f"{bare_rate(wr['first_done']['mib_s'])} / "
+                                     f"{format_rate(wr['last_done']['mib_s'])}"),
         ("bytes read / written", f"{format_size(rd['bytes'])} / {format_size(wr['bytes'])}"),
         ("shards written", f"{agg['shards']:,}"),
         ("metadata ops/s", f"{meta['ops_s']:,.0f} ({meta['total']:,} ops)"),
@@ -324,8 +329,8 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
     per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
                                "meta ops/s", "elapsed"),
                 [[str(c["client"]), f"{c['samples_per_s']:,.0f}",
-                  _fmt_mib(c["read"]["mib_s"]), f"{c['read']['iops']:,.0f}",
-                  _fmt_mib(c["write"]["mib_s"]), f"{c['metadata']['ops_s']:,.0f}",
+                  bare_rate(c["read"]["mib_s"]), f"{c['read']['iops']:,.0f}",
+                  bare_rate(c["write"]["mib_s"]), f"{c['metadata']['ops_s']:,.0f}",
                   format_duration(c["elapsed_s"])] for c in res["clients"]])
     return [_table(_where(res, "prep"), rows), ops, per]
 
@@ -339,7 +344,7 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
         ("mix", f"{format_size(agg['block_size'])} blocks, {agg['read_share']:.0%} reads, "
                 f"{format_size(agg['file_size'])} per client"),
         ("IOPS (read + write)", f"{agg['iops']:,.0f} ({rd['iops']:,.0f} + {wr['iops']:,.0f})"),
-        ("read / write MiB/s", f"{_fmt_mib(agg['read_mib_s'])} / {_fmt_mib(agg['write_mib_s'])}"),
+        ("read / write MiB/s", f"{bare_rate(agg['read_mib_s'])} / {bare_rate(agg['write_mib_s'])}"),
         ("read latency p50 / p99", _lat(rd["latency"].get("read"))),
         ("write latency p50 / p99", _lat(wr["latency"].get("write"))),
         ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}")),
@@ -367,7 +372,7 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     ]
     if agg["completed"]:
         rows += [
-            ("write (every shard durable)", f"{_fmt_mib(agg['write_mib_s'])} MiB/s"),
+            ("write (every shard durable)", format_rate(agg['write_mib_s'])),
             ("time to persist, first / last done (mean)",
              f"{agg['persist_first_done_s']['mean']:.2f} / "
              f"{agg['persist_last_done_s']['mean']:.2f} s"),
@@ -377,7 +382,7 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
         ]
     if "read_mib_s" in agg:
         rows += [
-            ("restore", f"{_fmt_mib(agg['read_mib_s'])} MiB/s"),
+            ("restore", format_rate(agg['read_mib_s'])),
             ("time to restore, first / last done (mean)",
              f"{agg['restore_first_done_s']['mean']:.2f} / "
              f"{agg['restore_last_done_s']['mean']:.2f} s"),
@@ -389,8 +394,8 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
                    [_burst_row(p) for p in agg["checkpoints"]])
     per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
                                                  "read MiB/s", "read s", "elapsed"),
-                [[str(c["client"]), _fmt_mib(c["write"]["mib_s"]),
-                  f"{c['write']['seconds']:.2f}", _fmt_mib(c["read"]["mib_s"]),
+                [[str(c["client"]), bare_rate(c["write"]["mib_s"]),
+                  f"{c['write']['seconds']:.2f}", bare_rate(c["read"]["mib_s"]),
                   f"{c['read']['seconds']:.2f}", format_duration(c["elapsed_s"])]
                  for c in res["clients"]])
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
@@ -398,10 +403,10 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
 
 def _burst_row(p: dict[str, Any]) -> list[str]:
     w, r = p["write"], p.get("read")
-    return [str(p["n"]), _fmt_mib(w["mib_s"]), f"{w['first_done_s']:.2f} s",
+    return [str(p["n"]), bare_rate(w["mib_s"]), f"{w['first_done_s']:.2f} s",
             f"{w['last_done_s']:.2f} s", _lat(w["latency"].get("fsync"), ("p99_ns",)),
             f"{p['restore_gap_s']:.2f} s" if r else "-",
-            _fmt_mib(r["mib_s"]) if r else "-", f"{r['last_done_s']:.2f} s" if r else "-"]
+            bare_rate(r["mib_s"]) if r else "-", f"{r['last_done_s']:.2f} s" if r else "-"]
 
 
 def load_tables(res: dict[str, Any]) -> list[Table]:
@@ -417,15 +422,15 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
                                              if model["stagger_s"] else "")),
         ("first replica ready", f"{agg['first_ready_s']:.2f} s"),
         ("all replicas ready", f"{agg['last_ready_s']:.2f} s"),
-        ("aggregate, first / last done", f"{_fmt_mib(agg['first_done']['mib_s'])} / "
-                                         f"{_fmt_mib(agg['last_done']['mib_s'])} MiB/s"),
+        ("aggregate, first / last done", f"{bare_rate(agg['first_done']['mib_s'])} / "
+                                         f"{format_rate(agg['last_done']['mib_s'])}"),
         ("per replica MiB/s (mean / min / max)", _spread3(agg["per_replica_mib_s"])),
         ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s")),
         ("read latency p50 / p99", _lat(agg["latency"].get("read"))),
     ] + _verify_rows(agg.get("verify"))
     per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
                 [[str(c["client"]), f"{c['start_s']:.2f} s", f"{c['load_s']:.2f} s",
-                  _fmt_mib(c["mib_s"]), _lat(c["latency"], ("p99_ns",)),
+                  bare_rate(c["mib_s"]), _lat(c["latency"], ("p99_ns",)),
                   f"{c['elapsed_s']:.2f} s"] for c in res["clients"]])
     return [_table(_where(res, "load"), rows), per]
 
@@ -441,8 +446,8 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
-          _fmt_mib(p["write"]["mib_s"]),
-          f"{_fmt_mib(p['read_mib_s_during'])} / {_fmt_mib(p['read_mib_s_baseline'])}",
+          bare_rate(p["write"]["mib_s"]),
+          f"{bare_rate(p['read_mib_s_during'])} / {bare_rate(p['read_mib_s_baseline'])}",
           f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
           _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
 
@@ -477,15 +482,17 @@ def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
 def fio_table(res: dict[str, Any]) -> Table:
     """One row per hero test: aggregate, per-job spread, fairness and latency."""
     opts = res["options"]
+    mode = ("requests, one object each" if res.get("method") == "s3"
+            else "O_DIRECT" if opts["direct"] else "buffered")
     table = Table(title=f"fio hero suite ({res.get('fio_version')}): {res['target']['path']} "
-                  f"({res['target']['fstype']}, {'O_DIRECT' if opts['direct'] else 'buffered'}, "
+                  f"({res['target']['fstype']}, {mode}, "
                   f"{opts['clients']} jobs, {opts['ioengine']} iodepth {opts['iodepth']})")
     for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
         table.add_column(col, justify="left" if col == "test" else "right")
     for name, test in res.get("tests", {}).items():
         agg = test["aggregate"]
         spread, lat = agg.get("per_client_mib_s", {}), agg.get("latency", {})
-        table.add_row(name, _fmt_mib(agg["mib_s"]),
+        table.add_row(name, bare_rate(agg["mib_s"]),
                       f"{agg['iops']:,.0f}",
                       f"{spread.get('min', 0):,.1f} / {spread.get('max', 0):,.1f}",
                       f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns", 0)),

@@ -17,7 +17,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from aiio.units import MiB
+from aiio.units import MiB, format_rate
 
 WINDOW_S = 2.0   # what "current" means
 SHOW_AFTER_S = 3.0  # shorter runs end before a table could be read
@@ -76,9 +76,9 @@ def live_table(rates: ClientRates, hero: Hero | None = None) -> Group:
     """The headline and the table drawn under the progress bar."""
     rows = rates.rows()
     total = sum(r[1] for r in rows)
-    title = f"now ({WINDOW_S:g} s window): {total:,.1f} MiB/s from {len(rows)} clients"
+    title = f"now ({WINDOW_S:g} s window): {format_rate(total)} from {len(rows)} clients"
     if hero and hero.mib_s > 0:
-        title += f", {total / hero.mib_s:.0%} of fio {hero.test} ({hero.mib_s:,.0f} MiB/s)"
+        title += f", {total / hero.mib_s:.0%} of fio {hero.test} ({format_rate(hero.mib_s)})"
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("client", justify="right")
     table.add_column("MiB/s", justify="right")
@@ -89,6 +89,6 @@ def live_table(rates: ClientRates, hero: Hero | None = None) -> Group:
     for n, (client, mib_s, au) in enumerate(picked):
         if hidden and n == EDGE:
             table.add_row("", f"({hidden} more)", *([""] if with_au else []))
-        cells = [str(client), f"{mib_s:,.1f}"] + ([f"{au:.0%}"] if with_au else [])
+        cells = [str(client), format_rate(mib_s, unit=False)] + ([f"{au:.0%}"] if with_au else [])
         table.add_row(*cells)
     return Group(Text(title), table)

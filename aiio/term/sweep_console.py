@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from aiio.sweep.figures import EXTRAS
+from aiio.sweep.per_point import EXTRAS
 from aiio.sweep.verdict import efficiency_text
 from aiio.term.console import print_warnings
 from aiio.term.screen import out_console

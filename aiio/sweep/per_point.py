@@ -93,8 +93,9 @@ def checkpoint_figures(agg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _prep_figures(agg: dict[str, Any]) -> dict[str, Any]:
-    """Read plus write first done; per-client figures are the reads' (every prep client
-    reads, not every one writes a shard in a short point)."""
+    """Read plus write first done; per-client figures are the reads' in shards mode (every
+    prep client reads, not every one writes a shard in a short point), and each client's reads
+    plus writes for the random mix, which holds them."""
     read, write = agg.get("read"), agg.get("write")
     if not isinstance(read, dict) or "first_done" not in read:
         return _from_view(io_view(agg), io_view(agg)["first_done"]["mib_s"])
@@ -105,6 +106,8 @@ def _prep_figures(agg: dict[str, Any]) -> dict[str, Any]:
         last += write["last_done"]["mib_s"]
     out = _from_view(read, headline)
     out["first_done_mib_s"], out["last_done_mib_s"] = headline, last
+    if "per_client_mib_s" in agg:  # randrw: every client's reads plus writes
+        out["per_client_mib_s"], out["jain"] = agg["per_client_mib_s"], float(agg["jain"])
     if isinstance(write, dict):
         out["histograms"] = _merged_dicts([read.get("histograms", {}),
                                                write.get("histograms", {})])

@@ -1,0 +1,11 @@
+"""Wall-clock timestamps that label results; nothing is ever measured with them (the engine
+measures on the monotonic clock)."""
+
+from __future__ import annotations
+
+import time
+
+
+def now_iso() -> str:
+    """This instant in local time with its UTC offset, e.g. 2026-11-30T23:05:00+0000."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

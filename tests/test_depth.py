@@ -1,0 +1,210 @@
+"""Queue depth through io_uring on real files (a tmpfs mount and ext4 on a loop device): every
+request counted with the bytes it returned, every one timed, the data the one on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from aiio.depth import DepthReader, ReadFailed, unavailable
+from aiio.engine import O_DIRECT, OpLog, merge_logs
+
+from .conftest import run_cli
+from .storage import can_build_storage, small_tmpfs, throttled_disk
+
+BLOCK = 4096
+NO_RING = unavailable(8)
+needs_ring = pytest.mark.skipif(NO_RING is not None, reason=NO_RING or "")
+
+
+@pytest.fixture(params=["tmpfs", "loop"])
+def folder(request, tmp_path: Path):
+    """A folder on a real tmpfs mount or on ext4 on a loop device, both read with O_DIRECT."""
+    if (why := can_build_storage()) is not None:
+        pytest.skip(why)
+    if request.param == "tmpfs":
+        with small_tmpfs(tmp_path, 64) as mount:
+            yield mount
+    else:
+        with throttled_disk(tmp_path, read_bps=10 * 2**30, size_mib=64) as disk:
+            yield disk.mount
+
+
+def _file(folder: Path, size: int) -> tuple[str, bytes]:
+    data = os.urandom(size)
+    path = folder / "blocks.bin"
+    path.write_bytes(data)
+    return str(path), data
+
+
+def _reader(depth: int, log: OpLog, data: bytes, seen: list) -> DepthReader:
+    reader = DepthReader(depth, BLOCK, log)
+
+    def check(view, n, offset):  # the bytes in the slot's buffer are the file's bytes
+        seen.append((offset, bytes(view[:n]) == data[offset:offset + n]))
+    reader.check = check
+    return reader
+
+
+@needs_ring
+@pytest.mark.parametrize("depth", [1, 8, 32])
+def test_every_request_counted_timed_and_correct(folder: Path, depth: int) -> None:
+    path, data = _file(folder, 256 * BLOCK)
+    rng = random.Random(depth)
+    offsets = [rng.randrange(256) * BLOCK for _ in range(1000)]  # repeats included
+    log, seen = OpLog(0), []
+    reader = _reader(depth, log, data, seen)
+    fd = os.open(path, os.O_RDONLY | O_DIRECT)
+    try:
+        got = reader.read_blocks(fd, offsets)
+    finally:
+        os.close(fd)
+        reader.close()
+    hist, series, ops, nbytes = merge_logs([log])
+    assert got == nbytes == 1000 * BLOCK
+    assert hist["read"].count == 1000 and hist["read"].min > 0
+    assert hist["verify"].count == 1000
+    assert sorted(off for off, _ in seen) == sorted(offsets)
+    assert all(ok for _, ok in seen)
+    assert series.total == 1000 * BLOCK
+
+
+@needs_ring
+def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None:
+    path, data = _file(folder, 10 * BLOCK + 100)
+    log, seen = OpLog(0), []
+    reader = _reader(4, log, data, seen)
+    fd = os.open(path, os.O_RDONLY | O_DIRECT)
+    try:
+        got = reader.read_blocks(fd, [10 * BLOCK, 0, 9 * BLOCK])
+    finally:
+        os.close(fd)
+        reader.close()
+    hist, series, _, nbytes = merge_logs([log])
+    assert got == nbytes == 2 * BLOCK + 100 == series.total
+    assert hist["read"].count == 3
+    assert all(ok for _, ok in seen)
+
+
+@needs_ring
+def test_no_request_is_issued_after_the_deadline(tmp_path: Path) -> None:
+    path, _ = _file(tmp_path, 64 * BLOCK)
+    log = OpLog(0)
+    reader = DepthReader(4, BLOCK, log)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert reader.read_blocks(fd, [0] * 10, time.monotonic_ns() + 60 * 10**9) == 10 * BLOCK
+        assert not reader.expired
+        assert reader.read_blocks(fd, [0] * 10, time.monotonic_ns() - 1) == 0
+        assert reader.expired
+    finally:
+        os.close(fd)
+        reader.close()
+    assert log.ops == 10
+
+
+@needs_ring
+def test_a_failed_request_raises_after_the_ring_drains(tmp_path: Path) -> None:
+    path, _ = _file(tmp_path, 4 * BLOCK)
+    log = OpLog(0)
+    reader = DepthReader(4, BLOCK, log)
+    fd = os.open(path, os.O_WRONLY)  # reads of a write-only descriptor fail with EBADF
+    try:
+        with pytest.raises(ReadFailed) as info:
+            reader.read_blocks(fd, [0, BLOCK, 2 * BLOCK])
+    finally:
+        os.close(fd)
+        reader.close()
+    assert info.value.offset in (0, BLOCK, 2 * BLOCK)
+    assert log.ops == 0 and log.nbytes == 0
+
+
+@needs_ring
+def test_an_error_mid_flight_propagates_and_close_is_clean(tmp_path: Path) -> None:
+    """A check that raises while requests are in flight: its error reaches the caller, and
+    closing waits for the kernel to finish with the buffers instead of failing."""
+    path, _ = _file(tmp_path, 64 * BLOCK)
+    reader = DepthReader(8, BLOCK, OpLog(0))
+
+    def check(view, n, offset):
+        raise ValueError("bad block")
+    reader.check = check
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(ValueError, match="bad block") as info:
+            reader.read_blocks(fd, [i * BLOCK for i in range(64)])
+        reader.close()  # with the error and its traceback still held, as a client holds it
+    finally:
+        os.close(fd)
+    assert reader.ring.closed and reader.ring.pending_count() == 0
+    assert info.value.args == ("bad block",)
+
+
+def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
+    args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
+            "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
+            "--set", "prep.read_share=1", "--set", "prep.duration=500ms"]
+    for s in sets:
+        args += ["--set", s]
+    proc = run_cli(*args, "--json", "-q")
+    return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else proc.stderr
+
+
+@needs_ring
+def test_randrw_reads_at_depth_count_every_read_and_byte(folder: Path, tmp_path: Path) -> None:
+    rc, out = _randrw(folder, tmp_path / "reports", "prep.iodepth=16", "prep.threads=2",
+                      "run.clients=2")
+    assert rc == 0, out
+    agg = out["aggregate"]
+    reads = agg["read"]["latency"]["read"]["count"]
+    assert reads > 0 and agg["write"]["ops"] == 0
+    assert agg["read_bytes"] == BLOCK * reads == agg["bytes"]
+    assert sum(c["read"]["bytes"] for c in out["clients"]) == agg["read_bytes"]
+    assert all(c["read"]["histograms"]["read"]["count"] > 0 for c in out["clients"])
+    assert out["workload"]["prep"]["iodepth"] == 16
+
+
+@needs_ring
+def test_randrw_at_depth_with_verify(target: Path, results: Path) -> None:
+    args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
+            "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
+            "--set", "prep.read_share=1", "--set", "prep.duration=500ms",
+            "--set", "prep.iodepth=8", "--verify", "--json", "-q"]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    agg = json.loads(proc.stdout)["aggregate"]
+    assert agg["verify"]["mismatches"] == 0
+    assert agg["verify"]["blocks_checked"] == agg["read"]["latency"]["read"]["count"] > 0
+
+
+@pytest.mark.parametrize("value, words", [("0", "at least 1"), ("-3", "at least 1"),
+                                          ("5000", "at most 1024"), ("deep", "as int")])
+def test_bad_iodepth_is_one_line(target: Path, results: Path, value: str, words: str) -> None:
+    rc, err = _randrw(target, results, f"prep.iodepth={value}")
+    assert rc == 2 and words in err and "[prep].iodepth" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_depth_with_writes_is_refused_in_one_line(target: Path, results: Path) -> None:
+    rc, err = _randrw(target, results, "prep.iodepth=4", "prep.read_share=0.7")
+    assert rc == 2 and "prep.iodepth" in err and "read_share" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_binding_is_one_line(target: Path, results: Path, tmp_path: Path) -> None:
+    """As on a machine without the optional extra: the binding's import fails."""
+    shadow = tmp_path / "no-binding"
+    shadow.mkdir()
+    (shadow / "uring_api.py").write_text("raise ImportError('not installed')\n")
+    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+                   "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
+                   "--set", "prep.read_share=1", "--set", "prep.iodepth=4", "-q",
+                   env={"PYTHONPATH": str(shadow)})
+    assert proc.returncode == 2, proc.stderr
+    assert "aiio[uring]" in proc.stderr and "prep.iodepth = 4" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -1,0 +1,164 @@
+"""One measurement seam: the engine times every call; phases never read a clock to time one."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+import aiio
+from aiio import engine
+from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, merge_logs
+
+PACKAGE = Path(aiio.__file__).parent
+CLOCKS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time", "time_ns",
+          "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime",
+          "clock_gettime_ns"}
+# Modules that measure: every phase, and object storage's phases and its request layer.
+MEASURING = sorted([*PACKAGE.glob("phases/*.py"), *PACKAGE.glob("s3/*.py")])
+# Not measuring: starting a local S3 server waits for it with a deadline of its own.
+NOT_MEASURING = {"s3/localserver.py"}
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
+
+
+def _clock_reads(tree: ast.AST) -> list[str]:
+    """`time.<clock>` references and `from time import <clock>` in one module."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in CLOCKS \
+                and isinstance(node.value, ast.Name) and node.value.id == "time":
+            found.append(f"line {node.lineno}: time.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and node.module == "time":
+            found += [f"line {node.lineno}: from time import {a.name}" for a in node.names
+                      if a.name in CLOCKS]
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in MEASURING if _rel(p) not in NOT_MEASURING],
+                         ids=_rel)
+def test_measuring_modules_never_read_a_clock(path: Path) -> None:
+    """Calls are timed by the engine (its metadata functions, Reader, Writer, OpLog.timed);
+    window edges and deadlines come from engine.now_ns, the same clock."""
+    assert _clock_reads(ast.parse(path.read_text())) == []
+
+
+def test_the_guard_sees_a_clock_read() -> None:
+    code = "import time\nfrom time import perf_counter\nt0 = time.monotonic_ns()\n"
+    assert len(_clock_reads(ast.parse(code))) == 2
+
+
+def _oplog_private() -> set[str]:
+    names = {f.name for f in dataclasses.fields(OpLog) if f.name.startswith("_")}
+    return names | {n for n in vars(OpLog) if n.startswith("_") and not n.startswith("__")}
+
+
+def _own_fields(cls: ast.ClassDef) -> set[str]:
+    """Attribute names a class defines itself: `self.x = ...`, class-level fields, slots."""
+    names = set()
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) \
+                and isinstance(n.value, ast.Name) and n.value.id == "self":
+            names.add(n.attr)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            names.add(n.value)  # __slots__ entries
+    names |= {n.target.id for n in cls.body
+              if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    return names
+
+
+def _private_uses(tree: ast.AST, private: set[str]) -> list[str]:
+    """Uses of OpLog's private names outside OpLog, except a class's uses of a same-named
+    field of its own (ByteSeries has a `_bytes` too)."""
+    allowed = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        own = private if cls.name == "OpLog" else _own_fields(cls) & private
+        allowed |= {id(n) for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+                    and n.attr in own}
+    return [f"line {n.lineno}: .{n.attr}" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in private and id(n) not in allowed]
+
+
+def test_only_oplog_touches_its_private_fields() -> None:
+    """Everyone records through OpLog's methods: no module, the engine's Reader included,
+    appends to its buffers behind its back."""
+    private = _oplog_private()
+    assert {"_lat", "_end", "_bytes"} <= private
+    found = {}
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.parent.glob("tools/*.py")]:
+        if uses := _private_uses(ast.parse(path.read_text()), private):
+            found[str(path)] = uses
+    assert found == {}
+
+
+def test_the_private_guard_sees_a_reader_writing_into_the_log() -> None:
+    code = ("class Reader:\n    def go(self, log):\n        log._end.append(1)\n"
+            "class ByteSeries:\n    __slots__ = ('_bytes',)\n    def m(self, o):\n"
+            "        return o._bytes\n")
+    assert _private_uses(ast.parse(code), {"_end", "_bytes"}) == ["line 3: ._end"]
+
+
+def test_phases_record_only_through_timed() -> None:
+    """The engine's own hot loops hold their clock readings and record them; a phase has
+    none to hold, so it never calls the low-level recorders."""
+    found = []
+    for path in MEASURING:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            low = node.func.attr in ("add_timed", "add_many")
+            # OpLog's old recorder, log.add("op", t0, t1, nbytes), coming back with a merge
+            old = node.func.attr == "add" and len(node.args) == 4 \
+                and isinstance(node.args[0], ast.Constant)
+            if low or old:
+                found.append(f"{_rel(path)} line {node.lineno}")
+    assert found == []
+
+
+def test_timed_records_a_call_that_returns_and_not_one_that_raises(tmp_path: Path) -> None:
+    log = OpLog(start_ns=engine.now_ns())
+    with log.timed("stat"):
+        os.stat(tmp_path)
+    with pytest.raises(FileNotFoundError), log.timed("stat"):
+        os.stat(tmp_path / "missing")
+    with log.timed("read", 10) as op:
+        op.nbytes = 7  # the call said how much it moved
+    with log.timed("read") as op:
+        op.cancel()  # the end of a stream: no operation
+    hist, series, ops, nbytes = merge_logs([log])
+    assert hist["stat"].count == 1 and hist["read"].count == 1
+    assert ops == 2 and nbytes == series.total == 7
+    assert op.end_ns >= op.t0 > 0
+
+
+def test_metadata_calls_each_get_their_histogram(tmp_path: Path) -> None:
+    log = OpLog(start_ns=engine.now_ns())
+    folder = tmp_path / "a" / "b"
+    engine.makedirs(log, str(folder))
+    wr = Writer(METHOD_FADVISE, 4096, log, seed=1)
+    try:
+        wr.write_file(str(folder / "f.bin"), 3 * 4096, tag=1)
+        wr.fsync_dir(str(folder))
+    finally:
+        wr.close()
+    assert engine.listdir(log, str(folder)) == ["f.bin"]
+    assert engine.stat(log, str(folder / "f.bin")).st_size == 3 * 4096
+    rd = Reader(METHOD_FADVISE, 4096, log)
+    try:
+        assert rd.read_file(str(folder / "f.bin")) == 3 * 4096  # its fstat is a "stat"
+    finally:
+        rd.close()
+    engine.drop_cached(log, str(folder / "f.bin"))
+    engine.unlink(log, str(folder / "f.bin"))
+    with pytest.raises(FileNotFoundError):
+        engine.unlink(log, str(folder / "f.bin"))
+    hist, _, ops, _ = merge_logs([log])
+    counts = {op: h.count for op, h in hist.items()}
+    assert counts == {"mkdir": 1, "create": 1, "write": 3, "fsync": 1, "drop_cache": 1,
+                      "dir_fsync": 1, "list": 1, "stat": 2, "open": 2, "read": 3, "unlink": 1}
+    assert ops == sum(counts.values())
