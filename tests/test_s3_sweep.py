@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import run_cli, saved_result
 
 TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
