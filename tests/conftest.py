@@ -1,8 +1,10 @@
-"""Shared fixtures: real folders on real filesystems, and the CLI run as a real subprocess."""
+"""Shared fixtures: real folders on real filesystems, the CLI run as a real subprocess or (for
+input that must be refused) in this process, the tiny run's arguments and saved results."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from aiio.workload import load_workload
 
@@ -67,9 +70,47 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
                           capture_output=True, text=True, timeout=timeout, env=full_env)
 
 
-TINY_ARGS = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
-             "--set", "dataset.sample_size_stdev=8KiB", "--set", "dataset.files_per_dir=10",
-             "--epochs", "2", "--batch-size", "2", "--clients", "2")
+def call_cli(*args: str, cwd: Path | None = None,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `aiio ARGS` in this process, through the same error boundary as the real entry point
+    (one line, an exit code); for input that must be refused, where a process start per case
+    costs more than the check. Anything the boundary lets through raises here, which the
+    subprocess form would show as a traceback."""
+    from aiio.cli import _command
+
+    old_cwd = os.getcwd()
+    runner = CliRunner()
+    with runner.isolation(env={"COLUMNS": "160", **(env or {})}) as (out, err, _):
+        os.chdir(cwd or REPO)
+        try:
+            code = _command(list(args), None)
+        finally:
+            os.chdir(old_cwd)
+            sys.stdout.flush()
+            sys.stderr.flush()
+    return subprocess.CompletedProcess(["aiio", *args], code, out.getvalue().decode(),
+                                       err.getvalue().decode())
+
+
+# The tiny dataset (24 files of about 64 KiB) and the tiny train run over it: a run takes well
+# under a second of I/O.
+TINY_DATA = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
+             "--set", "dataset.sample_size_stdev=8KiB", "--set", "dataset.files_per_dir=10")
+TINY_ARGS = (*TINY_DATA, "--epochs", "2", "--batch-size", "2", "--clients", "2")
+
+
+def saved_results(results: Path, kind: str = "") -> list[dict]:
+    """Every result saved under the results folder (oldest first), of one kind ("accept",
+    "scale", "fio") when given: the kind is part of the folder's name."""
+    pattern = f"*-{kind}-*/result.json" if kind else "*/result.json"
+    return [json.loads(p.read_text()) for p in sorted(results.glob(pattern))]
+
+
+def saved_result(results: Path, kind: str = "") -> dict:
+    """The one result a command saved; fails when there is none or more than one."""
+    found = saved_results(results, kind)
+    assert len(found) == 1, f"{len(found)} results under {results}, expected one"
+    return found[0]
 
 
 def is_root() -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -129,8 +128,3 @@ def kill_all(pids: list[int]) -> None:
         except psutil.NoSuchProcess:
             pass
 
-
-def saved_results(results: Path) -> list[dict]:
-    if not results.exists():
-        return []
-    return [json.loads(p.read_text()) for p in sorted(results.glob("*/result.json"))]

@@ -19,7 +19,7 @@ from aiio.accept.run import judge, load_spec
 from aiio.errors import ConfigError
 from aiio.history import History
 
-from .conftest import REPO, client_processes, run_cli
+from .conftest import REPO, call_cli, client_processes, run_cli
 
 TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 
@@ -51,8 +51,9 @@ def _check(name: str, require: str, epochs: int = 1, extra: str = "") -> str:
     return CHECK.format(name=name, require=require, epochs=epochs, extra=extra)
 
 
-def _accept(spec: Path, target: Path, results: Path, *extra: str) -> subprocess.CompletedProcess:
-    return run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+def _accept(spec: Path, target: Path, results: Path, *extra: str,
+            run=run_cli) -> subprocess.CompletedProcess:
+    return run("accept", str(spec), "--target", str(target), "--results", str(results),
                    "--quiet", *extra)
 
 
@@ -182,7 +183,7 @@ def test_run_is_recorded_in_history_unless_told_not_to(target, results):
 def test_damaged_history_stops_accept_before_any_check(target, results, tmp_path):
     history = tmp_path / "h.sqlite"
     history.write_bytes(b"\x00garbage" * 100)
-    proc = _accept(TINY, target, results, "--history", str(history))
+    proc = _accept(TINY, target, results, "--history", str(history), run=call_cli)
     assert proc.returncode == 2 and "left untouched" in proc.stderr
     assert history.read_bytes() == b"\x00garbage" * 100
     assert not results.exists()
@@ -266,16 +267,16 @@ def test_bad_specs_are_one_line_errors_naming_file_and_key(tmp_path, text, words
 
 def test_bad_spec_through_the_cli_exits_2(tmp_path, target, results):
     path = _spec(tmp_path, _check("a", "min_au = 7"))
-    proc = _accept(path, target, results)
+    proc = _accept(path, target, results, run=call_cli)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "min_au = 7.0 must be at most 1" in proc.stderr
     assert str(path) in proc.stderr and not results.exists()
-    proc = run_cli("accept", str(path))
+    proc = call_cli("accept", str(path))
     assert proc.returncode == 2 and "min_au" in proc.stderr
     good = _spec(tmp_path, _check("a", "min_au = 0.5"))
     for args, words in (([], "no target"), (["--target", str(tmp_path / "nope")], "nope"),
                         (["--target", str(target), "--check", "zz"], "no check named 'zz'")):
-        proc = run_cli("accept", str(good), "--results", str(results), *args)
+        proc = call_cli("accept", str(good), "--results", str(results), *args)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli, saved_result
 
 MiB = 1 << 20
-
-
-def only_result(results: Path) -> dict:
-    found = sorted(results.glob("*/result.json"))
-    assert len(found) == 1, found
-    return json.loads(found[0].read_text())
 
 
 def leftovers(target: Path) -> list[str]:
@@ -32,7 +26,7 @@ def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results
                    "--set", "checkpoint.files_per_client=2", "--set", "checkpoint.threads=2",
                    "-q")
     assert proc.returncode == 0, proc.stderr
-    res = only_result(results)
+    res = saved_result(results)
     assert res["status"] == "ok" and res["phase"] == "checkpoint"
     agg = res["aggregate"]
     assert agg["completed"] == 3
@@ -83,8 +77,8 @@ def test_impossible_values_get_one_line_and_exit_2(target: Path, results: Path) 
         (("--checkpoint-every", "1"), "--checkpoint-every does not apply"),
     ]
     for args, words in cases:
-        proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results",
-                       str(results), *args)
+        proc = call_cli("run", "--phase", "checkpoint", "-t", str(target), "--results",
+                        str(results), *args)
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and words in lines[0], (args, proc.stderr)
@@ -93,8 +87,8 @@ def test_impossible_values_get_one_line_and_exit_2(target: Path, results: Path) 
 
 def test_checkpoint_larger_than_free_space_is_refused_before_writing(target: Path,
                                                                      results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "--workload", "llama3-405b", "-t",
-                   str(target), "--results", str(results), "-q")
+    proc = call_cli("run", "--phase", "checkpoint", "--workload", "llama3-405b", "-t",
+                    str(target), "--results", str(results), "-q")
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip()
     assert "needs 5.16 TiB" in line and "free" in line and len(line.splitlines()) == 1
@@ -112,9 +106,9 @@ def test_verify_on_checkpoint_states_its_cost(target: Path, results: Path) -> No
 
 
 def test_train_rejects_verify_and_prep_rejects_stagger(target: Path) -> None:
-    proc = run_cli("run", "--phase", "train", "--verify", "-t", str(target), *TINY_ARGS)
+    proc = call_cli("run", "--phase", "train", "--verify", "-t", str(target), *TINY_ARGS)
     assert proc.returncode == 2 and "--verify" in proc.stderr
-    proc = run_cli("run", "--phase", "prep", "--stagger", "1s", "-t", str(target))
+    proc = call_cli("run", "--phase", "prep", "--stagger", "1s", "-t", str(target))
     assert proc.returncode == 2 and "--stagger does not apply" in proc.stderr
 
 

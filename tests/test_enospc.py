@@ -3,13 +3,12 @@ result is saved as failed, exit 1. Needs root for a size-limited tmpfs mount."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import is_root, run_cli
+from .conftest import call_cli, is_root, run_cli, saved_result
 
 
 @pytest.fixture
@@ -32,15 +31,15 @@ def test_enospc_mid_checkpoint_fails_cleanly(small_fs: Path, results: Path) -> N
                    "--no-space-check", "-q")
     assert proc.returncode == 1, proc.stderr
     assert "filled up (ENOSPC)" in proc.stderr and "partial result saved" in proc.stderr
-    res = json.loads(sorted(results.glob("*/result.json"))[0].read_text())
+    res = saved_result(results)
     assert res["status"] == "failed" and "ENOSPC" in res["error"]
     left = sorted(str(p.relative_to(small_fs)) for p in (small_fs / "aiio").rglob("*"))
     assert left == ["aiio/.aiio-owned"]
 
 
 def test_space_check_refuses_before_writing(small_fs: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(small_fs), "--results",
-                   str(results), "--clients", "2", "--set", "checkpoint.size=128MiB", "-q")
+    proc = call_cli("run", "--phase", "checkpoint", "-t", str(small_fs), "--results",
+                    str(results), "--clients", "2", "--set", "checkpoint.size=128MiB", "-q")
     assert proc.returncode == 2, proc.stderr
     assert "needs 128.00 MiB" in proc.stderr
     left = sorted(str(p.relative_to(small_fs)) for p in (small_fs / "aiio").rglob("*"))

@@ -11,7 +11,7 @@ from aiio import result
 from aiio.sweep import find_max
 from aiio.sweep import run as scale
 
-from .conftest import run_cli, tiny_workload
+from .conftest import call_cli, tiny_workload
 
 
 def _probe_with_truth(limit: int, seen: list[int]):
@@ -73,8 +73,8 @@ def test_find_max_through_the_cli_and_its_bad_input(tmp_path):
     for args, words in ((("--phase", "load", "--max-clients", "4"), "only the train phase"),
                         ((), "needs --max-clients"),
                         (("--max-clients", "4", "--clients", "1,2"), "not both")):
-        proc = run_cli("scale", "--find-max", "--target", str(target), "--results",
-                       str(results), *args)
+        proc = call_cli("scale", "--find-max", "--target", str(target), "--results",
+                        str(results), *args)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
     assert not results.exists()

@@ -15,7 +15,7 @@ import pytest
 
 from aiio.fio import hero
 
-from .conftest import REPO, TINY_ARGS, is_root, run_cli
+from .conftest import REPO, TINY_ARGS, call_cli, is_root, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 MiB = 2**20
@@ -137,12 +137,12 @@ def test_compare_lists_phase_next_to_hero(suite):
     assert text.returncode == 0 and "% of fio" in text.stdout and "rand_read" in text.stdout
     chosen = run_cli("compare", str(run_dir), "--fio", str(suite["folder"]), "--json")
     assert json.loads(chosen.stdout)[0]["rows"] == item["rows"]
-    wrong = run_cli("compare", str(run_dir), "--fio", str(run_dir))
+    wrong = call_cli("compare", str(run_dir), "--fio", str(run_dir))
     assert wrong.returncode == 2 and "not a fio result" in wrong.stderr
 
 
 def test_compare_refuses_a_fio_result(suite):
-    proc = run_cli("compare", str(suite["folder"]))
+    proc = call_cli("compare", str(suite["folder"]))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "is a fio result" in proc.stderr
 
@@ -188,8 +188,8 @@ def test_missing_fio_is_one_line_with_the_install_command(tmp_path):
     empty.mkdir()
     target = tmp_path / "t"
     target.mkdir()
-    proc = run_cli("fio", "--target", str(target), "--results", str(tmp_path / "r"),
-                   env={"PATH": str(empty)})
+    proc = call_cli("fio", "--target", str(target), "--results", str(tmp_path / "r"),
+                    env={"PATH": str(empty)})
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
     assert "fio is not installed" in proc.stderr and "apt-get install fio" in proc.stderr
@@ -215,7 +215,7 @@ def test_fio_failing_shows_its_stderr_and_leaves_no_files(tmp_path):
     (("--runtime", "fast"), "duration"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, words):
-    proc = run_cli("fio", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
+    proc = call_cli("fio", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and words in proc.stderr
 

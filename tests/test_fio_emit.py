@@ -8,7 +8,7 @@ import pytest
 
 from aiio.fio import job as fio
 
-from .conftest import run_cli
+from .conftest import call_cli, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 KiB = 1024
@@ -75,7 +75,7 @@ def test_shuffled_samples_in_big_files_become_random_reads(target, tmp_path):
 @pytest.mark.parametrize("phase, words", [("bogus", "unknown phase 'bogus'"),
                                           ("all", "emit one at a time")])
 def test_phase_without_a_job_is_one_line(target, phase, words):
-    proc = run_cli("fio", "--emit", "--phase", phase, "--target", str(target))
+    proc = call_cli("fio", "--emit", "--phase", phase, "--target", str(target))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and words in proc.stderr
     assert not (target / "aiio").exists()  # nothing created for a job that was not written

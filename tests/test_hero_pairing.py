@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_DATA, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 MiB = 2**20
-DATA = TINY_ARGS[:8]  # the tiny dataset, without epochs, batch size and clients
+DATA = TINY_DATA
 
 
 @pytest.fixture(scope="module")

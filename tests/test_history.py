@@ -23,7 +23,7 @@ from aiio.history import (
     with_regressions,
 )
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, call_cli, run_cli
 
 
 def _check(value: float, passed: bool = True, target: str = "/mnt/a", ts: float | None = None,
@@ -134,7 +134,7 @@ def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
     records = json.loads(proc.stdout)
     assert [len(r["regressions"]) for r in records] == [0, 0, 0, 1]
     assert records[-1]["regressions"][0]["baseline"] == 100
-    proc = run_cli("history", "--history", str(path), "--check", "nosuch")
+    proc = call_cli("history", "--history", str(path), "--check", "nosuch")
     assert proc.returncode == 2 and "known: train-8" in proc.stderr
 
 
@@ -194,7 +194,7 @@ def test_damaged_history_is_reported_and_left_untouched(tmp_path, how, words):
     before = path.read_bytes()
     with pytest.raises(HistoryError, match=words):
         History(path)
-    proc = run_cli("history", "--history", str(path))
+    proc = call_cli("history", "--history", str(path))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "left untouched" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli, saved_result
 
 MiB = 1 << 20
 
@@ -43,8 +43,8 @@ def test_checkpoint_every_steps(target: Path, results: Path) -> None:
     res = json.loads(proc.stdout)
     for c in res["clients"]:
         assert len(c["checkpoints"]) == c["steps"] // 4
-    bad = run_cli("run", "--phase", "train", "-t", str(target), *TINY_ARGS, *CKPT,
-                  "--checkpoint-every", "4 hours")
+    bad = call_cli("run", "--phase", "train", "-t", str(target), *TINY_ARGS, *CKPT,
+                   "--checkpoint-every", "4 hours")
     assert bad.returncode == 2 and "expected N, Nepochs or Nsteps" in bad.stderr
 
 
@@ -55,9 +55,7 @@ def test_all_phases_in_one_run_and_one_result(target: Path, results: Path) -> No
     assert proc.returncode == 0, proc.stderr
     for title in ("prep:", "train:", "checkpoints during training", "load:", "verify"):
         assert title in proc.stdout
-    found = sorted(results.glob("*/result.json"))
-    assert len(found) == 1
-    res = json.loads(found[0].read_text())
+    res = saved_result(results)
     assert res["phase"] == "all" and res["status"] == "ok"
     agg = res["aggregate"]
     assert [s["phase"] for s in agg["stages"]] == ["prep", "train", "load"]

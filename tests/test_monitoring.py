@@ -3,7 +3,6 @@ history --prometheus` write, read back with prometheus_client's own parser."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from aiio.history import History, Record
 
-from .conftest import run_cli
+from .conftest import call_cli, run_cli, saved_result
 from .test_accept import _check, _spec
 
 LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec")
@@ -56,7 +55,7 @@ def test_accept_writes_every_check_figure_and_its_verdict(target, results, tmp_p
     proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
                    "--quiet", "--prometheus", str(prom))
     assert proc.returncode == 1, proc.stderr
-    out = json.loads(next(results.glob("*-accept-*/result.json")).read_text())
+    out = saved_result(results, "accept")
     samples = _samples(prom)
     assert [p.name for p in prom.parent.iterdir()] == ["aiio.prom"]  # no temporary left
     for check in out["checks"]:
@@ -84,8 +83,8 @@ def test_bad_export_path_is_refused_before_anything_runs(target, results, tmp_pa
     spec = _spec(tmp_path, _check("good", "min_au = 0.05"))
     for path, words in ((tmp_path / "aiio.txt", "only *.prom files"),
                         (tmp_path / "nowhere" / "aiio.prom", "does not exist")):
-        proc = run_cli("accept", str(spec), "--target", str(target), "--results",
-                       str(results), "--quiet", "--prometheus", str(path))
+        proc = call_cli("accept", str(spec), "--target", str(target), "--results",
+                        str(results), "--quiet", "--prometheus", str(path))
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not results.exists()
@@ -174,8 +173,8 @@ def test_a_folder_named_like_the_export_is_refused_before_anything_runs(target, 
     """Otherwise every check runs first and the verdict is lost to a write error at the end."""
     spec = _spec(tmp_path, _check("good", "min_au = 0.05"))
     (tmp_path / "aiio.prom").mkdir()
-    proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
-                   "--quiet", "--prometheus", str(tmp_path / "aiio.prom"))
+    proc = call_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+                    "--quiet", "--prometheus", str(tmp_path / "aiio.prom"))
     assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not results.exists()

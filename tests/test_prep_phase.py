@@ -11,7 +11,7 @@ from aiio.dataset import check
 from aiio.phases.prep import client_items
 from aiio.target import Target
 
-from .conftest import TINY_ARGS, run_cli, tiny_workload
+from .conftest import TINY_ARGS, call_cli, run_cli, tiny_workload
 
 PREP = (*TINY_ARGS, "--set", "prep.threads=1", "--set", "prep.passes=2",
         "--set", "prep.shard_size=256KiB", "--set", "prep.transfer_size=64KiB")
@@ -91,6 +91,6 @@ def test_randrw_reads_only_counts_every_read_and_byte(target: Path, results: Pat
 
 
 def test_prep_verify_needs_randrw(target: Path) -> None:
-    proc = run_cli("run", "--phase", "prep", "--verify", "-t", str(target), *TINY_ARGS)
+    proc = call_cli("run", "--phase", "prep", "--verify", "-t", str(target), *TINY_ARGS)
     assert proc.returncode == 2 and "randrw" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

@@ -21,7 +21,7 @@ import pytest
 from aiio import report, result, stats
 from aiio.report import series as sr
 
-from .conftest import REPO, TINY_ARGS, run_cli
+from .conftest import REPO, TINY_ARGS, TINY_DATA, call_cli, run_cli
 from .devtools import Browser, find_chromium, png_size
 from .mpi import mpi_run, needs_mpi
 
@@ -84,7 +84,7 @@ def sweep(area: Path, run2: Path) -> Path:
     """A real sweep over 1 and 2 clients through `aiio scale`; returns its folder."""
     results = area / "sweeps"
     out = run_cli("scale", "--target", str(area / "target"), "--results", str(results),
-                  *TINY_ARGS[:8], "--batch-size", "2", "--clients", "1,2", "--duration", "1s",
+                  *TINY_DATA, "--batch-size", "2", "--clients", "1,2", "--duration", "1s",
                   "--no-charts", "-q")
     assert out.returncode == 0, out.stderr
     (folder,) = results.glob("*/")
@@ -251,14 +251,14 @@ def test_report_command_rerenders(run2: Path, tmp_path: Path) -> None:
     (("reports/x", "--history"), "either a result folder or --history"),
 ])
 def test_report_command_bad_input(args: tuple, message: str) -> None:
-    out = run_cli("report", *args)
+    out = call_cli("report", *args)
     assert out.returncode == 2
     assert message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_report_command_history_without_database(tmp_path: Path) -> None:
-    out = run_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
+    out = call_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1
     assert "history" in out.stderr
@@ -597,7 +597,7 @@ def _phase_run(area: Path, phase: str, *extra: str, needs: str | None = None) ->
         (folder,) = results.glob("*/")
         return folder
     # The tiny dataset for every phase: prep reads it, the others leave it alone.
-    args = TINY_ARGS if phase == "train" else (*TINY_ARGS[:8], "--clients", "2")
+    args = TINY_ARGS if phase == "train" else (*TINY_DATA, "--clients", "2")
     out = run_cli("run", "--phase", phase, "--target", str(area / "target"), "--results",
                   str(results), *args, "-q", *extra)
     assert out.returncode == 0, out.stderr

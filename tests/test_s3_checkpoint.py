@@ -3,10 +3,8 @@ durable when the completing request returns, restored by GETs, and removed after
 
 from __future__ import annotations
 
-import json
-
 from aiio.units import MiB
-from tests.conftest import run_cli
+from tests.conftest import run_cli, saved_result
 
 
 def test_checkpoint_puts_shards_and_restores_them(s3_server, s3_bucket, results):
@@ -16,7 +14,7 @@ def test_checkpoint_puts_shards_and_restores_them(s3_server, s3_bucket, results)
                    "--clients", "2", "--set", f"checkpoint.size={size}",
                    "--checkpoints", "2")
     assert proc.returncode == 0, proc.stderr
-    res = json.loads(next(results.glob("*/result.json")).read_text())
+    res = saved_result(results)
     agg = res["aggregate"]
     assert agg["write_bytes"] == 2 * size and agg["read_bytes"] == 2 * size
     assert agg["completed"] == 2

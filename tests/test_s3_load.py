@@ -3,10 +3,8 @@ fetches all of them as ranged GETs at the same moment."""
 
 from __future__ import annotations
 
-import json
-
 from aiio.units import MiB
-from tests.conftest import run_cli
+from tests.conftest import run_cli, saved_result
 
 
 def test_replicas_fetch_every_weight_range(s3_server, s3_bucket, results):
@@ -16,7 +14,7 @@ def test_replicas_fetch_every_weight_range(s3_server, s3_bucket, results):
             "--set", "load.files=2", "--set", "load.threads=2")
     proc = run_cli(*args, "--results", str(results))
     assert proc.returncode == 0, proc.stderr
-    res = json.loads(next(results.glob("*/result.json")).read_text())
+    res = saved_result(results)
     agg = res["aggregate"]
     assert agg["bytes"] == 2 * size and agg["complete"]
     assert agg["requests"] == 2 * 4 and agg["latency"]["ttfb"]["count"] == 8
@@ -26,5 +24,5 @@ def test_replicas_fetch_every_weight_range(s3_server, s3_bucket, results):
     assert sizes == [10 * MiB, 10 * MiB]
     again = run_cli(*args, "--results", str(results / "again"))
     assert again.returncode == 0, again.stderr
-    second = json.loads(next((results / "again").glob("*/result.json")).read_text())
+    second = saved_result(results / "again")
     assert not agg["model"]["reused"] and second["aggregate"]["model"]["reused"]

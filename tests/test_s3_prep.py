@@ -3,9 +3,7 @@ counted with its own latency histogram, and the staged shard objects removed aft
 
 from __future__ import annotations
 
-import json
-
-from tests.conftest import TINY_ARGS, run_cli
+from tests.conftest import TINY_ARGS, run_cli, saved_result
 
 
 def test_prep_times_every_object_operation(s3_server, s3_bucket, results):
@@ -14,7 +12,7 @@ def test_prep_times_every_object_operation(s3_server, s3_bucket, results):
                    "--set", "prep.shard_size=128KiB", "--set", "prep.output_ratio=1.0",
                    "--set", "prep.passes=1")
     assert proc.returncode == 0, proc.stderr
-    agg = json.loads(next(results.glob("*/result.json")).read_text())["aggregate"]
+    agg = saved_result(results)["aggregate"]
     ops = agg["metadata"]["ops"]
     assert set(ops) == {"list", "head", "get", "put", "delete"}
     assert ops["head"]["count"] == ops["get"]["count"] == 24  # one pass over 24 objects

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, saved_result
 
 TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
               "--set", "dataset.files_per_dir=10", "--set", "train.epochs=2",
@@ -17,7 +17,7 @@ def test_sweep_against_a_bucket(s3_bucket, results):
                    "--no-report", "--no-charts", "-q", *TINY_SWEEP, "--set",
                    "dataset.format=raw")
     assert proc.returncode == 0, proc.stderr
-    sweep = json.loads(next(results.glob("*scale*/result.json")).read_text())
+    sweep = saved_result(results, "scale")
     assert sweep["target"]["fstype"] == "s3" and sweep["status"] == "ok"
     points = sweep["points"]
     assert [p["clients"] for p in points] == [1, 2]
@@ -41,7 +41,7 @@ def test_acceptance_run_against_a_bucket(s3_bucket, results, tmp_path):
     proc = run_cli("accept", str(spec), "--target", f"s3://{s3_bucket}/acc", "--results",
                    str(results), "--quiet", "--no-history", "--no-report")
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(next(results.glob("*-accept-*/result.json")).read_text())
+    out = saved_result(results, "accept")
     assert [c["status"] for c in out["checks"]] == ["pass", "pass"]
 
 

@@ -8,7 +8,7 @@ import pytest
 from aiio.s3.localserver import free_ports
 from aiio.s3.location import parse
 from aiio.s3.target import S3Target
-from tests.conftest import TINY_ARGS, run_cli
+from tests.conftest import TINY_ARGS, call_cli, run_cli
 
 
 def keys(server, bucket: str) -> set[str]:
@@ -42,7 +42,7 @@ def test_clean_removes_exactly_aiios_prefix(s3_server, s3_bucket):
 def test_clean_refuses_a_prefix_without_marker(s3_server, s3_bucket):
     c = s3_server.client()
     c.put_object(Bucket=s3_bucket, Key="p/aiio/precious", Body=b"theirs")
-    proc = run_cli("clean", "--target", f"s3://{s3_bucket}/p")
+    proc = call_cli("clean", "--target", f"s3://{s3_bucket}/p")
     one_line_exit_2(proc, "marker")
     assert keys(s3_server, s3_bucket) == {"p/aiio/precious"}
 
@@ -59,15 +59,15 @@ def test_url_parts():
 
 
 def _run(target: str, **env: str):
-    return run_cli("run", "--phase", "train", "--target", target, "--no-history",
-                   "--no-report", *TINY_ARGS, env=env or None)
+    return call_cli("run", "--phase", "train", "--target", target, "--no-history",
+                    "--no-report", *TINY_ARGS, env=env or None)
 
 
 @pytest.mark.parametrize("url,words", [("s3://", ["no bucket"]),
                                        ("s3:///prefix", ["no bucket"]),
                                        ("s3://B1/x", ["not a valid bucket name"])])
 def test_url_without_a_valid_bucket(url, words, tmp_path):
-    one_line_exit_2(run_cli("clean", "--target", url), *words)
+    one_line_exit_2(call_cli("clean", "--target", url), *words)
 
 
 def test_bad_inputs_each_get_one_line_and_write_nothing(s3_server, s3_bucket):
@@ -81,7 +81,7 @@ def test_bad_inputs_each_get_one_line_and_write_nothing(s3_server, s3_bucket):
                     "credentials")
     one_line_exit_2(_run("s3://nosuchbucket/p"), "does not exist")
     one_line_exit_2(_run(f"s3://{s3_bucket}/theirs"), "marker")
-    one_line_exit_2(run_cli("run", "--target", f"s3://{s3_bucket}/p", "--profile", "nobody"),
+    one_line_exit_2(call_cli("run", "--target", f"s3://{s3_bucket}/p", "--profile", "nobody"),
                     "profile")
     assert keys(s3_server, s3_bucket) == before
 
@@ -91,14 +91,14 @@ def test_fio_against_a_bucket_names_the_build_it_needs():
 
     if "http" in engines():
         pytest.skip("this fio has the http engine")
-    proc = run_cli("fio", "--target", "s3://somebucket/x")
+    proc = call_cli("fio", "--target", "s3://somebucket/x")
     one_line_exit_2(proc, "no http engine", "libcurl")
 
 
 def test_endpoint_and_profile_are_refused_for_a_directory(target):
-    one_line_exit_2(run_cli("run", "--target", str(target), "--endpoint", "http://x:1"),
+    one_line_exit_2(call_cli("run", "--target", str(target), "--endpoint", "http://x:1"),
                     "--endpoint is for s3:// targets")
-    one_line_exit_2(run_cli("clean", "--target", str(target), "--profile", "p"),
+    one_line_exit_2(call_cli("clean", "--target", str(target), "--profile", "p"),
                     "--profile is for s3:// targets")
 
 

@@ -3,13 +3,11 @@ GET, and the same figures (first/last done, AU) plus requests, TTFB, retries and
 
 from __future__ import annotations
 
-import json
-
-from tests.conftest import TINY_ARGS, run_cli
+from tests.conftest import TINY_ARGS, run_cli, saved_result
 
 
 def result_of(results) -> dict:
-    return json.loads(next(results.glob("*/result.json")).read_text())
+    return saved_result(results)
 
 
 def object_keys(server, bucket: str, prefix: str = "") -> dict[str, int]:

@@ -20,7 +20,7 @@ from aiio.options import RunOptions
 from aiio.sweep import run as scale
 from aiio.units import MiB
 
-from .conftest import REPO, run_cli, tiny_workload
+from .conftest import REPO, call_cli, tiny_workload
 
 # --- inputs -----------------------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def test_compute_bound_clients_scale_linearly(ram_target, results):
     (("--clients", "1,2", "--phase", "nope"), "unknown phase"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, args, words):
-    proc = run_cli("scale", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
+    proc = call_cli("scale", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr

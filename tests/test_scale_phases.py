@@ -14,7 +14,7 @@ import pytest
 
 from aiio import result
 
-from .conftest import REPO, client_processes, run_cli
+from .conftest import REPO, call_cli, client_processes, run_cli
 
 DATA = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
         "--set", "dataset.sample_size_stdev=0", "--no-charts", "--no-history", "--no-report")
@@ -76,8 +76,8 @@ def test_bad_input_the_phase_finds_is_refused_before_the_sweep_starts(tmp_path):
     # sweep result at all (none can stay "running")
     target, results = tmp_path / "t", tmp_path / "r"
     target.mkdir()
-    proc = run_cli("scale", "--phase", "prep", "--clients", "1,2", "--target", str(target),
-                   "--results", str(results), *SMALL, "--set", "prep.shard_size=1000001")
+    proc = call_cli("scale", "--phase", "prep", "--clients", "1,2", "--target", str(target),
+                    "--results", str(results), *SMALL, "--set", "prep.shard_size=1000001")
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "prep.shard_size" in lines[0] and "Traceback" not in lines[0]

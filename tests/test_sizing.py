@@ -5,7 +5,6 @@ and the CLI run as a user runs it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from aiio.sizing import SizingInputs, size
 from aiio.units import GiB, MiB
 from aiio.workload import load_workload
 
-REPO = Path(__file__).resolve().parent.parent
+from .conftest import REPO, call_cli
 
 # unet3d on h100: 7 samples of 146,600,628 B every 0.323 s
 UNET3D_H100_DEMAND = 7 * 146_600_628 / MiB / 0.323  # = 1,026,204,396 B / 0.323 s = 3,029.9 MiB/s
@@ -89,10 +88,9 @@ def write_result(folder: Path, doc: dict) -> Path:
 
 
 def run_size(*args: str) -> subprocess.CompletedProcess:
-    """`python -m aiio size ARGS` as a user runs it."""
-    env = dict(os.environ, COLUMNS="160")
-    return subprocess.run([sys.executable, "-m", "aiio", "size", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, env=env)
+    """`aiio size ARGS`, in this process: sizing only computes, so nothing here needs a process
+    of its own (test_entry_point runs the real one)."""
+    return call_cli("size", *args)
 
 
 # --- the accelerator table and the model presets -------------------------------------------

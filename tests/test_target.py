@@ -9,7 +9,7 @@ import pytest
 from aiio.errors import SpaceError, TargetError
 from aiio.target import MARKER, Target, probe, remove_tree
 
-from .conftest import run_cli
+from .conftest import call_cli, run_cli
 
 
 def test_claim_creates_marker_and_probe_describes(target):
@@ -86,7 +86,7 @@ def _plain_file(p):
 ])
 def test_bad_targets_exit_2_with_one_line(tmp_path, make, fragment):
     path = make(tmp_path)
-    proc = run_cli("run", "--target", str(path), "--quiet")
+    proc = call_cli("run", "--target", str(path), "--quiet")
     assert proc.returncode == 2
     assert fragment in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "Traceback" not in proc.stderr

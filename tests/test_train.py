@@ -12,7 +12,7 @@ from aiio.phases.train import client_batches, shard_bounds
 from aiio.phases.train_steps import StepTotals
 from aiio.target import Target
 
-from .conftest import TINY_ARGS, run_cli, tiny_workload
+from .conftest import TINY_ARGS, call_cli, run_cli, tiny_workload
 
 
 @pytest.mark.parametrize("shuffle", ["sample", "file", "off"])
@@ -130,7 +130,7 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--set", "garbage"), "section.key=value"),
 ])
 def test_bad_input_is_one_line_exit_2(target, args, fragment):
-    proc = run_cli("run", "--target", str(target), "--quiet", *args)
+    proc = call_cli("run", "--target", str(target), "--quiet", *args)
     assert proc.returncode == 2, proc.stderr
     assert fragment in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

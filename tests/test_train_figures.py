@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO, TINY_ARGS, run_cli
+from .conftest import REPO, TINY_ARGS, call_cli, run_cli
 
 RAW = ("--set", "dataset.format=raw", "--set", "dataset.sample_size_stdev=0")
 SAMPLES = 24  # TINY_ARGS: 24 files of one sample each
@@ -189,7 +189,7 @@ def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
 def test_au_rule_option_and_a_bad_rule(target, results):
     res = _run(target, results, *RAW, "--epochs", "1", "--au-rule", "min")
     assert res["aggregate"]["au_rule"] == "min"
-    proc = run_cli("run", "--target", str(target), "--quiet", *TINY_ARGS, "--au-rule", "median")
+    proc = call_cli("run", "--target", str(target), "--quiet", *TINY_ARGS, "--au-rule", "median")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "au_rule" in proc.stderr
 

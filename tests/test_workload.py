@@ -154,13 +154,13 @@ def test_acceptance_specs_are_found_by_name(tmp_path, monkeypatch):
 def test_one_broken_workload_does_not_hide_the_others(tmp_path, monkeypatch):
     """A malformed file in a shared folder is named on stderr; the listing still shows the rest
     and exits 2, so a script notices."""
-    from tests.conftest import run_cli
+    from tests.conftest import call_cli
 
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "broken.toml").write_text("this is [not toml\n")
     monkeypatch.setenv("AIIO_WORKLOADS", str(tmp_path / "mine"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    proc = run_cli("workloads", cwd=tmp_path)
+    proc = call_cli("workloads", cwd=tmp_path)
     assert proc.returncode == 2
     assert "demo" in proc.stdout and "unet3d" in proc.stdout
     assert "broken.toml" in proc.stderr and "Traceback" not in proc.stderr
