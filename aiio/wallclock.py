@@ -9,3 +9,8 @@ import time
 def now_iso() -> str:
     """This instant in local time with its UTC offset, e.g. 2026-11-30T23:05:00+0000."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def now_unix() -> float:
+    """This instant as Unix time: orders saved results (never a duration)."""
+    return time.time()

@@ -10,7 +10,6 @@ then holds, and accepts fio's figures only when its bytes are the objects' bytes
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from aiio.s3.fio import require_http_engine
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
 from aiio.units import GiB, MiB, format_size
-from aiio.wallclock import now_iso
+from aiio.wallclock import now_iso, now_unix
 
 FOLDER = ("fio", "hero")
 MAX_PUT = 5 * GiB  # the largest object one PUT may carry
@@ -146,12 +145,12 @@ class S3Suite:
                 self._store("seq_read", read, held)
             self.out["status"] = "ok"
         except KeyboardInterrupt:
-            self._end("interrupted", "interrupted by the user")
+            self._finish("interrupted", "interrupted by the user")
             raise RunInterrupted(f"interrupted; partial result saved in {self.folder}") from None
         except AiioError as exc:
-            self._end("failed", str(exc))
+            self._finish("failed", str(exc))
             raise type(exc)(f"{exc}; partial result saved in {self.folder}") from None
-        self._end("ok", None)
+        self._finish("ok", None)
         return self.out, self.folder
 
     def _test(self, name: str) -> dict[str, Any]:
@@ -182,7 +181,7 @@ class S3Suite:
         self.target.delete([o["Key"] for o in self.target.objects()
                             if o["Key"].startswith(self.prefix)])
 
-    def _end(self, status: str, error: str | None) -> None:
+    def _finish(self, status: str, error: str | None) -> None:
         """Remove the objects (unless --keep after success) and save the result."""
         self.out["status"], self.out["error"] = status, error
         try:
@@ -190,7 +189,7 @@ class S3Suite:
                 self._remove()
         finally:
             self.out["finished"] = now_iso()
-            self.out["saved_at"] = time.time()
+            self.out["saved_at"] = now_unix()
             result.save(self.out, self.folder)
 
 
