@@ -27,7 +27,7 @@ from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, TargetInfo, check_shared, probe
 from aiio.ui import UI, QuietUI
-from aiio.wallclock import now_iso
+from aiio.wallclock import now_iso, now_unix
 from aiio.workload import Workload
 
 
@@ -190,7 +190,7 @@ def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: 
         phase.cleanup(rc, args, out["status"])
     finally:
         out["finished"] = now_iso()
-        out["saved_at"] = time.time()
+        out["saved_at"] = now_unix()
         result.save(out, folder)
         if on_saved is not None:
             on_saved(out, folder)

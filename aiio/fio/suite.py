@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree
 from aiio.ui import UI, QuietUI
 from aiio.units import GiB, KiB, MiB, format_size
-from aiio.wallclock import now_iso
+from aiio.wallclock import now_iso, now_unix
 
 FOLDER = ("fio", "hero")
 FILE_FORMAT = "hero.$jobnum"  # the same file per client in every test
@@ -236,5 +235,5 @@ def _finish(out: dict[str, Any], req: SuiteRequest, target: Target, data: Path,
             remove_tree(data, target.root)
     finally:
         out["finished"] = now_iso()
-        out["saved_at"] = time.time()
+        out["saved_at"] = now_unix()
         result.save(out, folder)

@@ -10,7 +10,6 @@ points saved, tabled and judged.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from aiio.sweep import per_point
 from aiio.sweep import verdict as scaling
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
-from aiio.wallclock import now_iso
+from aiio.wallclock import now_iso, now_unix
 from aiio.workload import Workload
 
 DEFAULT_DURATION_S = 10.0
@@ -271,7 +270,7 @@ def _judge(req: SweepRequest, out: dict[str, Any], folder: Path) -> None:
 
 def _save_final(out: dict[str, Any], folder: Path) -> None:
     out["finished"] = now_iso()
-    out["saved_at"] = time.time()
+    out["saved_at"] = now_unix()
     result.save(out, folder)
 
 
