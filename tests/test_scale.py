@@ -17,7 +17,7 @@ import pytest
 from aiio import result
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
-from aiio.sweep import run as scale
+from aiio.sweep import run
 from aiio.units import MiB
 
 from .conftest import REPO, call_cli, tiny_workload
@@ -26,8 +26,8 @@ from .conftest import REPO, call_cli, tiny_workload
 
 
 def test_parse_clients_accepts_increasing_lists():
-    assert scale.parse_clients("1,2,4,8") == [1, 2, 4, 8]
-    assert scale.parse_clients(" 1, 3 ,5") == [1, 3, 5]
+    assert run.parse_clients("1,2,4,8") == [1, 2, 4, 8]
+    assert run.parse_clients(" 1, 3 ,5") == [1, 3, 5]
 
 
 @pytest.mark.parametrize("text, words", [
@@ -37,29 +37,29 @@ def test_parse_clients_accepts_increasing_lists():
 ])
 def test_parse_clients_refuses(text, words):
     with pytest.raises(ConfigError, match=words):
-        scale.parse_clients(text)
+        run.parse_clients(text)
 
 
 def test_powers_of_two():
-    assert scale.powers_of_two(8) == [1, 2, 4, 8]
-    assert scale.powers_of_two(12) == [1, 2, 4, 8, 12]
-    assert scale.powers_of_two(2) == [1, 2]
+    assert run.powers_of_two(8) == [1, 2, 4, 8]
+    assert run.powers_of_two(12) == [1, 2, 4, 8, 12]
+    assert run.powers_of_two(2) == [1, 2]
     with pytest.raises(ConfigError):
-        scale.powers_of_two(1)
+        run.powers_of_two(1)
 
 
 def test_plan_duration_rules(target):
     w = tiny_workload(train__compute_time={"h100": 0.2})
-    req = scale.SweepRequest("train", w, str(target), [1, 2], duration_s=None)
-    base, seconds = scale.plan(req)
-    assert seconds == scale.DEFAULT_DURATION_S and base.train.duration == seconds
+    req = run.SweepRequest("train", w, str(target), [1, 2], duration_s=None)
+    base, seconds = run.plan(req)
+    assert seconds == run.DEFAULT_DURATION_S and base.train.duration == seconds
     req.duration_s = 1.5  # 10 steps of 0.2 s need 2 s
     with pytest.raises(ConfigError, match=r"at least 2 s \(10 compute steps"):
-        scale.plan(req)
+        run.plan(req)
     req.duration_s = 0.5
     w2 = tiny_workload()
     with pytest.raises(ConfigError, match="at least 1 s"):
-        scale.plan(scale.SweepRequest("train", w2, str(target), [1, 2], duration_s=0.5))
+        run.plan(run.SweepRequest("train", w2, str(target), [1, 2], duration_s=0.5))
 
 
 # --- a sweep whose ground truth is linear -----------------------------------------------
@@ -89,9 +89,9 @@ def test_compute_bound_clients_scale_linearly(ram_target, results):
     # The truth is E(N) = 1. The margins (threshold 0.7, 30 % on the aggregate) allow for a
     # client process starved of CPU for a few hundred ms by other work on a shared machine;
     # storage with one shared limit gives E(2) = 0.5 and E(4) = 0.25, far outside them.
-    req = scale.SweepRequest("train", w, str(ram_target), [1, 2, 4], duration_s=3.0,
+    req = run.SweepRequest("train", w, str(ram_target), [1, 2, 4], duration_s=3.0,
                              threshold=0.7, results_dir=str(results), charts=True)
-    out, folder = scale.sweep(req, ui)
+    out, folder = run.sweep(req, ui)
     demand = sample / compute / MiB
     assert out["status"] == "ok" and out["kind"] == "sweep"
     assert [p["clients"] for p in out["points"]] == [1, 2, 4]
@@ -268,13 +268,13 @@ def test_prep_sweep_in_shards_mode_is_not_time_based(target):
     """Shards mode does a fixed amount of work: no point "stops after" prep.duration, which
     only the random mix reads; randrw (either spelling) is time-based on prep.duration."""
     shards = tiny_workload()
-    base, seconds = scale.plan(scale.SweepRequest("prep", shards, str(target), [1, 2]))
+    base, seconds = run.plan(run.SweepRequest("prep", shards, str(target), [1, 2]))
     assert seconds is None and base.prep.duration == shards.prep.duration
     with pytest.raises(ConfigError, match="not time-based"):
-        scale.plan(scale.SweepRequest("prep", shards, str(target), [1, 2], duration_s=2))
+        run.plan(run.SweepRequest("prep", shards, str(target), [1, 2], duration_s=2))
     mix = tiny_workload(prep__mode="randrw")
     for phase in ("prep", "randrw"):
-        base, seconds = scale.plan(scale.SweepRequest(phase, mix, str(target), [1, 2],
+        base, seconds = run.plan(run.SweepRequest(phase, mix, str(target), [1, 2],
                                                       duration_s=2,
                                                       options=RunOptions(verify=True)))
         assert seconds == 2 and base.prep.duration == 2

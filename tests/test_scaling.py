@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 
 from aiio.stats import Histogram
-from aiio.sweep import per_point
-from aiio.sweep import run as scale
-from aiio.sweep import verdict as scaling
+from aiio.sweep import per_point, run, verdict
 from aiio.sweep.verdict import Point, judge
 
 
@@ -20,42 +18,42 @@ def pts(aggs, per_client=None, counts=(1, 2, 4, 8), au=None, goal=0.9):
 
 
 def test_efficiency_formula():
-    assert scaling.efficiency(400, 4, 100) == pytest.approx(1.0)
-    assert scaling.efficiency(300, 4, 100) == pytest.approx(0.75)
-    assert scaling.efficiency(40, 8, 40) == pytest.approx(0.125)
+    assert verdict.efficiency(400, 4, 100) == pytest.approx(1.0)
+    assert verdict.efficiency(300, 4, 100) == pytest.approx(0.75)
+    assert verdict.efficiency(40, 8, 40) == pytest.approx(0.125)
     # baseline other than 1 client: ideal at 8 is 8/2 x agg(2)
-    assert scaling.efficiency(360, 8, 100, n_base=2) == pytest.approx(0.9)
-    assert scaling.efficiency(10, 2, 0) == 0.0
+    assert verdict.efficiency(360, 8, 100, n_base=2) == pytest.approx(0.9)
+    assert verdict.efficiency(10, 2, 0) == 0.0
     with pytest.raises(ValueError):
-        scaling.efficiency(1, 0, 1)
+        verdict.efficiency(1, 0, 1)
 
 
 def test_consistency_formula():
-    assert scaling.consistency(45, 50) == pytest.approx(0.9)
-    assert scaling.consistency(5, 0) == 0.0
+    assert verdict.consistency(45, 50) == pytest.approx(0.9)
+    assert verdict.consistency(5, 0) == 0.0
 
 
 def test_linear_up_to_and_knee():
     counts = [1, 2, 4, 8, 16]
-    assert scaling.linear_up_to(counts, [1, .98, .93, .91, .95], 0.9) == (16, None)
-    assert scaling.linear_up_to(counts, [1, .98, .85, .95, .95], 0.9) == (2, 4)
-    assert scaling.linear_up_to(counts, [1, .5, .25, .125, .06], 0.9) == (1, 2)
+    assert verdict.linear_up_to(counts, [1, .98, .93, .91, .95], 0.9) == (16, None)
+    assert verdict.linear_up_to(counts, [1, .98, .85, .95, .95], 0.9) == (2, 4)
+    assert verdict.linear_up_to(counts, [1, .5, .25, .125, .06], 0.9) == (1, 2)
     # exactly at the threshold still counts as linear
-    assert scaling.linear_up_to([1, 2], [1, 0.9], 0.9) == (2, None)
+    assert verdict.linear_up_to([1, 2], [1, 0.9], 0.9) == (2, None)
 
 
 def test_plateau_detection():
     counts = [1, 2, 4, 8, 16, 32]
-    flat = scaling.plateau(counts, [100, 195, 250, 310, 305, 300])
+    flat = verdict.plateau(counts, [100, 195, 250, 310, 305, 300])
     assert flat["from_clients"] == 8
     assert flat["mib_s"] == pytest.approx(305)
     assert flat["points"] == 3
-    assert scaling.plateau(counts, [100, 200, 400, 800, 1600, 3200]) is None
+    assert verdict.plateau(counts, [100, 200, 400, 800, 1600, 3200]) is None
     # one point alone is not a plateau
-    assert scaling.plateau([1, 2], [100, 300]) is None
+    assert verdict.plateau([1, 2], [100, 300]) is None
     # the band is around the plateau's mean: noise either side of a limit of 40 is one plateau
-    assert scaling.plateau([1, 2, 4], [42.8, 41.3, 38.4])["from_clients"] == 1
-    assert scaling.plateau([1, 2, 4], [40, 40, 30]) is None
+    assert verdict.plateau([1, 2, 4], [42.8, 41.3, 38.4])["from_clients"] == 1
+    assert verdict.plateau([1, 2, 4], [40, 40, 30]) is None
 
 
 def test_linear_verdict():
@@ -162,7 +160,7 @@ def test_rows_fairness_and_repeats():
         {"clients": 2, "repeat": 0, "result": _run([50, 150], au=[0.5, 0.99])},
         {"clients": 2, "repeat": 1, "result": _run([100, 100], au=[0.98, 0.99])},
     ]
-    rows = scale.table_rows(points)
+    rows = run.table_rows(points)
     one, two = rows
     assert one["aggregate_mib_s"] == pytest.approx(105)
     assert one["aggregate_spread"]["min"] == 100 and one["aggregate_spread"]["max"] == 110
@@ -187,9 +185,9 @@ def test_io_view_finds_a_stage():
 
 
 def test_efficiency_text_never_rounds_onto_the_threshold():
-    assert scaling.efficiency_text(0.8989, 0.9) == "0.899"
-    assert scaling.efficiency_text(0.9, 0.9) == "0.90"
-    assert scaling.efficiency_text(0.75, 0.9) == "0.75"
+    assert verdict.efficiency_text(0.8989, 0.9) == "0.899"
+    assert verdict.efficiency_text(0.9, 0.9) == "0.90"
+    assert verdict.efficiency_text(0.75, 0.9) == "0.75"
     v = judge(pts([100, 179.78, 360, 720]))
     assert "E(2) = 0.899 < 0.90" in " ".join(v.statements)
 

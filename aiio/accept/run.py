@@ -110,15 +110,14 @@ def _measure_run(check: Check, target: str, results_dir: str, ui: UI,
 
 def _measure_sweep(check: Check, target: str, results_dir: str, ui: UI,
                    saved: list[Saved]) -> Measured:
-    from aiio.sweep import run as scale
+    from aiio.sweep.run import SweepRequest, SweepStopped, sweep
 
-    req = scale.SweepRequest(check.phase, check.workload, target, list(check.clients),
-                             threshold=check.require.min_scaling_efficiency or 0.9,
-                             results_dir=results_dir, method=check.cache,
-                             options=check.options)
+    req = SweepRequest(check.phase, check.workload, target, list(check.clients),
+                       threshold=check.require.min_scaling_efficiency or 0.9,
+                       results_dir=results_dir, method=check.cache, options=check.options)
     try:
-        out, folder = scale.sweep(req, ui)
-    except scale.SweepStopped as exc:
+        out, folder = sweep(req, ui)
+    except SweepStopped as exc:
         saved.append((exc.sweep, exc.folder))
         if exc.exit_code == RunInterrupted.exit_code:
             raise RunInterrupted(str(exc)) from None

@@ -13,8 +13,7 @@ from aiio import engine, honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.options import RunOptions
-from aiio.phases import rundata
-from aiio.phases import shards as ckptio
+from aiio.phases import rundata, shards
 from aiio.phases.base import Phase, RunContext, client_identity, cpu_seconds
 from aiio.phases.shards import CheckpointPlan
 from aiio.units import format_size, mib_per_s
@@ -24,8 +23,8 @@ from aiio.workload import Workload
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """Write (and restore) K checkpoints; every burst starts at one instant for all clients."""
     plan: CheckpointPlan = ctx.args
-    writers = ckptio.make_writers(plan, ctx)
-    readers = ckptio.make_readers(plan, ctx) if plan.restore else []
+    writers = shards.make_writers(plan, ctx)
+    readers = shards.make_readers(plan, ctx) if plan.restore else []
     retention = OpLog(0)
     rounds: list[dict[str, Any]] = []
     try:
@@ -35,7 +34,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
             if not _one_round(ctx, plan, k, writers, readers, run_ns, rounds):
                 break
             if k >= plan.keep:
-                ckptio.retire(plan, k - plan.keep, ctx.index, retention)
+                shards.retire(plan, k - plan.keep, ctx.index, retention)
         end_ns = engine.now_ns()
     finally:
         for io in writers + readers:
@@ -53,13 +52,13 @@ def client_result(index: int, run_ns: int, end_ns: int, cpu0: float, rounds: lis
     out["write"] = _totals([r["write"] for r in rounds])
     out["read"] = _totals([r["read"] for r in rounds if "read" in r])
     out["bytes"] = out["write"]["bytes"] + out["read"]["bytes"]
-    out["retention"] = ckptio.retention_figures(retention, delete_op)
+    out["retention"] = shards.retention_figures(retention, delete_op)
     return out
 
 
 def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, readers: list,
                run_ns: int, rounds: list[dict[str, Any]],
-               bursts: tuple = (ckptio.write_burst, ckptio.read_burst)) -> bool:
+               bursts: tuple = (shards.write_burst, shards.read_burst)) -> bool:
     """Checkpoint k: write burst, then (after every client is durable) the restore burst.
     `bursts`: the (write, read) burst functions (object storage passes its own)."""
     write_burst, read_burst = bursts
@@ -96,11 +95,11 @@ class CheckpointPhase(Phase):
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""
-        ckptio.checkpoint_bytes(w)
+        shards.checkpoint_bytes(w)
 
     def prepare(self, rc: RunContext) -> CheckpointPlan:
-        plan = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
-        ckptio.require_space(rc, plan, min(plan.count, plan.keep + 1))
+        plan = shards.make_plan(rc, rundata.new_run_tag(), every=0)
+        shards.require_space(rc, plan, min(plan.count, plan.keep + 1))
         scale = f" (scale {plan.scale:g} of {format_size(plan.base_bytes)})" \
             if plan.scale != 1 else ""
         rc.note(f"checkpoint: {format_size(plan.total_bytes)}{scale} in "
@@ -118,7 +117,7 @@ class CheckpointPhase(Phase):
 
     def summarize(self, rc: RunContext, plan: CheckpointPlan,
                   clients: list[dict]) -> dict[str, Any]:
-        agg = ckptio.checkpoints_aggregate(plan, clients)
+        agg = shards.checkpoints_aggregate(plan, clients)
         agg["mlperf_ranks"] = rc.workload.model.ranks
         agg["bytes"] = agg.get("write_bytes", 0) + agg.get("read_bytes", 0)
         agg.setdefault("read_bytes", 0)

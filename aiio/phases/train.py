@@ -23,8 +23,7 @@ from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
 from aiio.options import RunOptions
-from aiio.phases import train_au
-from aiio.phases import train_checkpoints as train_ckpt
+from aiio.phases import train_au, train_checkpoints
 from aiio.phases.base import (
     Phase,
     RunContext,
@@ -222,7 +221,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
     wake_on_stop(ctx, loader.ready)
-    hook = train_ckpt.checkpointer(ctx, args)
+    hook = train_checkpoints.checkpointer(ctx, args)
     start_ns = ctx.ready_and_wait()
     cpu0 = cpu_seconds()
     loader.start(start_ns)
@@ -407,7 +406,7 @@ class TrainPhase(Phase):
             method = METHOD_FADVISE  # libraries read through the page cache; drop it per file
         return TrainArgs(w, data, method, w.compute_time,
                          None if w.train.duration > 0 else w.train.epochs, w.train.duration,
-                         train_ckpt.plan(rc, data.num_samples))
+                         train_checkpoints.plan(rc, data.num_samples))
 
     def total_units(self, args: TrainArgs, clients: int) -> int | None:
         """Total steps over all clients, when the run is epoch-bound."""
@@ -435,21 +434,21 @@ class TrainPhase(Phase):
             **train_au.demand(args.workload),
         })
         if args.checkpoint is not None:
-            agg["checkpoint"] = train_ckpt.summarize(args.checkpoint, clients)
+            agg["checkpoint"] = train_checkpoints.summarize(args.checkpoint, clients)
             agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
         return agg
 
     def validate(self, w: Workload, options: RunOptions) -> None:
-        train_ckpt.validate(w, options)
+        train_checkpoints.validate(w, options)
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
-        return (train_ckpt.warnings(rc, args.checkpoint, out)
+        return (train_checkpoints.warnings(rc, args.checkpoint, out)
                 + compute_warnings(out["clients"], args.compute_s))
 
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
         """The dataset is kept for reuse; checkpoints written during training are removed."""
         if args is not None and args.checkpoint is not None:
-            train_ckpt.remove(rc, args.checkpoint)
+            train_checkpoints.remove(rc, args.checkpoint)
 
 
 PHASE = TrainPhase()

@@ -20,8 +20,7 @@ from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
-from aiio.phases import rundata
-from aiio.phases import shards as ckptio
+from aiio.phases import rundata, shards
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
@@ -33,7 +32,7 @@ from aiio.workload import Workload
 def validate(w: Workload, options: RunOptions) -> None:
     """The checkpoint size must be known when checkpoints are asked for; nothing to verify."""
     if w.checkpoint.every > 0:
-        ckptio.checkpoint_bytes(w)
+        shards.checkpoint_bytes(w)
     if options.verify:
         raise ConfigError("--verify checks data aiio reads back; training reads the dataset and "
                           "does not restore its checkpoints: use the checkpoint, load or all "
@@ -45,10 +44,10 @@ def plan(rc: RunContext, samples: int) -> CheckpointPlan | None:
     w = rc.workload
     if w.checkpoint.every <= 0:
         return None
-    p = ckptio.make_plan(rc, rundata.new_run_tag(), restore=False, count=0)
+    p = shards.make_plan(rc, rundata.new_run_tag(), restore=False, count=0)
     if w.train.duration <= 0:  # epoch-bound: every client takes the same number, known now
         p.count = due_checkpoints(p, w.train.epochs, samples, rc.clients, w.train.batch_size)
-    ckptio.require_space(rc, p, min(p.count or p.keep + 1, p.keep + 1))
+    shards.require_space(rc, p, min(p.count or p.keep + 1, p.keep + 1))
     rc.note(f"checkpoint every {p.every} {p.every_unit[:-1] if p.every == 1 else p.every_unit}"
             f": {format_size(p.total_bytes)} each")
     return p
@@ -94,7 +93,7 @@ class TrainCheckpointer:
         self.steps_per_epoch = steps_per_epoch
         self.duration_s = duration_s  # duration-bound runs: the common deadline
         self.synchronous = plan.stall_model == "synchronous"
-        self.writers = ckptio.make_writers(plan, ctx)
+        self.writers = shards.make_writers(plan, ctx)
         self.retention = OpLog(0)
         self.rounds: list[dict[str, Any]] = []
         self.steps = 0
@@ -118,7 +117,7 @@ class TrainCheckpointer:
         own shard, or (synchronous) until every client's shard is durable."""
         k = len(self.rounds)
         t0 = engine.now_ns()
-        fig = ckptio.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
+        fig = shards.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
         t1 = opened = t2 = engine.now_ns()
         if self.synchronous:
             self.released_ns = self.ctx.sync()
@@ -128,7 +127,7 @@ class TrainCheckpointer:
             opened = t2 if self.released_ns is None else \
                 min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
-            ckptio.retire(self.plan, k - self.plan.keep, self.index, self.retention)
+            shards.retire(self.plan, k - self.plan.keep, self.index, self.retention)
         t3 = engine.now_ns()
         self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
                             "own_shard_s": (t1 - t0) / 1e9,
@@ -169,7 +168,7 @@ def steps_per_epoch(samples: int, clients: int, index: int, batch_size: int) -> 
 
 def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
     """Per checkpoint: write figures, the window it took, and the read dip and AU lost in it."""
-    agg = ckptio.checkpoints_aggregate(plan, clients)
+    agg = shards.checkpoints_aggregate(plan, clients)
     rounds = agg["completed"]
     if not rounds:
         return agg
@@ -244,4 +243,4 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
 
 
 def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
-    return ckptio.retention_figures(ck.retention)
+    return shards.retention_figures(ck.retention)

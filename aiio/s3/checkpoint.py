@@ -10,8 +10,7 @@ from typing import Any
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
-from aiio.phases import rundata
-from aiio.phases import shards as ckptio
+from aiio.phases import rundata, shards
 from aiio.phases.base import RunContext, cpu_seconds
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
 from aiio.phases.shards import CheckpointPlan
@@ -41,7 +40,7 @@ def write_burst(plan: S3CheckpointPlan, k: int, client: int, writers: list[Objec
         wr.write_object(plan.path(k, client, f), size, plan.tag(k, client, f))
 
     logs = run_parallel(items, writers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "write",
+    return shards.burst_figures(logs, burst_ns, now_ns(), run_ns, "write",
                                 len(items))
 
 
@@ -57,7 +56,7 @@ def read_burst(plan: S3CheckpointPlan, k: int, client: int, readers: list,
             raise RunFailed(f"restore read {got} of the {size} bytes of {key}")
 
     logs = run_parallel(items, readers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "read",
+    return shards.burst_figures(logs, burst_ns, now_ns(), run_ns, "read",
                                 len(items))
 
 
@@ -95,7 +94,7 @@ class S3CheckpointPhase(CheckpointPhase):
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:
         tgt, part_size = rc.target, rc.workload.s3.part_size
-        base = ckptio.make_plan(rc, rundata.new_run_tag(), every=0)
+        base = shards.make_plan(rc, rundata.new_run_tag(), every=0)
         largest = max((max(base.sizes(c), default=0) for c in range(rc.clients)), default=0)
         check_parts(largest, part_size, "a checkpoint shard")
         tgt.claim()

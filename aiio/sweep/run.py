@@ -21,7 +21,7 @@ from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.stats import spread
 from aiio.sweep import per_point
-from aiio.sweep import verdict as scaling
+from aiio.sweep.verdict import Point, consistency, efficiency, judge
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
 from aiio.wallclock import now_iso, now_unix
@@ -315,10 +315,10 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
     rows = [_row(n, [p["result"] for p in points if p["clients"] == n], phase) for n in counts]
     base = rows[0]
     for row in rows:
-        row["efficiency"] = scaling.efficiency(row["aggregate_mib_s"], row["clients"],
-                                               base["aggregate_mib_s"], base["clients"])
-        row["consistency"] = scaling.consistency(row["per_client_mib_s"]["mean"],
-                                                 base["per_client_mib_s"]["mean"])
+        row["efficiency"] = efficiency(row["aggregate_mib_s"], row["clients"],
+                                       base["aggregate_mib_s"], base["clients"])
+        row["consistency"] = consistency(row["per_client_mib_s"]["mean"],
+                                         base["per_client_mib_s"]["mean"])
     return rows
 
 
@@ -379,7 +379,7 @@ def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     """The verdict over the table, with the basis it was computed on."""
     rows = out["table"]
-    pts = [scaling.Point(
+    pts = [Point(
         clients=r["clients"], aggregate_mib_s=r["aggregate_mib_s"],
         per_client_mib_s=r["per_client_mib_s"]["mean"],
         per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
@@ -393,7 +393,7 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         for r in rows]
     w = out["workload"]
     accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""
-    v = scaling.judge(pts, threshold, accelerator).to_dict()
+    v = judge(pts, threshold, accelerator).to_dict()
     v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
                   f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
     if out["status"] != "ok":
