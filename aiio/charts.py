@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aiio.phases import layout_of
 from aiio.report.html import Html, esc, tag
 from aiio.units import format_latency_ns, format_rate
 
@@ -360,8 +361,9 @@ def _first_row(rows: Sequence[tuple[str, Sequence[tuple[str, float, float]]]], k
 # --- a sweep's chart files -------------------------------------------------------------------
 
 FORMATS = ("png", "svg")
-# What the plotted aggregate is, for phases not judged on first done (see sweep.per_point).
-JUDGED = {"checkpoint": "write, over the time to persist", "prep": "read + write, first done"}
+# What the plotted aggregate is, by how the phase is judged (Phase.judged_on, sweep.per_point).
+JUDGED = {"first_done": "first done", "persist": "write, over the time to persist",
+          "read_plus_write": "read + write, first done"}
 
 
 def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
@@ -371,7 +373,7 @@ def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
         return []
     title = _title(sweep)
     names = _save(aggregate_figure(rows, sweep["sweep"]["threshold"], title,
-                                   JUDGED.get(sweep["phase"], "first done")), folder,
+                                   JUDGED[layout_of(sweep).judged_on]), folder,
                   "aggregate")
     names += _save(per_client_figure(rows, title), folder, "per_client")
     return names

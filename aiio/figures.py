@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiio.phases import REGISTRY, phase_of
-from aiio.result import IoFigures, Result, dig, model, number
+from aiio.phases import get_phase, layout_of
+from aiio.result import IoFigures, Result, Where, dig, model, number
 from aiio.units import format_rate
+
+if TYPE_CHECKING:
+    from aiio.phases.base import Phase
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -68,39 +71,61 @@ FIGURES = {f.name: f for f in (
 
 def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any]]:
     """The I/O section a run's headline figures come from, and the figures recorded beside it
-    (AU, samples/s): the reads of training, model loading and any phase with the common
-    aggregate, a lifecycle run's training reads, a checkpoint run's slowest write burst; prep
-    and randrw have no single stream (their aggregate only)."""
+    (AU, samples/s): the first section the phase declares (the reads of training, model
+    loading and any phase with the common aggregate), a lifecycle run's training reads, a
+    checkpoint run's slowest write burst; prep and randrw have no single stream (their
+    aggregate only)."""
     run = res if isinstance(res, Result) else model(res)
+    phase, stage = _judged(run)
     agg = dig(run, "aggregate", default={})
-    if run.phase in ("prep", "randrw"):  # two streams, judged as one: read plus write
+    if phase.judged_on == "read_plus_write":  # two streams, judged as one
         if not isinstance(dig(agg, "read"), Mapping):
             return None, agg
         view = _read_write_view(agg)
         return IoFigures.of("read+write", ("aggregate",), view), view
-    if run.phase == "checkpoint":
-        bursts = [s for s in run.sections("checkpoint.") if s.name.endswith(".write")]
+    if phase.judged_on == "persist":
+        bursts = [s for s in run.sections(f"{stage}checkpoint.") if s.name.endswith(".write")]
         worst = max(bursts, key=lambda b: number(b.figures.get("last_done_s")) or 0.0,
                     default=None)
         return worst, worst.figures if worst else {}
-    section = run.section("train.read" if run.phase == "all" else "read")
-    return section, section.figures if section else dig(run, "aggregate", default={})
+    section = run.first(stage)
+    return section, section.figures if section else agg
+
+
+def _judged(run: Result) -> tuple[Phase, str]:
+    """The phase whose figures are the headline, and the prefix of its sections' names: a
+    lifecycle run's headline is its train stage's ('train.')."""
+    phase = layout_of(run)
+    if phase.headline_stage:
+        return get_phase(phase.headline_stage), f"{phase.headline_stage}."
+    return phase, ""
 
 
 def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | None]:
     """Where a result keeps its figures: (the headline's, the checkpoint aggregate, the
-    model-load aggregate)."""
+    model-load aggregate), wherever the phase (or one of its stages) declares them."""
     agg = dig(res, "aggregate", default={})
-    phase = res.get("phase")
-    if phase == "all":  # one aggregate per stage
-        return headline(res)[1], dig(agg, "train", "checkpoint"), dig(agg, "load")
-    if phase == "checkpoint":
-        return headline(res)[1], agg, None
-    if phase == "load":
-        return agg, None, agg
-    if phase in ("prep", "randrw"):
-        return headline(res)[1], None, None  # reads and writes apart
-    return headline(res)[1], dig(agg, "checkpoint"), None  # train: with its checkpoints
+    phase = layout_of(res)
+    return (headline(res)[1], _part(agg, phase, "checkpoint_at"),
+            _part(agg, phase, "load_at"))
+
+
+def _part(agg: Mapping[str, Any], phase: Phase, member: str) -> Mapping | None:
+    """The part of the aggregate at the path the phase declares in `member`; None without."""
+    at = _at(phase, member)
+    return None if at is None else dig(agg, *at)
+
+
+def _at(phase: Phase, member: str) -> Where | None:
+    """The phase's own path, else the first stage's that has one, behind the stage's name."""
+    own = getattr(phase, member)
+    if own is not None:
+        return own
+    for stage in phase.stages:
+        found = _at(get_phase(stage), member)
+        if found is not None:
+            return (stage, *found)
+    return None
 
 
 def _read_write_view(agg: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,7 +150,7 @@ def _latency_op(section: IoFigures | None, res: Mapping[str, Any],
     latency = section.latency if section else {}
     if op:
         return op if op in latency else None
-    main = phase_of(res).main_op if res.get("phase") in REGISTRY else "read"
+    main = layout_of(res).main_op
     return main if main in latency else next(iter(latency), None)
 
 
@@ -162,8 +187,9 @@ def _hero_fraction(res: dict[str, Any]) -> float | None:
     """The run's headline as a fraction of the fio hero number (a lifecycle run: its train
     stage's)."""
     hero = res.get("hero") or {}
-    if res.get("phase") == "all":
-        hero = (hero.get("stages") or {}).get("train") or {}
+    stage = layout_of(res).headline_stage
+    if stage:
+        hero = (hero.get("stages") or {}).get(stage) or {}
     percent = number(dig(hero, "percent"))
     return percent / 100.0 if percent is not None else None
 

@@ -5,8 +5,8 @@ On disk a result is JSON (docs/RESULTS.md). In memory it is a `Result`: the docu
 read-only, plus typed views of its figures: every named I/O section as `IoFigures` (train's
 reads, prep's read and write, each checkpoint burst's write and read, one type under a name),
 each client's own sections, the warnings, and a sweep's point results. Readers ask for a
-section by name instead of knowing where each phase keeps it; the one place that knows the
-phases' layouts is `io_paths`. Results of schema aiio.result/1 load through the same path:
+section by name instead of knowing where each phase keeps it; each phase declares where it
+keeps them (`Phase.io_sections`). Results of schema aiio.result/1 load through the same path:
 their sections are found from the same layout, which /1 and /2 share.
 """
 
@@ -19,9 +19,13 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiio.errors import AiioError
+from aiio.phases import layout_of
+
+if TYPE_CHECKING:
+    from aiio.phases.base import Phase
 
 SCHEMA = "aiio.result/2"
 SCHEMA_V1 = "aiio.result/1"
@@ -179,7 +183,7 @@ class ClientFigures:
     figures: Mapping[str, Any]       # the client's entry as recorded
 
 
-# --- where each phase keeps its I/O sections (the same in /1 and /2) -------------------------
+# --- where the I/O sections are: each phase declares its own (Phase.io_sections) -------------
 
 def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
     """Name -> path of every aggregate I/O section of a result, by its kind and phase."""
@@ -187,8 +191,7 @@ def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
         return {name: ("tests", name, "aggregate") for name in dig(doc, "tests", default={})}
     if not _is_run(doc):
         return {}
-    return _phase_paths(doc.get("phase"), dig(doc, "aggregate", default={}), ("aggregate",),
-                        client=False)
+    return phase_paths(layout_of(doc), dig(doc, "aggregate", default={}), False, ("aggregate",))
 
 
 def _is_run(doc: Mapping[str, Any]) -> bool:
@@ -196,40 +199,12 @@ def _is_run(doc: Mapping[str, Any]) -> bool:
     return doc.get("kind", "run") == "run"
 
 
-def client_io_paths(phase: Any, entry: Mapping[str, Any]) -> dict[str, Where]:
-    """Name -> path (from the client's entry) of every I/O section of one run client."""
-    return _phase_paths(phase, entry, (), client=True)
-
-
-def _phase_paths(phase: Any, part: Any, base: Where, client: bool) -> dict[str, Where]:
+def phase_paths(phase: Phase, part: Any, client: bool, base: Where = ()) -> dict[str, Where]:
+    """Name -> path (after `base`) of each I/O section the phase declares in `part`: its
+    aggregate, or one client's entry when `client`."""
     if not isinstance(part, Mapping) or not part:
         return {}
-    if phase == "all":  # one part per stage, each laid out as that phase
-        return {f"{stage}.{name}": path for stage in ("prep", "train", "load")
-                for name, path in _phase_paths(stage, part.get(stage), (*base, stage),
-                                               client).items()}
-    if phase in ("prep", "randrw"):  # randrw: also prep in randrw mode
-        return {d: (*base, d) for d in ("read", "write") if isinstance(part.get(d), Mapping)}
-    if phase == "checkpoint":
-        return _bursts(part, base, ("write", "read"))
-    out: dict[str, Where] = {"read": base}  # train and load: the reads, flat
-    if phase == "train" and not client and isinstance(part.get("delivered"), Mapping):
-        out["delivered"] = (*base, "delivered")  # the loaders' side, read-ahead included
-    if phase == "train":
-        held = part if client else part.get("checkpoint")
-        out.update(_bursts(held, (*base,) if client else (*base, "checkpoint"), ("write",)))
-    return out
-
-
-def _bursts(part: Any, base: Where, sides: tuple[str, ...]) -> dict[str, Where]:
-    """'checkpoint.N.write' (and '.read') for each checkpoint burst under part['checkpoints']."""
-    out: dict[str, Where] = {}
-    for k, burst in enumerate(dig(part, "checkpoints", default=[])):
-        for side in sides:
-            if isinstance(dig(burst, side), Mapping):
-                out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = (*base, "checkpoints", k,
-                                                                     side)
-    return out
+    return {name: (*base, *path) for name, path in phase.io_sections(part, client).items()}
 
 
 # --- the result ----------------------------------------------------------------------------
@@ -277,10 +252,15 @@ class Result(Mapping[str, Any]):
         """Sections whose name starts with prefix, in order ('checkpoint.' : every burst)."""
         return [s for name, s in self.io.items() if name.startswith(prefix)]
 
+    def first(self, prefix: str = "") -> IoFigures | None:
+        """The first section named with prefix: the phase's main stream, the one it declares
+        first (reads for train and load; 'train.': the lifecycle's train stage's)."""
+        return next(iter(self.sections(prefix)), None)
+
 
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:
     """The typed result of a document (either schema)."""
-    phase = doc.get("phase")
+    phase = layout_of(doc) if _is_run(doc) else None
     clients = tuple(_client(phase, c) for c in dig(doc, "clients", default=[])
                     if isinstance(c, Mapping)) if _is_run(doc) else ()
     points = tuple(model(p["result"]) for p in dig(doc, "points", default=[])
@@ -295,12 +275,12 @@ def _sections(doc: Mapping[str, Any], paths: Mapping[str, Where]) -> dict[str, I
             if isinstance(dig(doc, *path), Mapping)}
 
 
-def _client(phase: Any, c: Mapping[str, Any]) -> ClientFigures:
+def _client(phase: Phase, c: Mapping[str, Any]) -> ClientFigures:
     return ClientFigures(client=c.get("client"), host=str(c.get("host", "")),
                          rank=int(c.get("rank") or 0), pid=c.get("pid"),
                          elapsed_s=number(c.get("elapsed_s")), cpu_s=number(c.get("cpu_s")),
                          bytes=_int(c.get("bytes")),
-                         io=_sections(c, client_io_paths(phase, c)), figures=c)
+                         io=_sections(c, phase_paths(phase, c, True)), figures=c)
 
 
 # --- the one constructor, loader and writer ------------------------------------------------
@@ -349,7 +329,7 @@ def save(result: Result | dict[str, Any], folder: Path) -> Path:
 def _index(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Where the I/O sections are: the aggregate's, and the first client's (all alike)."""
     first = next((c for c in dig(doc, "clients", default=[]) if isinstance(c, Mapping)), {})
-    clients = client_io_paths(doc.get("phase"), first) if _is_run(doc) else {}
+    clients = phase_paths(layout_of(doc), first, True) if _is_run(doc) else {}
     return {"aggregate": {k: list(v) for k, v in io_paths(doc).items()},
             "client": {k: list(v) for k, v in clients.items()}}
 

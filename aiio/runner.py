@@ -78,7 +78,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         title = f"{req.phase} {w.name}" + (" (null method: NO I/O)" if method == METHOD_NULL
                                            else "")
         ui.start(title, phase.total_units(args, clients), clients,
-                 compute_s=getattr(args, "compute_s", None) if req.phase == "train" else None,
+                 compute_s=getattr(args, "compute_s", None) if phase.accelerators else None,
                  hero=hero.latest_hero(heroes, str(target.path), phase.name))
         try:
             per_client, others, start_ns = hosts.run_everywhere(

@@ -4,13 +4,16 @@ and prep in randrw mode is still the same run with the same figures."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
-from aiio import figures, result, runner
+from aiio import charts, figures, result, runner
 from aiio.cli import _command
 from aiio.cli.run import PHASE_OPTIONS, option_phases, phase_sets
 from aiio.errors import ConfigError
@@ -38,9 +41,13 @@ def _keeps_the_contract(phase: Phase) -> None:
     assert phase.hero_test is None or phase.hero_test in HERO_TESTS
     assert phase.fio_job is None or callable(getattr(emit, phase.fio_job))
     assert callable(getattr(console, phase.console))
-    if phase.duration_key is not None:
-        section, key = phase.duration_key
-        assert key in {f.name for f in dataclasses.fields(getattr(Workload(), section))}
+    for declared in (phase.duration_key, phase.streams_key):
+        if declared is not None:
+            section, key = declared
+            assert key in {f.name for f in dataclasses.fields(getattr(Workload(), section))}
+    assert callable(getattr(pairing, phase.hero_pairing))
+    assert phase.judged_on in per_point.JUDGES and phase.judged_on in charts.JUDGED
+    assert set(phase.stages) <= set(REGISTRY) and phase.headline_stage in (None, *phase.stages)
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
@@ -203,3 +210,73 @@ def test_the_lifecycle_runs_prep_in_randrw_mode_as_the_randrw_phase(target: Path
     titles = [t.title.split(":")[0] for t in console.phase_tables(result.load(folder))]
     assert titles[0] == "prep randrw" and "train" in titles and "load" in titles
     assert not (target / "aiio" / "prep").exists()
+
+
+class _ScanPhase(Phase):
+    """A phase whose one I/O stream sits under its own key, not where train keeps its reads."""
+
+    name = "scan"
+
+    def io_sections(self, part, client):
+        return {"scan": ("scan",)}
+
+
+def test_the_result_model_reads_io_sections_where_the_phase_declares_them(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "scan_phase", types.SimpleNamespace(PHASE=_ScanPhase()))
+    monkeypatch.setitem(REGISTRY, "scan", "scan_phase")
+    window = {"seconds": 2.0, "bytes": 4 * 2**20, "mib_s": 2.0}
+    doc = {"kind": "run", "phase": "scan",
+           "aggregate": {"scan": {"first_done": window, "last_done": window, "bytes": 4 * 2**20}},
+           "clients": [{"client": 0, "scan": {"bytes": 4 * 2**20, "elapsed_s": 2.0, "mib_s": 2.0}}]}
+    run = result.model(doc)
+    assert list(run.io) == ["scan"] and run.section("scan").last_done.mib_s == 2.0
+    assert list(run.clients[0].io) == ["scan"] and run.clients[0].io["scan"].bytes == 4 * 2**20
+
+
+# Phase names as string literals compared with a phase, or as the keys of a table, outside the
+# phases: each is a switch that adding a phase would have to find and edit.
+PHASE_NAMES = set(REGISTRY)
+PACKAGE = Path(result.__file__).parent
+# Sizing reads exactly the train and checkpoint results its model takes; no other phase can
+# stand in for them, so naming them there is the contract of `aiio size --from`.
+SWITCHES_ALLOWED = {"sizing/basis.py"}
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    values = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return {v.value for v in values if isinstance(v, ast.Constant) and v.value in PHASE_NAMES}
+
+
+def _phase_switches(tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = [s for s in sides if _names_in(s)]
+            asked = [s for s in sides if not _names_in(s) and "phase" in ast.unparse(s)]
+            if named and asked:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None and _names_in(k)]
+            if len(keys) >= 2:
+                found.append(f"line {node.lineno}: a table keyed by phase names")
+    return found
+
+
+def test_no_layer_outside_the_phases_switches_on_a_phase_name() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("phases/", "s3/")) or rel in SWITCHES_ALLOWED:
+            continue
+        switches = _phase_switches(ast.parse(path.read_text()))
+        if switches:
+            found[rel] = switches
+    assert not found, "ask the phase (aiio/phases/base.py) instead:\n" + "\n".join(
+        f"{rel}: {s}" for rel, lines in found.items() for s in lines)
+
+
+def test_the_phase_switch_finder_finds_a_switch() -> None:
+    assert _phase_switches(ast.parse('if res.get("phase") in ("prep", "randrw"): pass'))
+    assert _phase_switches(ast.parse('T = {"train": 1, "load": 2}'))
+    assert not _phase_switches(ast.parse('if mode == "train": pass'))

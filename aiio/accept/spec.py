@@ -213,10 +213,16 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
     if req.min_scaling_efficiency is not None and len(clients) < 2:
         raise ConfigError(f"{where}.require.min_scaling_efficiency needs a client list, "
                           "e.g. clients = [1, 2, 4, 8]")
-    if req.min_au is not None and phase not in ("train", "all"):
+    if req.min_au is not None and not _measures_au(phase):
         raise ConfigError(f"{where}.require.min_au: phase {phase} has no accelerator "
                           "utilization; use it with phase = \"train\"")
     return req
+
+
+def _measures_au(name: str) -> bool:
+    """The phase, or one of its stages, emulates accelerators and so measures AU."""
+    from aiio.phases import get_phase, with_stages
+    return any(p.accelerators for p in with_stages(get_phase(name)))
 
 
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:

@@ -145,9 +145,10 @@ def duration_set(phase: str, kwargs: dict, duration: str) -> str:
     """--duration as an override of the run-time limit of the phase that runs the workload
     (`Phase.duration_key`: prep.duration for the random mix under either name)."""
     from aiio.phases import get_phase
-    key = get_phase(phase).variant(resolve_workload(kwargs)).duration_key
-    if key is None and phase == "all":
-        key = ("train", "duration")  # the lifecycle's one time-based stage
+    declared = get_phase(phase)
+    key = declared.variant(resolve_workload(kwargs)).duration_key
+    if key is None and declared.headline_stage:  # the lifecycle: its train stage's
+        key = get_phase(declared.headline_stage).duration_key
     if key is None:
         raise ConfigError(f"--duration does not apply to the {phase} phase: it does a fixed "
                           "amount of work and is not time-based; leave --duration out")

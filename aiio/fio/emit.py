@@ -29,10 +29,11 @@ def emitter_for(phase: str, w: Workload) -> Callable[[Workload, Path], str]:
     """The function writing the job of the phase that runs `w` (`Phase.fio_job`, a function
     of this module); a one-line error for a phase without one."""
     known = ", ".join(sorted(p for p in REGISTRY if get_phase(p).fio_job))
-    if phase == "all":
-        raise ConfigError(f"phase 'all' runs several phases: emit one at a time, one of {known}")
     if phase not in REGISTRY:
         raise ConfigError(f"unknown phase {phase!r}; fio jobs can be emitted for: {known}")
+    if get_phase(phase).stages:
+        raise ConfigError(f"phase {phase!r} runs several phases: emit one at a time, one of "
+                          f"{known}")
     name = get_phase(phase).variant(w).fio_job
     if name is None:
         raise ConfigError(f"no fio job for phase {phase!r} yet; fio jobs can be emitted for: "

@@ -17,7 +17,7 @@ from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
 from aiio.figures import views
 from aiio.fio import pairing
-from aiio.phases import REGISTRY, get_phase, phase_of
+from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
 from aiio.result import Result, dig
 from aiio.units import format_rate
 
@@ -107,7 +107,7 @@ def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     if res.get("method") == METHOD_NULL:
         return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
                         "are aiio's own overhead, never storage speed"}
-    if phase == "all":
+    if layout_of(res).stages:  # the lifecycle: each stage against its own
         return _stages_entry(res, found)
     sides = pairing.sides(res)
     if not sides:

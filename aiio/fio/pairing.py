@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiio.errors import AiioError
-from aiio.phases import REGISTRY, phase_of
+from aiio.phases import REGISTRY, layout_of, phase_of
 from aiio.result import IoFigures, Result, model
+
+if TYPE_CHECKING:
+    from aiio.phases.base import Phase
 
 WINDOW = "last done"
 PATTERN = {"seq_read": "sequential read", "seq_write": "sequential write",
            "rand_mix": "random 70/30 read/write mix"}
-# The workload key holding a client's concurrent I/O streams, per phase.
-STREAMS = {"train": ("train", "read_threads"), "load": ("load", "threads"),
-           "checkpoint": ("checkpoint", "threads"), "prep": ("prep", "threads"),
-           "randrw": ("prep", "threads")}
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class Side:
 def streams_per_client(res: dict[str, Any]) -> int:
     """Concurrent I/O streams in one client (loader or writer threads, times the requests
     each keeps in flight at prep.iodepth); 1 when unknown."""
-    section, key = STREAMS.get(res.get("phase", ""), ("", ""))
+    section, key = layout_of(res).streams_key or ("", "")
     spec = (res.get("workload") or {}).get(section, {})
     value = spec.get(key)
     streams = int(value) if isinstance(value, int) and value > 0 else 1
@@ -54,26 +53,40 @@ def clients_of(res: dict[str, Any]) -> int:
 
 
 def sides(res: Mapping[str, Any]) -> list[Side]:
-    """The run's figures, each with the fio test it is set against; [] when none matches. A
-    phase with the common aggregate needs no entry here: its main operation's last done
-    against its hero test (`Phase.main_op`, `Phase.hero_test`)."""
+    """The run's figures, each with the fio test it is set against; [] when none matches.
+    The phase names how (`Phase.hero_pairing`, a function of this module)."""
     if res.get("phase") not in REGISTRY:
         return []
     run = res if isinstance(res, Result) else model(res)
-    phase, agg = phase_of(res), run.get("aggregate") or {}  # prep in randrw mode: randrw
-    if phase.name == "checkpoint":
-        return [Side("write", "seq_write", _checkpoint_rate(agg))]
-    if phase.name == "randrw":
-        parts = [agg.get("read_mib_s"), agg.get("write_mib_s")]
-        total = sum(p for p in parts if isinstance(p, (int, float))) if any(
-            isinstance(p, (int, float)) for p in parts) else None
-        return [Side("read+write", "rand_mix", total)]
-    if phase.name == "prep":
-        return [Side("read", "seq_read", _last_done(run.section("read"))),
-                Side("write", "seq_write", _last_done(run.section("write")))]
-    if phase.hero_test:  # train, load
-        return [Side(phase.main_op, phase.hero_test, _last_done(run.section("read")))]
-    return []
+    phase = phase_of(res)  # prep in randrw mode: randrw
+    if phase.hero_test is None:
+        return []
+    return globals()[phase.hero_pairing](phase, run)
+
+
+def main_op_side(phase: Phase, run: Result) -> list[Side]:
+    """A phase with the common aggregate: its main operation's last done."""
+    return [Side(phase.main_op, phase.hero_test, _last_done(run.first()))]
+
+
+def direction_sides(phase: Phase, run: Result) -> list[Side]:
+    """Reads and writes apart, each against the sequential test of its direction (prep)."""
+    return [Side("read", "seq_read", _last_done(run.section("read"))),
+            Side("write", "seq_write", _last_done(run.section("write")))]
+
+
+def mix_side(phase: Phase, run: Result) -> list[Side]:
+    """Reads plus writes against the random mix (randrw)."""
+    agg = run.get("aggregate") or {}
+    parts = [agg.get("read_mib_s"), agg.get("write_mib_s")]
+    total = sum(p for p in parts if isinstance(p, (int, float))) if any(
+        isinstance(p, (int, float)) for p in parts) else None
+    return [Side("read+write", phase.hero_test, total)]
+
+
+def persist_side(phase: Phase, run: Result) -> list[Side]:
+    """The write rate over the time to persist against sequential writes (checkpoint)."""
+    return [Side("write", phase.hero_test, _checkpoint_rate(run.get("aggregate") or {}))]
 
 
 def _last_done(section: IoFigures | None) -> float | None:

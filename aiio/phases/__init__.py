@@ -4,6 +4,7 @@ below is the one list of them. Adding a phase is one module and one line here.""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiio.errors import ConfigError
@@ -35,7 +36,21 @@ def get_phase(name: str) -> Phase:
     return importlib.import_module(REGISTRY[name]).PHASE
 
 
-def phase_of(res: dict[str, Any], name: str | None = None) -> Phase:
+def layout_of(res: Mapping[str, Any]) -> Phase:
+    """The phase that laid out a run result's figures (`phase_of`); a phase this aiio does not
+    know reads with the contract's defaults."""
+    if res.get("phase") in REGISTRY:
+        return phase_of(res)
+    from aiio.phases.base import UndeclaredPhase
+    return UndeclaredPhase()
+
+
+def with_stages(phase: Phase) -> list[Phase]:
+    """The phase and every phase it runs as a stage of its own, depth first."""
+    return [phase, *(p for stage in phase.stages for p in with_stages(get_phase(stage)))]
+
+
+def phase_of(res: Mapping[str, Any], name: str | None = None) -> Phase:
     """The phase whose figures a saved result holds (`name`: a lifecycle stage's): a prep
     result of the randrw mode is the randrw phase's."""
     return get_phase(name or res.get("phase", "")).result_variant(res)

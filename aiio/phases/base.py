@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -14,6 +14,7 @@ from aiio import stats
 from aiio.engine import OpLog, merge_logs
 from aiio.options import RunOptions
 from aiio.ranks import THIS_HOST, Ranks
+from aiio.result import Where, dig
 from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
 from aiio.units import mib_per_s
@@ -59,6 +60,23 @@ class Phase(Protocol):
     console: str = "io_tables"
     # (section, key) of the workload's run-time limit when the phase is time-based
     duration_key: tuple[str, str] | None = None
+    # (section, key) of the workload's concurrent I/O streams in one client (fio/pairing)
+    streams_key: tuple[str, str] | None = None
+    # How sweeps and headline figures judge it: a key of aiio.sweep.per_point.JUDGES.
+    judged_on: str = "first_done"
+    # Its own figures a sweep tables against clients: (key, column title, unit).
+    sweep_extras: tuple[tuple[str, str, str], ...] = ()
+    # The function of aiio.fio.pairing that sets its figures against fio hero tests.
+    hero_pairing: str = "main_op_side"
+    # Its clients emulate accelerators: compute steps, and AU in its aggregate.
+    accelerators: bool = False
+    # The phases it runs in turn, each stage's figures under the stage's name, and the
+    # stage whose figures are its headline (the lifecycle: prep, train, load; train).
+    stages: tuple[str, ...] = ()
+    headline_stage: str | None = None
+    # Where in its aggregate its checkpoint aggregate and its model-load aggregate sit.
+    checkpoint_at: Where | None = None
+    load_at: Where | None = None
 
     def variant(self, w: Workload) -> Phase:
         """The phase that runs this workload: itself, unless a workload mode hands it on."""
@@ -67,6 +85,11 @@ class Phase(Protocol):
     def result_variant(self, res: dict[str, Any]) -> Phase:
         """The phase whose figures a saved result of this phase holds (see `variant`)."""
         return self
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        """Name -> path inside `part` (its aggregate, or one client's entry when `client`) of
+        each named I/O section: by default one stream of reads kept flat, as io_aggregate's."""
+        return {"read": ()}
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Refuse impossible values in one line, before anything is written."""
@@ -94,6 +117,27 @@ class Phase(Protocol):
 
     def cleanup(self, rc: RunContext, args: Any, status: str) -> None:
         """Remove what the run wrote (also after a failure; args is None if prepare failed)."""
+
+
+class UndeclaredPhase(Phase):
+    """A result's phase this aiio does not know (registered elsewhere): the defaults above."""
+
+    name = ""
+
+
+def burst_sections(part: Any, sides: tuple[str, ...]) -> dict[str, Where]:
+    """'checkpoint.N.write' (and '.read') -> path, for each burst under part['checkpoints']."""
+    out: dict[str, Where] = {}
+    for k, burst in enumerate(dig(part, "checkpoints", default=[])):
+        for side in sides:
+            if isinstance(dig(burst, side), Mapping):
+                out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = ("checkpoints", k, side)
+    return out
+
+
+def read_write_sections(part: Mapping[str, Any]) -> dict[str, Where]:
+    """'read' and 'write', each under its own key (data preparation, the random mix)."""
+    return {d: (d,) for d in ("read", "write") if isinstance(part.get(d), Mapping)}
 
 
 def ensure_dataset(rc: RunContext) -> ds.Dataset:

@@ -7,6 +7,7 @@ retention policy would, and the run's own checkpoints are removed when it ends.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiio import engine, honesty
@@ -14,8 +15,15 @@ from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.options import RunOptions
 from aiio.phases import rundata, shards
-from aiio.phases.base import Phase, RunContext, client_identity, cpu_seconds
+from aiio.phases.base import (
+    Phase,
+    RunContext,
+    burst_sections,
+    client_identity,
+    cpu_seconds,
+)
 from aiio.phases.shards import CheckpointPlan
+from aiio.result import Where
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -92,6 +100,14 @@ class CheckpointPhase(Phase):
     hero_test = "seq_write"
     fio_job = "checkpoint_job"
     console = "checkpoint_tables"
+    streams_key = ("checkpoint", "threads")
+    judged_on = "persist"
+    sweep_extras = (("persist_s", "persist s", "s"),)
+    hero_pairing = "persist_side"
+    checkpoint_at = ()
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        return burst_sections(part, ("write", "read"))
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""

@@ -10,6 +10,7 @@ model weights (and the prep files in randrw mode).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from aiio.errors import RunFailed
 from aiio.options import RunOptions
 from aiio.phases import get_phase, load, prep, train
 from aiio.phases.base import Phase, RunContext, client_identity
+from aiio.result import Where, phase_paths
 from aiio.workload import Workload
 
 STAGES = ("prep", "train", "load")
@@ -102,6 +104,13 @@ class AllPhase(Phase):
     cli_options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"
+    stages = STAGES
+    headline_stage = "train"
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        """Each stage's sections as that stage's phase lays them out, named 'stage.name'."""
+        return {f"{stage}.{name}": (stage, *path) for stage in STAGES
+                for name, path in phase_paths(get_phase(stage), part.get(stage), client).items()}
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         quiet = dataclasses.replace(options, verify=False)

@@ -209,6 +209,9 @@ class LoadPhase(Phase):
     main_op = "read"
     hero_test = "seq_read"
     fio_job = "load_job"
+    streams_key = ("load", "threads")
+    sweep_extras = (("ready_s", "all ready s", "s"),)
+    load_at = ()
     console = "load_tables"
 
     def validate(self, w: Workload, options: RunOptions) -> None:

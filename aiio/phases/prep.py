@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,10 +32,12 @@ from aiio.phases.base import (
     cpu_seconds,
     ensure_dataset,
     io_aggregate,
+    read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
+from aiio.result import Where, dig
 from aiio.stats import Histogram
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
@@ -303,14 +306,20 @@ class PrepPhase(Phase):
     hero_test = "seq_read"  # and seq_write beside it: see fio/pairing
     fio_job = "prep_job"
     console = "prep_tables"
+    streams_key = ("prep", "threads")
+    judged_on = "read_plus_write"
+    sweep_extras = (("samples_per_s", "samples/s", "1/s"), ("metadata_ops_s", "meta ops/s", "1/s"))
+    hero_pairing = "direction_sides"
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        return read_write_sections(part)
 
     def variant(self, w: Workload) -> Phase:
         """prep.mode = "randrw" runs the randrw phase."""
         return randrw.PHASE if w.prep.mode == "randrw" else self
 
     def result_variant(self, res: dict[str, Any]) -> Phase:
-        agg = res.get("aggregate") or {}
-        mode = agg.get("mode") or (res.get("workload") or {}).get("prep", {}).get("mode")
+        mode = dig(res, "aggregate", "mode") or dig(res, "workload", "prep", "mode")
         return randrw.PHASE if mode == "randrw" else self
 
     def validate(self, w: Workload, options: RunOptions) -> None:

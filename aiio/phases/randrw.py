@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +28,11 @@ from aiio.phases.base import (
     client_io_figures,
     cpu_seconds,
     io_aggregate,
+    read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import run_parallel
+from aiio.result import Where
 from aiio.units import format_size, mib_per_s
 
 BATCH = 1024  # random choices drawn at once
@@ -262,6 +265,12 @@ class RandrwPhase(Phase):
     fio_job = "randrw_job"
     console = "randrw_tables"
     duration_key = ("prep", "duration")
+    streams_key = ("prep", "threads")
+    judged_on = "read_plus_write"  # as prep in randrw mode always was
+    hero_pairing = "mix_side"
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        return read_write_sections(part)
 
     def prepare(self, rc: RunContext) -> RandrwArgs:
         # the prep folder: a randrw run is data staging, and its files go where prep's do

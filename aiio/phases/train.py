@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from aiio.phases import train_au, train_checkpoints
 from aiio.phases.base import (
     Phase,
     RunContext,
+    burst_sections,
     client_identity,
     client_io_figures,
     cpu_seconds,
@@ -34,6 +35,7 @@ from aiio.phases.base import (
     io_aggregate,
 )
 from aiio.phases.train_steps import StepTotals
+from aiio.result import Where
 from aiio.stats import ByteSeries
 from aiio.units import mib_per_s
 from aiio.workload import Workload
@@ -391,6 +393,20 @@ class TrainPhase(Phase):
     fio_job = "train_job"
     console = "train_tables"
     duration_key = ("train", "duration")
+    streams_key = ("train", "read_threads")
+    accelerators = True
+    checkpoint_at = ("checkpoint",)
+
+    def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
+        """The reads (the accelerators' consumed bytes), flat; in the aggregate also the loaders'
+        side (read-ahead included); and each checkpoint burst's writes."""
+        if client:
+            return {"read": (), **burst_sections(part, ("write",))}
+        out: dict[str, Where] = {"read": ()}
+        if isinstance(part.get("delivered"), Mapping):
+            out["delivered"] = ("delivered",)
+        held = burst_sections(part.get("checkpoint"), ("write",))
+        return {**out, **{name: ("checkpoint", *path) for name, path in held.items()}}
 
     def prepare(self, rc: RunContext) -> TrainArgs:
         """Make sure the dataset exists and matches, then fix the run's plan."""

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiio.errors import ConfigError
+from aiio.phases import get_phase
 from aiio.stats import spread
 
 HOLDS, FAILS, STRADDLES = "holds", "fails", "straddles"
@@ -54,7 +55,7 @@ def search(probe: Callable[[int], str], upper: int) -> tuple[int | None, int | N
 
 def check(phase: str, upper: int | None) -> int:
     """The search's upper bound; --find-max needs training (the AU goal) and --max-clients."""
-    if phase != "train":
+    if not get_phase(phase).accelerators:
         raise ConfigError(f"--find-max searches for the AU goal, which only the train phase has "
                           f"(got --phase {phase})")
     if upper is None or upper < 2:

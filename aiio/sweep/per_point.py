@@ -9,42 +9,43 @@ checkpoint); data preparation on read plus write. Checkpoint figures are read th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from aiio.errors import AiioError
+from aiio.phases import layout_of
 from aiio.stats import Histogram
 
-BASIS = {
-    "checkpoint": "aggregate write MiB/s of the checkpoints: bytes written over the time to "
-                  "persist (until the last client's fsync returned), mean over checkpoints",
-    "prep": "aggregate read plus write MiB/s over the first-done window (until the first "
-            "client finished)",
-}
-BASIS["randrw"] = BASIS["prep"]  # the random mix is judged as prep in randrw mode always was
-DEFAULT_BASIS = "aggregate MiB/s over the first-done window (until the first client finished)"
-# The phase's own figures a sweep tables against clients: (key, column title, unit).
-EXTRAS = {
-    "checkpoint": (("persist_s", "persist s", "s"),),
-    "load": (("ready_s", "all ready s", "s"),),
-    "prep": (("samples_per_s", "samples/s", "1/s"), ("metadata_ops_s", "meta ops/s", "1/s")),
-}
+if TYPE_CHECKING:
+    from aiio.phases.base import Phase
+
+
+def _phase(name: str) -> Phase:
+    """The phase of that name; one this aiio does not know with the contract's defaults."""
+    return layout_of({"phase": name})
 
 
 def basis(phase: str) -> str:
     """The figure a phase's sweep is judged on, in words."""
-    return BASIS.get(phase, DEFAULT_BASIS)
+    return JUDGES[_phase(phase).judged_on][1]
+
+
+def extras(phase: str) -> tuple[tuple[str, str, str], ...]:
+    """The phase's own figures a sweep tables against clients: (key, column title, unit)."""
+    return _phase(phase).sweep_extras
 
 
 def point_figures(phase: str, agg: dict[str, Any]) -> dict[str, Any]:
     """{headline, first_done, last_done (MiB/s), per_client spread, jain, histograms, extras}
-    of one run's aggregate."""
-    if phase == "checkpoint":
-        return checkpoint_figures(agg)
-    if phase in ("prep", "randrw"):
-        return _prep_figures(agg)
+    of one run's aggregate, as the phase is judged (`Phase.judged_on`)."""
+    return JUDGES[_phase(phase).judged_on][0](agg)
+
+
+def first_done_figures(agg: dict[str, Any]) -> dict[str, Any]:
+    """A streaming phase's: its first-done aggregate; the time every replica was ready."""
     view = io_view(agg)
     out = _from_view(view, view["first_done"]["mib_s"])
-    if phase == "load" and "last_ready_s" in agg:
+    if "last_ready_s" in agg:  # model loading
         out["extras"]["ready_s"] = float(agg["last_ready_s"])
     return out
 
@@ -116,6 +117,18 @@ def _prep_figures(agg: dict[str, Any]) -> dict[str, Any]:
         if (value := _number(source)) is not None:
             out["extras"][key] = value
     return out
+
+
+# Phase.judged_on -> (the point's figures, the basis of the verdict in words)
+JUDGES: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str]] = {
+    "first_done": (first_done_figures, "aggregate MiB/s over the first-done window (until "
+                   "the first client finished)"),
+    "persist": (checkpoint_figures, "aggregate write MiB/s of the checkpoints: bytes written "
+                "over the time to persist (until the last client's fsync returned), mean over "
+                "checkpoints"),
+    "read_plus_write": (_prep_figures, "aggregate read plus write MiB/s over the first-done "
+                        "window (until the first client finished)"),
+}
 
 
 def merge_histograms(parts: list[dict[str, Any]]) -> dict[str, Histogram]:

@@ -87,7 +87,7 @@ def duration_key(phase: str, w: Workload) -> tuple[str, str] | None:
 
 def min_duration(phase: str, w: Workload) -> float:
     """The shortest point that measures something (see MIN_POINT_S and MIN_STEPS)."""
-    if phase == "train":
+    if get_phase(phase).accelerators:  # AU needs compute steps, not only seconds
         return max(MIN_POINT_S, MIN_STEPS * w.compute_time)
     return MIN_POINT_S
 
@@ -144,7 +144,7 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
 
 
 def _floor_reason(phase: str, w: Workload) -> str:
-    if phase == "train" and MIN_STEPS * w.compute_time > MIN_POINT_S:
+    if get_phase(phase).accelerators and MIN_STEPS * w.compute_time > MIN_POINT_S:
         return (f"{MIN_STEPS} compute steps of {w.compute_time:g} s, since AU leaves out the "
                 "first step of every epoch")
     return "ten 0.1 s bandwidth buckets in the first-done window"
@@ -278,7 +278,7 @@ def _excluded(phase: str, seconds: float | None) -> str:
     """What each point leaves out of its figures, stated in the result."""
     text = ("bandwidth counts every byte from the common start instant, after every client "
             "has started and opened its files (process start and setup are outside)")
-    if phase == "train":
+    if get_phase(phase).accelerators:
         text += "; AU leaves out the first step of every epoch (MLPerf Storage)"
     if seconds:
         text += f"; each point stops {seconds:g} s after the start"
@@ -391,8 +391,8 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
         agg_min=r["aggregate_spread"]["min"], agg_max=r["aggregate_spread"]["max"],
         repeats=r["repeats"])
         for r in rows]
-    w = out["workload"]
-    accelerator = w.get("train", {}).get("accelerator", "") if out["phase"] == "train" else ""
+    accelerated = get_phase(out["phase"]).accelerators
+    accelerator = out["workload"].get("train", {}).get("accelerator", "") if accelerated else ""
     v = judge(pts, threshold, accelerator).to_dict()
     v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
                   f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from aiio.cache_methods import METHOD_NULL
 from aiio.honesty import NO_IO
-from aiio.phases import phase_of
+from aiio.phases import get_phase, phase_of
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -355,7 +355,9 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
                   _lat(c["read"]["latency"], ("p99_ns",)),
                   _lat(c["write"]["latency"], ("p99_ns",)),
                   format_duration(c["elapsed_s"])] for c in res["clients"]])
-    title = "randrw" if res.get("phase") == "randrw" else "prep randrw"
+    # run as the phase these tables belong to, or as prep's mode (alone or as a stage)
+    itself = get_phase(res.get("phase", "")).console == "randrw_tables"
+    title = "randrw" if itself else "prep randrw"
     return [_table(_where(res, title), rows), per]
 
 
@@ -462,7 +464,7 @@ def all_tables(res: dict[str, Any]) -> list[Table]:
         if name in res.get("hero", {}).get("stages", {}):
             sub["hero"] = res["hero"]["stages"][name]
         tables.append(phase_tables(sub, name)[0])
-        if name == "train" and "checkpoint" in sub["aggregate"]:
+        if "checkpoint" in sub["aggregate"]:  # training with checkpoints
             tables.append(train_checkpoint_table(sub["aggregate"]))
     if res["aggregate"].get("verify"):
         tables.append(_table("verify", _verify_rows(res["aggregate"]["verify"])))
@@ -474,7 +476,7 @@ def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
     result), drawn by the function the phase names (`Phase.console`)."""
     phase = phase_of(res, stage)
     tables = getattr(sys.modules[__name__], phase.console)(res)
-    if "hero" in res and phase.name != "all":  # the lifecycle shows it per stage
+    if "hero" in res and not phase.stages:  # the lifecycle shows it per stage
         tables[0].add_row("% of fio hero", res["hero"].get("text", ""))
     return tables
 

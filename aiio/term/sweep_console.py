@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from aiio.sweep.per_point import EXTRAS
+from aiio.sweep import per_point
 from aiio.sweep.verdict import efficiency_text
 from aiio.term.console import print_warnings
 from aiio.term.screen import out_console
@@ -33,7 +33,7 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
     if repeats > 1:
         cols.insert(2, f"range over {repeats}")
     cols += ["AU mean", "AU min"] if has_au else []
-    extras = [(key, title) for key, title, _ in EXTRAS.get(sweep["phase"], ())
+    extras = [(key, title) for key, title, _ in per_point.extras(sweep["phase"])
               if all(key in r.get("figures", {}) for r in rows)]
     cols += [title for _, title in extras] + ["CPU %"]
     for c in cols:
