@@ -233,6 +233,33 @@ def test_the_result_model_reads_io_sections_where_the_phase_declares_them(monkey
     assert list(run.clients[0].io) == ["scan"] and run.clients[0].io["scan"].bytes == 4 * 2**20
 
 
+def _scan_result() -> dict:
+    """A run of the scan phase with two clients, its figures where the phase declares them."""
+    window = {"seconds": 2.0, "bytes": 8 * 2**20, "mib_s": 4.0}
+    lat = {"p50_ns": 1000, "p99_ns": 5000, "max_ns": 9000}
+    clients = [{"client": k, "host": "h", "pid": 1, "cpu_s": 0.1, "elapsed_s": 2.0,
+                "bytes": 4 * 2**20, "scan": {"bytes": 4 * 2**20, "ops": 4, "elapsed_s": 2.0,
+                                              "mib_s": 2.0, "latency": lat}} for k in (0, 1)]
+    spread = {"mean": 2.0, "min": 2.0, "max": 2.0, "stdev": 0.0, "cv": 0.0, "n": 2}
+    return {"kind": "run", "phase": "scan", "method": "o_direct",
+            "workload": {"workload": {"name": "demo"}}, "target": {"path": "/t", "fstype": "x"},
+            "aggregate": {"scan": {"first_done": window, "last_done": window, "jain": 1.0,
+                                   "per_client_mib_s": spread, "latency": {"read": lat},
+                                   "bytes": 8 * 2**20, "ops": 8}, "bytes": 8 * 2**20},
+            "clients": clients}
+
+
+def test_the_console_draws_a_phase_from_the_sections_it_declares(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "scan_phase", types.SimpleNamespace(PHASE=_ScanPhase()))
+    monkeypatch.setitem(REGISTRY, "scan", "scan_phase")
+    head, per_client = console.phase_tables(_scan_result())
+    rows = dict(zip(head.columns[0].cells, head.columns[1].cells))
+    assert rows["bytes"] == "8.00 MiB" and rows["aggregate, first / last done"] == \
+        "4.0 / 4.0 MiB/s"
+    assert list(per_client.columns[1].cells) == ["2.0", "2.0"]  # each client's MiB/s
+    assert list(per_client.columns[6].cells) == ["5.0 us", "5.0 us"]  # and its p99
+
+
 # Phase names as string literals compared with a phase, or as the keys of a table, outside the
 # phases: each is a switch that adding a phase would have to find and edit.
 PHASE_NAMES = set(REGISTRY)

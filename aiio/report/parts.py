@@ -1,9 +1,11 @@
-"""Finding the measured parts of a run result by their shape, whatever the phase: I/O sections
-(a byte series with its client's bytes, time and MiB/s), latency histograms and timed events.
+"""The measured parts of a run result: the aggregate I/O sections the phase declares (read
+through the typed result model), and, found by their shape, the clients' byte series, latency
+histograms and timed events.
 
 A training client keeps its figures at the top; a prep client under `read` and `write`; a
-checkpoint client per burst under `checkpoints[k].write` / `.read`. Reading shapes rather than
-phase names lets the report show a phase it has never heard of.
+checkpoint client per burst under `checkpoints[k].write` / `.read`. The clients' series are
+read by shape because they include figures no I/O section holds (training's consumed bytes
+beside the device bytes), and so a phase the report has never heard of still shows them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from aiio.report.html import finite
 from aiio.report.series import is_series
+from aiio.result import Result, model
 from aiio.stats import Histogram
 
 MAX_DEPTH = 4
@@ -82,30 +85,27 @@ def client_subsections(clients: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 class AggSection:
-    """One first-done/last-done aggregate inside a run's aggregate: its label, its dict,
-    the key prefix of its figures, and the path of keys that leads to it."""
+    """One first-done/last-done aggregate inside a run's aggregate: its label, its dict and
+    the path of keys that leads to it from the aggregate."""
 
-    __slots__ = ("label", "figures", "prefix", "path")
+    __slots__ = ("label", "figures", "path")
 
-    def __init__(self, label: str, figures: Mapping[str, Any], prefix: str = "",
-                 path: tuple[str, ...] = ()) -> None:
-        self.label, self.figures, self.prefix, self.path = label, figures, prefix, path
+    def __init__(self, label: str, figures: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        self.label, self.figures, self.path = label, figures, path
 
 
-def aggregate_sections(agg: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[AggSection]:
-    """Every first-done/last-done aggregate: the aggregate itself, a sub-section ('read'), a
-    stage's sub-section ('prep read', two levels down at most) or a prefix ('write_')."""
-    out = [AggSection(" ".join(path), agg, "", path)] if "first_done" in agg else []
-    for key, value in agg.items():
-        if key.endswith("_first_done") and isinstance(value, Mapping):
-            prefix = key[: -len("first_done")]
-            out.append(AggSection(" ".join((*path, prefix.rstrip("_"))), agg, prefix, path))
-        elif isinstance(value, Mapping) and len(path) < 2 and key not in SKIP:
-            out.extend(aggregate_sections(value, (*path, key)))
+def aggregate_sections(res: Mapping[str, Any]) -> list[AggSection]:
+    """Every first-done/last-done aggregate among the I/O sections the phase declares
+    (`Phase.io_sections`), in its order: the aggregate itself (training's reads, label ''), a
+    sub-section ('read', 'delivered') or a stage's ('prep read', 'train'). Checkpoint bursts,
+    one per list entry, belong to the timeline, not here."""
+    run = res if isinstance(res, Result) else model(res)
+    out = []
+    for section in run.io.values():
+        where = section.path[1:]  # from the aggregate
+        if all(isinstance(p, str) for p in where) and "first_done" in section.figures:
+            out.append(AggSection(path_label(where), section.figures, tuple(map(str, where))))
     return out
-
-
-SKIP = {"latency", "histograms", "first_done", "last_done", "per_client_mib_s"}
 
 
 def path_label(path: Sequence[Any]) -> str:

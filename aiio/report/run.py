@@ -166,11 +166,11 @@ def headline_section(res: Mapping[str, Any]) -> Html:
         return h.section("Headline figures", h.notice(
             "warn", "No aggregate figures in this result; see the per-client table below."),
             anchor="headline")
-    sections = aggregate_sections(agg)
+    sections = aggregate_sections(res)
     rows: list[tuple[str, Any]] = []
     for sec in sections:
-        rows += io_pairs(sec.figures, sec.label, sec.prefix)
-        rows += training_pairs(sec.figures, sec.label) if not sec.prefix else []
+        rows += io_pairs(sec.figures, sec.label)
+        rows += training_pairs(sec.figures, sec.label)
     if not any(sec.figures is agg for sec in sections):
         rows += training_pairs(agg)
     parts = [h.kv_table(rows)] if rows else []
@@ -183,14 +183,12 @@ def headline_section(res: Mapping[str, Any]) -> Html:
 
 def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
     """The aggregate without what the headline rows show, empty parts dropped."""
-    shown = {(sec.path, sec.prefix) for sec in sections}
+    shown = {sec.path for sec in sections}
 
     def prune(d: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-        prefixes = [p for (q, p) in shown if q == path]
         out = {}
         for key, value in d.items():
-            if any(key.startswith(p) and key[len(p):] in IO_KEYS | TRAIN_KEYS
-                   for p in prefixes) or sr.is_series(value):
+            if (path in shown and key in IO_KEYS | TRAIN_KEYS) or sr.is_series(value):
                 continue
             if isinstance(value, Mapping) and len(path) < 2:
                 value = prune(value, (*path, key))

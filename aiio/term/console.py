@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -17,8 +18,10 @@ from rich.progress import (
 from rich.table import Table
 
 from aiio.cache_methods import METHOD_NULL
+from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
+from aiio.result import ClientFigures, IoFigures, Result, Spread, model
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -117,22 +120,21 @@ def print_warnings(console: Console, warnings: list[dict[str, str]]) -> None:
 
 def train_tables(res: dict[str, Any]) -> list[Table]:
     """Headline table and per-client table for a training run."""
-    agg = res["aggregate"]
+    run = _typed(res)
+    agg, io = res["aggregate"], _main(run)
     head = Table(title=f"train: {res['workload']['workload']['name']} on "
                  f"{res['target']['path']} ({res['target']['fstype']}, {res['method']})")
     head.add_column("figure")
     head.add_column("value", justify="right")
-    fd, ld = agg["first_done"], agg["last_done"]
-    spread = agg["per_client_mib_s"]
-    lat = agg["latency"].get("read", {})
+    fd, ld, spread = io.first_done, io.last_done, io.per_client_mib_s
+    lat = io.latency.get("read", {})
     rows = [
-        ("clients", f"{len(res['clients'])}"),
-        ("consumed, first done", f"{format_rate(fd['mib_s'])} over {fd['seconds']:.2f} s"),
-        ("consumed, last done", f"{format_rate(ld['mib_s'])} over {ld['seconds']:.2f} s"),
-        *_delivered_rows(agg),
-        ("per client consumed MiB/s (mean / min / max)",
-         f"{spread['mean']:,.1f} / {spread['min']:,.1f} / {spread['max']:,.1f}"),
-        ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
+        ("clients", f"{len(run.clients)}"),
+        ("consumed, first done", f"{format_rate(fd.mib_s)} over {fd.seconds:.2f} s"),
+        ("consumed, last done", f"{format_rate(ld.mib_s)} over {ld.seconds:.2f} s"),
+        *_delivered_rows(run),
+        ("per client consumed MiB/s (mean / min / max)", _spread3(spread)),
+        ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
         *_au_rows(agg),
         ("read latency p50 / p99 / max",
@@ -146,17 +148,17 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     return [head, client_table(res)]
 
 
-def _delivered_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+def _delivered_rows(run: Result) -> list[tuple[str, str]]:
     """What the storage delivered to the loaders, beside what the accelerators consumed."""
-    d = agg.get("delivered")
-    if not d:  # a result from before the two were told apart
+    agg, d = run["aggregate"], run.section("delivered")
+    if d is None:  # a result from before the two were told apart
         return [("bytes read", format_size(agg["bytes"]))]
     return [("bytes consumed (samples)", f"{format_size(agg['consumed_bytes'])} "
              f"({agg['samples']:,} samples)"),
             ("bytes delivered (samples / device)",
-             f"{format_size(d['app_bytes'])} / {format_size(d['device_bytes'])}"),
+             f"{format_size(d.figures['app_bytes'])} / {format_size(d.figures['device_bytes'])}"),
             ("delivered, first done / last done",
-             f"{bare_rate(d['first_done']['mib_s'])} / {format_rate(d['last_done']['mib_s'])}")]
+             f"{bare_rate(d.first_done.mib_s)} / {format_rate(d.last_done.mib_s)}")]
 
 
 def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
@@ -186,9 +188,10 @@ def _demand(agg: dict[str, Any]) -> str:
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     """Per-client figures; long lists show the slowest and fastest clients. Training sorts and
     leads with consumed MiB/s (its headline) and shows the delivered MiB/s beside it."""
-    train = any("consumed_mib_s" in c for c in res["clients"])
+    run = _typed(res)
+    train = any("consumed_mib_s" in c.figures for c in run.clients)
     rate = "consumed_mib_s" if train else "mib_s"
-    clients = sorted(res["clients"], key=lambda c: c.get(rate, 0))
+    clients = sorted(run.clients, key=lambda c: _own(c).get(rate, 0))
     shown = clients if len(clients) <= limit else clients[: limit // 2] + clients[-limit // 2:]
     title = "per client" + ("" if len(clients) <= limit else
                             f" (slowest and fastest {limit // 2} of {len(clients)})")
@@ -198,18 +201,26 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
                 "p99", "elapsed"):
         table.add_column(col, justify="right")
     for c in shown:
-        lat = c.get("latency", {})
-        where = f" @{c['rank']}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
-        mib = [bare_rate(c.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
-                                                else ("mib_s",))]
-        table.add_row(f"{c['client']}{where}", *mib,
-                      format_size(c.get("consumed_bytes" if train else "bytes", 0)),
-                      f"{c['au']:.1%}" if c.get("au") is not None else "-",
-                      f"{c.get('wait_s', 0):.2f}",
+        own, figs = _own(c), c.figures
+        lat = own.get("latency", {})
+        where = f" @{c.rank}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
+        mib = [bare_rate(own.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
+                                                  else ("mib_s",))]
+        table.add_row(f"{c.client}{where}", *mib,
+                      format_size(own.get("consumed_bytes" if train else "bytes", 0)),
+                      f"{figs['au']:.1%}" if figs.get("au") is not None else "-",
+                      f"{figs.get('wait_s', 0):.2f}",
                       format_latency_ns(lat.get("p50_ns", 0)),
                       format_latency_ns(lat.get("p99_ns", 0)),
-                      format_duration(c.get("elapsed_s", 0)))
+                      format_duration(c.elapsed_s or 0))
     return table
+
+
+def _own(c: ClientFigures) -> Mapping[str, Any]:
+    """A client's figures of its main stream: its entry itself when the phase keeps them
+    flat (training, model loading), else the section it declares first."""
+    main = next(iter(c.io.values()), None)
+    return main.figures if main is not None else c.figures
 
 
 def host_table(res: dict[str, Any]) -> Table:
@@ -264,8 +275,22 @@ def _lat(summary: dict[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "p99
     return " / ".join(format_latency_ns(summary.get(k, 0)) for k in keys)
 
 
-def _spread3(s: dict[str, float], fmt: str = "{:,.1f}") -> str:
-    return " / ".join(fmt.format(s[k]) for k in ("mean", "min", "max"))
+def _spread3(s: Spread | Mapping[str, Any], fmt: str = "{:,.1f}") -> str:
+    s = s if isinstance(s, Spread) else Spread.of(s)
+    return " / ".join(fmt.format(v) for v in (s.mean, s.min, s.max))
+
+
+def _typed(res: Mapping[str, Any]) -> Result:
+    """The result as the typed model (the runner hands over the document it saved)."""
+    return res if isinstance(res, Result) else model(res)
+
+
+def _main(run: Result) -> IoFigures:
+    """The phase's main stream: the section it declares first (training's reads)."""
+    io = run.first()
+    if io is None:
+        raise AiioError(f"this {run.phase} result holds no I/O figures to show")
+    return io
 
 
 def _where(res: dict[str, Any], phase: str) -> str:
@@ -290,37 +315,36 @@ def _verify_rows(v: dict[str, Any] | None) -> list[tuple[str, str]]:
 def io_tables(res: dict[str, Any]) -> list[Table]:
     """The tables of a phase whose aggregate is the common one (phases.base.io_aggregate):
     both windows, the per-client spread and fairness, the main operation's latency."""
-    agg, phase = res["aggregate"], phase_of(res)
-    fd, ld, spread = agg["first_done"], agg["last_done"], agg["per_client_mib_s"]
+    run, phase = _typed(res), phase_of(res)
+    io = _main(run)
+    fd, ld, spread = io.first_done, io.last_done, io.per_client_mib_s
     rows = [
-        ("clients", str(len(res["clients"]))),
-        ("bytes", format_size(agg["bytes"])),
-        ("aggregate, first / last done",
-         f"{bare_rate(fd['mib_s'])} / {format_rate(ld['mib_s'])}"),
+        ("clients", str(len(run.clients))),
+        ("bytes", format_size(io.bytes)),
+        ("aggregate, first / last done", f"{bare_rate(fd.mib_s)} / {format_rate(ld.mib_s)}"),
         ("per client MiB/s (mean / min / max)", _spread3(spread)),
-        ("per client CV / Jain fairness", f"{spread['cv']:.3f} / {agg['jain']:.3f}"),
-        (f"{phase.main_op} latency p50 / p99", _lat(agg["latency"].get(phase.main_op))),
+        ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
+        (f"{phase.main_op} latency p50 / p99", _lat(io.latency.get(phase.main_op))),
     ]
     return [_table(_where(res, phase.name), rows), client_table(res)]
 
 
 def prep_tables(res: dict[str, Any]) -> list[Table]:
     """Data preparation in shards mode: read, write, metadata."""
-    agg = res["aggregate"]
-    rd, wr, meta = agg["read"], agg["write"], agg["metadata"]
+    run = _typed(res)
+    agg, rd, wr = res["aggregate"], run.section("read"), run.section("write")
+    meta = agg["metadata"]
     rows = [
-        ("clients", str(len(res["clients"]))),
+        ("clients", str(len(run.clients))),
         ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
-        ("read, first / last done", f"{bare_rate(rd['first_done']['mib_s'])} / "
-                                    f"{format_rate(rd['last_done']['mib_s'])}"),
-        ("read IOPS", f"{rd['iops']:,.0f}"),
-        ("write, first / last done", f"{bare_rate(wr['first_done']['mib_s'])} / "
-                                     f"{format_rate(wr['last_done']['mib_s'])}"),
-        ("bytes read / written", f"{format_size(rd['bytes'])} / {format_size(wr['bytes'])}"),
+        ("read, first / last done", _windows(rd)),
+        ("read IOPS", f"{rd.figures['iops']:,.0f}"),
+        ("write, first / last done", _windows(wr)),
+        ("bytes read / written", f"{format_size(rd.bytes)} / {format_size(wr.bytes)}"),
         ("shards written", f"{agg['shards']:,}"),
         ("metadata ops/s", f"{meta['ops_s']:,.0f} ({meta['total']:,} ops)"),
-        ("read latency p50 / p99", _lat(rd["latency"].get("read"))),
-        ("write latency p50 / p99", _lat(wr["latency"].get("write"))),
+        ("read latency p50 / p99", _lat(rd.latency.get("read"))),
+        ("write latency p50 / p99", _lat(wr.latency.get("write"))),
     ]
     ops = _grid("metadata operations", ("op", "count", "ops/s", "p50", "p99", "max"),
                 [[op, f"{m['count']:,}", f"{m['ops_s']:,.0f}",
@@ -328,33 +352,40 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
                  for op, m in meta["ops"].items()])
     per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
                                "meta ops/s", "elapsed"),
-                [[str(c["client"]), f"{c['samples_per_s']:,.0f}",
-                  bare_rate(c["read"]["mib_s"]), f"{c['read']['iops']:,.0f}",
-                  bare_rate(c["write"]["mib_s"]), f"{c['metadata']['ops_s']:,.0f}",
-                  format_duration(c["elapsed_s"])] for c in res["clients"]])
+                [[str(c.client), f"{c.figures['samples_per_s']:,.0f}",
+                  bare_rate(c.io["read"].mib_s), f"{c.io['read'].figures['iops']:,.0f}",
+                  bare_rate(c.io["write"].mib_s), f"{c.figures['metadata']['ops_s']:,.0f}",
+                  format_duration(c.elapsed_s)] for c in run.clients])
     return [_table(_where(res, "prep"), rows), ops, per]
+
+
+def _windows(io: IoFigures) -> str:
+    """'first / last done' MiB/s of one stream."""
+    return f"{bare_rate(io.first_done.mib_s)} / {format_rate(io.last_done.mib_s)}"
 
 
 def randrw_tables(res: dict[str, Any]) -> list[Table]:
     """The random mix: IOPS and latency of reads and writes."""
-    agg = res["aggregate"]
-    rd, wr = agg["read"], agg["write"]
+    run = _typed(res)
+    agg, rd, wr = res["aggregate"], run.section("read"), run.section("write")
     rows = [
-        ("clients", str(len(res["clients"]))),
+        ("clients", str(len(run.clients))),
         ("mix", f"{format_size(agg['block_size'])} blocks, {agg['read_share']:.0%} reads, "
                 f"{format_size(agg['file_size'])} per client"),
-        ("IOPS (read + write)", f"{agg['iops']:,.0f} ({rd['iops']:,.0f} + {wr['iops']:,.0f})"),
+        ("IOPS (read + write)", f"{agg['iops']:,.0f} ({rd.figures['iops']:,.0f} + "
+                                f"{wr.figures['iops']:,.0f})"),
         ("read / write MiB/s", f"{bare_rate(agg['read_mib_s'])} / {bare_rate(agg['write_mib_s'])}"),
-        ("read latency p50 / p99", _lat(rd["latency"].get("read"))),
-        ("write latency p50 / p99", _lat(wr["latency"].get("write"))),
+        ("read latency p50 / p99", _lat(rd.latency.get("read"))),
+        ("write latency p50 / p99", _lat(wr.latency.get("write"))),
         ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}")),
     ] + _verify_rows(agg.get("verify"))
     per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
                                "elapsed"),
-                [[str(c["client"]), f"{c['read']['iops']:,.0f}", f"{c['write']['iops']:,.0f}",
-                  _lat(c["read"]["latency"], ("p99_ns",)),
-                  _lat(c["write"]["latency"], ("p99_ns",)),
-                  format_duration(c["elapsed_s"])] for c in res["clients"]])
+                [[str(c.client), f"{c.io['read'].figures['iops']:,.0f}",
+                  f"{c.io['write'].figures['iops']:,.0f}",
+                  _lat(c.io["read"].figures["latency"], ("p99_ns",)),
+                  _lat(c.io["write"].figures["latency"], ("p99_ns",)),
+                  format_duration(c.elapsed_s)] for c in run.clients])
     # run as the phase these tables belong to, or as prep's mode (alone or as a stage)
     itself = get_phase(res.get("phase", "")).console == "randrw_tables"
     title = "randrw" if itself else "prep randrw"
@@ -413,27 +444,28 @@ def _burst_row(p: dict[str, Any]) -> list[str]:
 
 def load_tables(res: dict[str, Any]) -> list[Table]:
     """Model loading: when the first and the last replica were ready, per-replica MiB/s."""
-    agg = res["aggregate"]
-    model = agg["model"]
-    scale = f" (scale {model['scale']:g} of {format_size(model['base_bytes'])})" \
-        if model["scale"] != 1 else ""
+    run = _typed(res)
+    agg, io = res["aggregate"], _main(run)
+    weights = agg["model"]
+    scale = f" (scale {weights['scale']:g} of {format_size(weights['base_bytes'])})" \
+        if weights["scale"] != 1 else ""
     rows = [
-        ("model weights", f"{format_size(model['total_bytes'])}{scale} in {model['files']} "
-                          f"file(s), from {model['source']}"),
-        ("replicas", f"{agg['replicas']}" + (f", staggered {model['stagger_s']:g} s apart"
-                                             if model["stagger_s"] else "")),
+        ("model weights", f"{format_size(weights['total_bytes'])}{scale} in "
+                          f"{weights['files']} file(s), from {weights['source']}"),
+        ("replicas", f"{agg['replicas']}" + (f", staggered {weights['stagger_s']:g} s apart"
+                                             if weights["stagger_s"] else "")),
         ("first replica ready", f"{agg['first_ready_s']:.2f} s"),
         ("all replicas ready", f"{agg['last_ready_s']:.2f} s"),
-        ("aggregate, first / last done", f"{bare_rate(agg['first_done']['mib_s'])} / "
-                                         f"{format_rate(agg['last_done']['mib_s'])}"),
+        ("aggregate, first / last done", _windows(io)),
         ("per replica MiB/s (mean / min / max)", _spread3(agg["per_replica_mib_s"])),
         ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s")),
-        ("read latency p50 / p99", _lat(agg["latency"].get("read"))),
+        ("read latency p50 / p99", _lat(io.latency.get("read"))),
     ] + _verify_rows(agg.get("verify"))
     per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
-                [[str(c["client"]), f"{c['start_s']:.2f} s", f"{c['load_s']:.2f} s",
-                  bare_rate(c["mib_s"]), _lat(c["latency"], ("p99_ns",)),
-                  f"{c['elapsed_s']:.2f} s"] for c in res["clients"]])
+                [[str(c.client), f"{c.figures['start_s']:.2f} s",
+                  f"{c.figures['load_s']:.2f} s", bare_rate(c.io["read"].mib_s),
+                  _lat(c.io["read"].figures["latency"], ("p99_ns",)),
+                  f"{c.elapsed_s:.2f} s"] for c in run.clients])
     return [_table(_where(res, "load"), rows), per]
 
 
@@ -458,8 +490,8 @@ def all_tables(res: dict[str, Any]) -> list[Table]:
     """The lifecycle: one headline per stage, then what checkpoints cost during training."""
     tables = []
     for name in ("prep", "train", "load"):
-        sub = dict(res, aggregate=res["aggregate"][name], clients=[c[name] for c in
-                                                                   res["clients"]])
+        sub = dict(res, phase=name, aggregate=res["aggregate"][name],
+                   clients=[c[name] for c in res["clients"]])  # laid out as that phase
         sub.pop("hero", None)
         if name in res.get("hero", {}).get("stages", {}):
             sub["hero"] = res["hero"]["stages"][name]
