@@ -253,7 +253,7 @@ def test_the_console_draws_a_phase_from_the_sections_it_declares(monkeypatch) ->
     monkeypatch.setitem(sys.modules, "scan_phase", types.SimpleNamespace(PHASE=_ScanPhase()))
     monkeypatch.setitem(REGISTRY, "scan", "scan_phase")
     head, per_client = console.phase_tables(_scan_result())
-    rows = dict(zip(head.columns[0].cells, head.columns[1].cells))
+    rows = dict(zip(head.columns[0].cells, head.columns[1].cells, strict=True))
     assert rows["bytes"] == "8.00 MiB" and rows["aggregate, first / last done"] == \
         "4.0 / 4.0 MiB/s"
     assert list(per_client.columns[1].cells) == ["2.0", "2.0"]  # each client's MiB/s
