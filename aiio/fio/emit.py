@@ -14,7 +14,7 @@ from pathlib import Path
 from aiio import __version__
 from aiio.engine import align_up
 from aiio.errors import ConfigError
-from aiio.fio import job as fio
+from aiio.fio.job import escape, render, size_opt
 from aiio.phases import REGISTRY, get_phase
 from aiio.units import format_size
 from aiio.workload import Workload
@@ -71,9 +71,9 @@ def train_job(w: Workload, folder: Path) -> str:
     batch_blocks = max(1, t.batch_size * -(-align_up(d.sample_size) // bs))
     # the native reader goes through the page cache (dropped per file), like fio's invalidate
     direct = 0 if t.reader == "native" else 1
-    glob = {"directory": fio.escape(str(folder)), **_engine(t.read_threads), "direct": direct,
-            "rw": pattern, "bs": fio.size_opt(bs), "nrfiles": nrfiles,
-            "filesize": fio.size_opt(file_size), "file_service_type": service, **timing}
+    glob = {"directory": escape(str(folder)), **_engine(t.read_threads), "direct": direct,
+            "rw": pattern, "bs": size_opt(bs), "nrfiles": nrfiles,
+            "filesize": size_opt(file_size), "file_service_type": service, **timing}
     comments = [
         f"aiio {__version__}: the fio job closest to `aiio run --phase train "
         f"--workload {w.name} --clients {clients}`",
@@ -85,7 +85,7 @@ def train_job(w: Workload, folder: Path) -> str:
         "fio writes its own files (same count and size, not aiio's npz/hdf5/tfrecord framing)",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)",
     ]
-    text = fio.render(glob, [(f"train-{w.name}", {"numjobs": clients})], comments)
+    text = render(glob, [(f"train-{w.name}", {"numjobs": clients})], comments)
     # inside the job section, so the two lines work once uncommented
     return text + (f"; to add the accelerator's compute of {w.compute_time:g} s per batch of "
                    f"{t.batch_size} (fio stalls instead of overlapping it with reads), "
@@ -95,7 +95,7 @@ def train_job(w: Workload, folder: Path) -> str:
 
 def _files_list(names: list[str]) -> str:
     """fio's filename= list: every job opens every one of these files."""
-    return ":".join(fio.escape(n) for n in names)
+    return ":".join(escape(n) for n in names)
 
 
 def checkpoint_job(w: Workload, folder: Path) -> str:
@@ -108,9 +108,9 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
     slots = clients * c.files_per_client
     file_size = max(split_sizes(total, slots))
     bs = min(c.transfer_size, align_up(file_size))
-    glob = {"directory": fio.escape(str(folder)), **_engine(c.threads), "direct": 1,
-            "bs": fio.size_opt(bs), "nrfiles": c.files_per_client,
-            "filesize": fio.size_opt(align_up(file_size)), "file_service_type": "sequential",
+    glob = {"directory": escape(str(folder)), **_engine(c.threads), "direct": 1,
+            "bs": size_opt(bs), "nrfiles": c.files_per_client,
+            "filesize": size_opt(align_up(file_size)), "file_service_type": "sequential",
             "filename_format": "ckpt.$jobnum.$filenum"}
     jobs = [(f"checkpoint-{w.name}", {"rw": "write", "fsync_on_close": 1, "loops": c.count,
                                       "numjobs": clients})]
@@ -129,7 +129,7 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
         f"{c.count} checkpoint(s) become loops={c.count} over the same files",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)",
     ]
-    return fio.render(glob, jobs, comments)
+    return render(glob, jobs, comments)
 
 
 def load_job(w: Workload, folder: Path) -> str:
@@ -141,9 +141,9 @@ def load_job(w: Workload, folder: Path) -> str:
     file_size = align_up(-(-total // spec.files))
     bs = min(spec.transfer_size, file_size)
     names = [f"weights.{i}" for i in range(spec.files)]
-    glob = {"directory": fio.escape(str(folder)), **_engine(spec.threads), "direct": 1,
-            "rw": "read", "bs": fio.size_opt(bs), "filename": _files_list(names),
-            "filesize": fio.size_opt(file_size), "file_service_type": "sequential"}
+    glob = {"directory": escape(str(folder)), **_engine(spec.threads), "direct": 1,
+            "rw": "read", "bs": size_opt(bs), "filename": _files_list(names),
+            "filesize": size_opt(file_size), "file_service_type": "sequential"}
     comments = [
         f"aiio {__version__}: the fio job closest to `aiio run --phase load --workload "
         f"{w.name} --clients {clients}`",
@@ -154,16 +154,16 @@ def load_job(w: Workload, folder: Path) -> str:
            if spec.stagger else ""),
         "run: fio THIS_FILE   (every job is reported on its own: per-replica figures)",
     ]
-    return fio.render(glob, [(f"load-{w.name}", {"numjobs": clients})], comments)
+    return render(glob, [(f"load-{w.name}", {"numjobs": clients})], comments)
 
 
 def randrw_job(w: Workload, folder: Path) -> str:
     """fio's randrw on one file per client, time-based."""
     p, clients = w.prep, w.run.clients
     # each thread keeps prep.iodepth reads in flight (the queue-depth path)
-    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads * p.iodepth),
+    glob = {"directory": escape(str(folder)), **_engine(p.threads * p.iodepth),
             "direct": 1, "rw": "randrw", "rwmixread": int(round(p.read_share * 100)),
-            "bs": fio.size_opt(p.block_size), "size": fio.size_opt(align_up(p.file_size)),
+            "bs": size_opt(p.block_size), "size": size_opt(align_up(p.file_size)),
             "time_based": 1, "runtime": f"{int(p.duration * 1000)}ms", "norandommap": 1,
             "randrepeat": 0}
     comments = [
@@ -172,7 +172,7 @@ def randrw_job(w: Workload, folder: Path) -> str:
         f"each of the {clients} jobs: random {p.read_share:.0%} reads / rest writes of "
         f"{format_size(p.block_size)} on its own {format_size(p.file_size)} file",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
-    return fio.render(glob, [(f"randrw-{w.name}", {"numjobs": clients})], comments)
+    return render(glob, [(f"randrw-{w.name}", {"numjobs": clients})], comments)
 
 
 def prep_job(w: Workload, folder: Path) -> str:
@@ -183,15 +183,15 @@ def prep_job(w: Workload, folder: Path) -> str:
     written = int(nread * sample * p.output_ratio * p.passes)
     shard = align_up(min(p.shard_size, max(written, 4096)))
     nshards = max(1, -(-written // shard))
-    glob = {"directory": fio.escape(str(folder)), **_engine(p.threads), "direct": 1}
+    glob = {"directory": escape(str(folder)), **_engine(p.threads), "direct": 1}
     rbs = min(p.transfer_size, sample)
-    jobs = [(f"prep-read-{w.name}", {"rw": "read", "bs": fio.size_opt(rbs), "nrfiles": nread,
-                                     "filesize": fio.size_opt(sample),
+    jobs = [(f"prep-read-{w.name}", {"rw": "read", "bs": size_opt(rbs), "nrfiles": nread,
+                                     "filesize": size_opt(sample),
                                      "file_service_type": f"random:{-(-sample // rbs)}",
                                      "loops": p.passes, "numjobs": clients}),
             (f"prep-write-{w.name}", {"rw": "write",
-                                      "bs": fio.size_opt(min(p.transfer_size, shard)),
-                                      "nrfiles": nshards, "filesize": fio.size_opt(shard),
+                                      "bs": size_opt(min(p.transfer_size, shard)),
+                                      "nrfiles": nshards, "filesize": size_opt(shard),
                                       "file_service_type": "sequential", "fsync_on_close": 1,
                                       "numjobs": clients})]
     comments = [
@@ -202,4 +202,4 @@ def prep_job(w: Workload, folder: Path) -> str:
         f"{p.output_ratio:g}), both at once",
         "not expressed: stat/list/unlink metadata operations and the transform time",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)"]
-    return fio.render(glob, jobs, comments)
+    return render(glob, jobs, comments)

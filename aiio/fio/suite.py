@@ -17,7 +17,17 @@ from typing import Any
 from aiio import honesty, result
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
-from aiio.fio import job as fio
+from aiio.fio.job import (
+    aggregate,
+    clients_of,
+    disk_util,
+    escape,
+    find_fio,
+    fio_version,
+    render,
+    run,
+    size_opt,
+)
 from aiio.sysinfo import collect_environment
 from aiio.target import Target, TargetInfo, probe, remove_tree
 from aiio.ui import UI, QuietUI
@@ -90,8 +100,8 @@ def _ms(seconds: float) -> str:
 
 def global_options(req: SuiteRequest, folder: Path, direct: bool) -> dict[str, Any]:
     """Options every hero test shares."""
-    return {"directory": fio.escape(str(folder)), "filename_format": FILE_FORMAT,
-            "size": fio.size_opt(req.size), "ioengine": req.engine, "iodepth": req.iodepth,
+    return {"directory": escape(str(folder)), "filename_format": FILE_FORMAT,
+            "size": size_opt(req.size), "ioengine": req.engine, "iodepth": req.iodepth,
             "direct": direct, "invalidate": 1, "time_based": 1,
             "runtime": _ms(req.runtime_s), "ramp_time": _ms(req.ramp_s) if req.ramp_s else None,
             "norandommap": 1, "randrepeat": 0}
@@ -99,12 +109,12 @@ def global_options(req: SuiteRequest, folder: Path, direct: bool) -> dict[str, A
 
 def hero_job(req: SuiteRequest, test: HeroTest, folder: Path, direct: bool) -> str:
     """The job file for one hero test: numjobs = clients, never group_reporting."""
-    job = {"rw": test.rw, "bs": fio.size_opt(test.block_size), **test.extra,
+    job = {"rw": test.rw, "bs": size_opt(test.block_size), **test.extra,
            # writes count the final flush, so buffered writes cannot hide in the page cache
            "end_fsync": 1 if test.rw != "read" and test.rw != "randread" else None,
            "numjobs": req.clients}
-    return fio.render(global_options(req, folder, direct), [(test.name, job)],
-                      [f"aiio hero test {test.name}: {test.description}, {req.clients} jobs"])
+    return render(global_options(req, folder, direct), [(test.name, job)],
+                  [f"aiio hero test {test.name}: {test.description}, {req.clients} jobs"])
 
 
 def layout_job(req: SuiteRequest, folder: Path, direct: bool) -> str:
@@ -112,20 +122,20 @@ def layout_job(req: SuiteRequest, folder: Path, direct: bool) -> str:
     opts = global_options(req, folder, direct)
     for k in ("time_based", "runtime", "ramp_time"):
         opts.pop(k)
-    return fio.render(opts, [("layout", {"rw": "read", "bs": "1m", "create_only": 1,
-                                         "numjobs": req.clients})],
-                      ["aiio: lay out the hero files before measuring"])
+    return render(opts, [("layout", {"rw": "read", "bs": "1m", "create_only": 1,
+                                     "numjobs": req.clients})],
+                  ["aiio: lay out the hero files before measuring"])
 
 
 def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run the hero tests, save the result; returns (result, folder). Raises after saving."""
     ui = ui or QuietUI()
     req.check()
-    fio_path = fio.find_fio(req.program)
+    fio_path = find_fio(req.program)
     target = Target(req.target)
     target.check_usable()
     info = probe(target)
-    out = _skeleton(req, info, fio.fio_version(fio_path))
+    out = _skeleton(req, info, fio_version(fio_path))
     folder = result.unique_folder(Path(req.results_dir), out["id"])
     data = target.root.joinpath(*FOLDER)
     try:
@@ -172,7 +182,7 @@ def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui
     jobfile = data / "layout.fio"
     jobfile.write_text(layout_job(req, data, info.o_direct))
     ui.note(f"laying out {req.clients} x {format_size(req.size)} in {data}")
-    fio.run(jobfile, program=req.program)
+    run(jobfile, program=req.program)
     return warnings
 
 
@@ -205,16 +215,16 @@ def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
     ui.note(f"fio {test.name}: {test.description}, {req.clients} jobs, {req.engine} "
             f"iodepth {req.iodepth}, {total:g} s")
     label, ticks = f"fio {test.name} (seconds)", max(1, math.ceil(total))
-    report = fio.run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks),
-                     program=req.program)
+    report = run(jobfile, on_wait=lambda s: ui.progress(label, min(int(s), ticks - 1), ticks),
+                 program=req.program)
     ui.progress(label, ticks, ticks)
-    clients = fio.clients_of(report)
+    clients = clients_of(report)
     if len(clients) != req.clients:
         raise RunFailed(f"fio reported {len(clients)} jobs for {test.name}, "
                         f"expected {req.clients}")
     return {"description": test.description, "rw": test.rw, "block_size": test.block_size,
-            "jobfile": text, "clients": clients, "aggregate": fio.aggregate(clients),
-            "disk_util": fio.disk_util(report)}
+            "jobfile": text, "clients": clients, "aggregate": aggregate(clients),
+            "disk_util": disk_util(report)}
 
 
 def _headline(agg: dict[str, Any]) -> dict[str, float]:
