@@ -144,7 +144,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     for name, value in rows:
         head.add_row(name, value)
     if "checkpoint" in agg:
-        return [head, train_checkpoint_table(agg), client_table(res)]
+        return [head, train_checkpoint_table(run), client_table(res)]
     return [head, client_table(res)]
 
 
@@ -424,7 +424,7 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     rows += _verify_rows(agg.get("verify"))
     bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
                                       "fsync p99", "gap", "read MiB/s", "restore last"),
-                   [_burst_row(p) for p in agg["checkpoints"]])
+                   [_burst_row(p, _typed(res)) for p in agg["checkpoints"]])
     per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
                                                  "read MiB/s", "read s", "elapsed"),
                 [[str(c["client"]), bare_rate(c["write"]["mib_s"]),
@@ -434,12 +434,13 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
-def _burst_row(p: dict[str, Any]) -> list[str]:
-    w, r = p["write"], p.get("read")
-    return [str(p["n"]), bare_rate(w["mib_s"]), f"{w['first_done_s']:.2f} s",
-            f"{w['last_done_s']:.2f} s", _lat(w["latency"].get("fsync"), ("p99_ns",)),
+def _burst_row(p: dict[str, Any], run: Result) -> list[str]:
+    """One checkpoint: its write burst and, when it was restored, its read burst."""
+    w, r = (run.section(f"checkpoint.{p['n']}.{side}") for side in ("write", "read"))
+    return [str(p["n"]), bare_rate(w.mib_s), f"{w.figures['first_done_s']:.2f} s",
+            f"{w.figures['last_done_s']:.2f} s", _lat(w.latency.get("fsync"), ("p99_ns",)),
             f"{p['restore_gap_s']:.2f} s" if r else "-",
-            bare_rate(r["mib_s"]) if r else "-", f"{r['last_done_s']:.2f} s" if r else "-"]
+            bare_rate(r.mib_s) if r else "-", f"{r.figures['last_done_s']:.2f} s" if r else "-"]
 
 
 def load_tables(res: dict[str, Any]) -> list[Table]:
@@ -469,8 +470,9 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
     return [_table(_where(res, "load"), rows), per]
 
 
-def train_checkpoint_table(agg: dict[str, Any]) -> Table:
+def train_checkpoint_table(run: Result) -> Table:
     """What each checkpoint during training cost: stall, read dip, AU lost."""
+    agg = run["aggregate"]
     ck = agg["checkpoint"]
     return _grid(
         f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each, "
@@ -480,7 +482,7 @@ def train_checkpoint_table(agg: dict[str, Any]) -> Table:
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
-          bare_rate(p["write"]["mib_s"]),
+          bare_rate(run.section(f"checkpoint.{p['n']}.write").mib_s),
           f"{bare_rate(p['read_mib_s_during'])} / {bare_rate(p['read_mib_s_baseline'])}",
           f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
           _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
@@ -497,7 +499,7 @@ def all_tables(res: dict[str, Any]) -> list[Table]:
             sub["hero"] = res["hero"]["stages"][name]
         tables.append(phase_tables(sub, name)[0])
         if "checkpoint" in sub["aggregate"]:  # training with checkpoints
-            tables.append(train_checkpoint_table(sub["aggregate"]))
+            tables.append(train_checkpoint_table(model(sub)))
     if res["aggregate"].get("verify"):
         tables.append(_table("verify", _verify_rows(res["aggregate"]["verify"])))
     return tables
