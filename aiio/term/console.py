@@ -491,7 +491,7 @@ def train_checkpoint_table(run: Result) -> Table:
 def all_tables(res: dict[str, Any]) -> list[Table]:
     """The lifecycle: one headline per stage, then what checkpoints cost during training."""
     tables = []
-    for name in ("prep", "train", "load"):
+    for name in phase_of(res).stages:
         sub = dict(res, phase=name, aggregate=res["aggregate"][name],
                    clients=[c[name] for c in res["clients"]])  # laid out as that phase
         sub.pop("hero", None)
