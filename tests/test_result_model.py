@@ -158,3 +158,17 @@ def test_a_document_without_a_kind_reads_as_a_run() -> None:
     """Figures built by hand (or by an older writer) name their phase but may lack a kind."""
     res = result.model({"phase": "train", "aggregate": {"last_done": {"mib_s": 5.0}}})
     assert res.io["read"].last_done.mib_s == 5.0 and res.io["read"].mib_s == 5.0
+
+
+def test_the_report_shows_the_latency_of_every_declared_section() -> None:
+    """The lifecycle's training checkpoints sit five levels down; the report's latency table
+    lists them as the training report does, from the sections the phases declare."""
+    from aiio import report
+
+    run = result.load(_folder("all-demo-c2"))
+    burst = run.section("train.checkpoint.1.write")
+    assert burst is not None and "fsync" in burst.histograms
+    page = report.render(run)
+    latency = page[page.index('id="latency"'):]
+    assert "train checkpoint write: fsync" in latency
+    assert "prep read: read" in latency and "load: read" in latency

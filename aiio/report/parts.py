@@ -10,12 +10,12 @@ beside the device bytes), and so a phase the report has never heard of still sho
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aiio.report.html import finite
 from aiio.report.series import is_series
-from aiio.result import Result, model
+from aiio.result import IoFigures, Result, model
 from aiio.stats import Histogram
 
 MAX_DEPTH = 4
@@ -148,16 +148,25 @@ def _histograms_in(data: Any, into: dict[str, dict[str, Histogram]]) -> None:
 
 
 def histogram_sets(res: Mapping[str, Any]) -> dict[str, dict[str, Histogram]]:
-    """{place: {operation: Histogram}} from the aggregate, or merged from the clients when
-    the run ended before it was summarized."""
+    """{place: {operation: Histogram}} of the I/O sections the phase declares, from the
+    aggregate, or merged from the clients' when the run ended before it was summarized. The
+    place is the section's path as words, so every checkpoint burst's writes merge into one
+    ('checkpoint write')."""
+    run = res if isinstance(res, Result) else model(res)
     out: dict[str, dict[str, Histogram]] = {}
-    agg = res.get("aggregate")
-    if isinstance(agg, Mapping):
-        _histograms_in(agg, out)
+    _merge(((s.path[1:], s) for s in run.io.values()), out)
     if not out:
-        for c in res.get("clients") or []:
-            _histograms_in(c, out)
+        _merge(((s.path, s) for c in run.clients for s in c.io.values()), out)
     return out
+
+
+def _merge(sections: Iterable[tuple[Sequence[Any], IoFigures]],
+           into: dict[str, dict[str, Histogram]]) -> None:
+    for where, section in sections:
+        for op, hd in section.histograms.items():
+            if "buckets" in hd:
+                into.setdefault(path_label(where), {}).setdefault(op, Histogram()).merge(
+                    Histogram.from_dict(hd))
 
 
 def events(client: Mapping[str, Any]) -> list[tuple[str, float, float]]:
