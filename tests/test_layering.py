@@ -27,3 +27,28 @@ def imported_modules(module: str) -> set[str]:
 def test_dataset_and_target_never_import_mpi_layer():
     for module in ("aiio.dataset", "aiio.target"):
         assert "aiio.comm" not in imported_modules(module), module
+
+
+# Module names from before the layout was split into packages; an import alias spelling one
+# keeps it alive in the reader's head after the module is gone.
+OLD_MODULE_NAMES = {"ckptio", "scaling", "scale", "train_ckpt", "all"}
+REPO = PACKAGE.parent
+
+
+def old_name_aliases(source: str) -> list[str]:
+    """'import x as old' and 'from m import x as old' where old is a former module name."""
+    return [f"line {node.lineno}: as {alias.asname}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names if alias.asname in OLD_MODULE_NAMES]
+
+
+def test_no_import_keeps_a_former_module_name_alive():
+    found = {str(p.relative_to(REPO)): hits
+             for folder in ("aiio", "tools", "tests") for p in sorted((REPO / folder).rglob("*.py"))
+             if (hits := old_name_aliases(p.read_text()))}
+    assert not found, found
+
+
+def test_the_alias_guard_sees_an_old_name():
+    assert old_name_aliases("from aiio.phases import shards as ckptio\n")
+    assert not old_name_aliases("from aiio.phases import shards\n")
