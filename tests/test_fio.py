@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aiio.errors import RunFailed
-from aiio.fio import job as fio
+from aiio.fio import job
 from aiio.units import MiB
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -21,7 +21,7 @@ def _job(folder: Path, rw: str = "read", bs: str = "64k", jobs: int = 3,
          runtime: str = "300ms", **extra) -> str:
     glob = {"directory": str(folder), "ioengine": "psync", "direct": 1, "size": "4m",
             "time_based": 1, "runtime": runtime, "bs": bs, **extra}
-    return fio.render(glob, [("t", {"rw": rw, "numjobs": jobs})], ["test job"])
+    return job.render(glob, [("t", {"rw": rw, "numjobs": jobs})], ["test job"])
 
 
 def _raw(jobtext: str, folder: Path, *args: str) -> str:
@@ -36,7 +36,7 @@ def _raw(jobtext: str, folder: Path, *args: str) -> str:
 def test_one_entry_per_job_and_figures_are_fios_own(tmp_path):
     text = _raw(_job(tmp_path, jobs=3), tmp_path, "--output-format=json+")
     raw_jobs = json.loads(text)["jobs"]
-    clients = fio.clients_of(fio.final_report(text))
+    clients = job.clients_of(job.final_report(text))
     assert [c["client"] for c in clients] == [0, 1, 2]  # same jobname: told apart by position
     assert {c["jobname"] for c in clients} == {"t"}
     for c, raw in zip(clients, raw_jobs, strict=True):
@@ -47,7 +47,7 @@ def test_one_entry_per_job_and_figures_are_fios_own(tmp_path):
         assert c["mib_s"] == pytest.approx(r["io_bytes"] / MiB / (r["runtime"] / 1000))
         assert c["ops"]["read"]["latency"]["count"] == r["clat_ns"]["N"]
         assert "write" not in c["ops"]
-    agg = fio.aggregate(clients)
+    agg = job.aggregate(clients)
     assert agg["bytes"] == sum(j["read"]["io_bytes"] for j in raw_jobs)
     slowest = max(j["read"]["runtime"] for j in raw_jobs) / 1000
     assert agg["mib_s"] == pytest.approx(agg["bytes"] / MiB / slowest)
@@ -60,31 +60,31 @@ def test_latency_from_bins_agrees_with_fio_percentiles(tmp_path):
     text = _raw(_job(tmp_path, rw="randread", bs="4k", jobs=1), tmp_path,
                 "--output-format=json+")
     clat = json.loads(text)["jobs"][0]["read"]["clat_ns"]
-    hist = fio.histogram_from(clat)
+    hist = job.histogram_from(clat)
     assert hist.count == clat["N"] and hist.min == clat["min"] and hist.max == clat["max"]
     summary = hist.summary()
     # the same log-linear buckets: both report a bucket's middle, so they agree within 1 %
-    for key, name in fio.PERCENTILES.items():
+    for key, name in job.PERCENTILES.items():
         assert summary[name] == pytest.approx(clat["percentile"][key], rel=0.01)
 
 
 def test_plain_json_without_bins_still_gives_percentiles(tmp_path):
     text = _raw(_job(tmp_path, jobs=2), tmp_path, "--output-format=json")
-    clients = fio.clients_of(fio.final_report(text))
+    clients = job.clients_of(job.final_report(text))
     lat = clients[0]["latency"]
     assert lat["p99_ns"] >= lat["p50_ns"] > 0
     assert clients[0]["ops"]["read"]["histogram"] is None
-    assert fio.aggregate(clients)["latency"] == {}  # no bins: no merged percentiles invented
+    assert job.aggregate(clients)["latency"] == {}  # no bins: no merged percentiles invented
 
 
 def test_text_before_json_and_concatenated_status_reports(tmp_path):
     text = _raw(_job(tmp_path, jobs=2, runtime="1200ms"), tmp_path,
                 "--output-format=json", "--status-interval=300ms")
-    reports = fio.parse_reports("fio: a warning printed before the report\n" + text)
+    reports = job.parse_reports("fio: a warning printed before the report\n" + text)
     assert len(reports) >= 2
     totals = [sum(j["read"]["io_bytes"] for j in r["jobs"]) for r in reports]
     assert totals == sorted(totals)  # cumulative: the last report is the final one
-    final = fio.final_report("noise\n" + text)
+    final = job.final_report("noise\n" + text)
     assert sum(j["read"]["io_bytes"] for j in final["jobs"]) == totals[-1]
 
 
@@ -95,21 +95,21 @@ def test_disk_util_missing_on_tmpfs():
     folder = Path(os.path.realpath(shm)) / f"aiio-test-fio-{os.getpid()}"
     folder.mkdir()
     try:
-        report = fio.run_text(_job(folder, jobs=2))
+        report = job.run_text(_job(folder, jobs=2))
     finally:
         shutil.rmtree(folder)
     assert "disk_util" not in report
-    assert fio.disk_util(report) == []
-    assert len(fio.clients_of(report)) == 2
+    assert job.disk_util(report) == []
+    assert len(job.clients_of(report)) == 2
 
 
 def test_mixed_job_keeps_both_directions(tmp_path):
-    report = fio.run_text(_job(tmp_path, rw="randrw", bs="4k", jobs=2, rwmixread=70))
-    clients = fio.clients_of(report)
+    report = job.run_text(_job(tmp_path, rw="randrw", bs="4k", jobs=2, rwmixread=70))
+    clients = job.clients_of(report)
     for c in clients:
         assert set(c["ops"]) == {"read", "write"}
         assert c["bytes"] == c["ops"]["read"]["bytes"] + c["ops"]["write"]["bytes"]
-    agg = fio.aggregate(clients)
+    agg = job.aggregate(clients)
     assert agg["ops"]["read"]["bytes"] > agg["ops"]["write"]["bytes"] > 0
 
 
@@ -117,32 +117,32 @@ def test_fio_failing_raises_with_its_stderr(tmp_path):
     jobfile = tmp_path / "bad.fio"
     jobfile.write_text(_job(tmp_path, ioengine="no-such-engine"))
     with pytest.raises(RunFailed, match="no-such-engine"):
-        fio.run(jobfile)
+        job.run(jobfile)
 
 
 def test_truncated_output_is_an_error_not_a_traceback():
     with pytest.raises(RunFailed, match="no complete JSON report"):
-        fio.parse_reports("fio: something went wrong\n")
+        job.parse_reports("fio: something went wrong\n")
     with pytest.raises(RunFailed, match="broken"):
-        fio.parse_reports('{"fio version" : "fio-3.33", "jobs" : [{"jobname": "x"')
+        job.parse_reports('{"fio version" : "fio-3.33", "jobs" : [{"jobname": "x"')
 
 
 def test_braces_in_text_and_a_cut_final_report(tmp_path):
     text = _raw(_job(tmp_path, jobs=2), tmp_path, "--output-format=json")
     noisy = "fio: option {x} ignored\n" + text + text[: len(text) // 2]
-    [report] = fio.parse_reports(noisy)  # the cut copy yields no report of its own
+    [report] = job.parse_reports(noisy)  # the cut copy yields no report of its own
     assert report == json.loads(text)
 
 
 def test_helpers_for_bench(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(os.urandom(4 * MiB))
-    agg = fio.seq_read_mib_s([str(path)], loops=2)
+    agg = job.seq_read_mib_s([str(path)], loops=2)
     assert agg["bytes"] == 8 * MiB and agg["mib_s"] > 0
-    assert fio.rand_read_iops(str(path), runtime_s=0.3) > 0
+    assert job.rand_read_iops(str(path), runtime_s=0.3) > 0
 
 
 def test_size_opt_is_exact():
-    assert fio.size_opt(MiB) == "1m" and fio.size_opt(4096) == "4k"
-    assert fio.size_opt(3 * 1024**3) == "3g" and fio.size_opt(1000) == "1000"
-    assert fio.size_opt(1536 * 1024) == "1536k"
+    assert job.size_opt(MiB) == "1m" and job.size_opt(4096) == "4k"
+    assert job.size_opt(3 * 1024**3) == "3g" and job.size_opt(1000) == "1000"
+    assert job.size_opt(1536 * 1024) == "1536k"

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from aiio.fio import job as fio
+from aiio.fio.job import clients_of, jobs_of, run
 
 from .conftest import call_cli, run_cli
 
@@ -41,7 +41,7 @@ def test_train_job_runs_as_written_and_reads_the_dataset_size(target, tmp_path):
     assert (target / "aiio" / ".aiio-owned").is_file()
     jobfile = tmp_path / "train.fio"
     jobfile.write_text(job)
-    clients = fio.clients_of(fio.run(jobfile))
+    clients = clients_of(run(jobfile))
     assert len(clients) == 2
     for c in clients:  # each job read its 12 files of 64 KiB, twice
         assert c["bytes"] == 12 * 64 * KiB * 2
@@ -53,7 +53,7 @@ def test_thinktime_lines_run_when_uncommented(target, tmp_path):
     assert "; thinktime=10000" in job and "; thinktime_blocks=2" in job
     jobfile = tmp_path / "think.fio"
     jobfile.write_text(job.replace("; thinktime", "thinktime"))
-    clients = fio.clients_of(fio.run(jobfile))
+    clients = clients_of(run(jobfile))
     assert all(c["bytes"] == 12 * 64 * KiB * 2 for c in clients)
 
 
@@ -67,7 +67,7 @@ def test_shuffled_samples_in_big_files_become_random_reads(target, tmp_path):
     assert opts["time_based"] == "1" and opts["runtime"] == "300ms"
     jobfile = tmp_path / "rand.fio"
     jobfile.write_text(job)
-    clients = fio.clients_of(fio.run(jobfile))
+    clients = clients_of(run(jobfile))
     assert len(clients) == 2 and all(c["ios"] > 0 for c in clients)
     assert all(c["bytes"] == c["ios"] * 20 * KiB for c in clients)
 
@@ -85,7 +85,7 @@ def _run_emitted(target, tmp_path, phase: str, *args: str) -> tuple[dict, list[d
     job = _emit_phase(target, phase, *args)
     jobfile = tmp_path / f"{phase}.fio"
     jobfile.write_text(job)
-    return _options(job), fio.jobs_of(fio.run(jobfile))
+    return _options(job), jobs_of(run(jobfile))
 
 
 def _emit_phase(target, phase: str, *args: str) -> str:

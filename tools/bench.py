@@ -32,7 +32,7 @@ from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
 from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.errors import AiioError, ToolMissing
-from aiio.fio import job as fio
+from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
 from aiio.units import GiB, KiB, MiB
 from tools import crosscheck
 
@@ -88,23 +88,23 @@ def disk_dir() -> Iterator[Path]:
 
 # --- fio, run by subprocess -------------------------------------------------------------------
 
-def fio_version() -> str:
+def fio_version_or_exit() -> str:
     try:
-        return fio.fio_version()
+        return fio_version()
     except ToolMissing as exc:
         raise SystemExit(str(exc)) from None
 
 
 def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
     """Run one fio job per entry (never group_reporting); return fio's per-job JSON."""
-    text = fio.render(common, [(f"job{i}", job) for i, job in enumerate(jobs)])
-    return fio.jobs_of(fio.run_text(text))
+    text = render(common, [(f"job{i}", job) for i, job in enumerate(jobs)])
+    return jobs_of(run_text(text))
 
 
 def fio_seq_read(files: list[str]) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
     O_DIRECT 1 MiB sequential reader per file."""
-    return fio.seq_read_mib_s(files)["mib_s"]
+    return seq_read_mib_s(files)["mib_s"]
 
 
 # --- aiio's engine, in real client processes ----------------------------------------------------
@@ -158,7 +158,7 @@ def aiio_rand_read_iops(path: str, seconds: float) -> float:
 
 def fio_rand_read_iops(path: str, seconds: float) -> float:
     """fio psync 4 KiB random reads; its CPU (user + system over the job's runtime) noted."""
-    job = {"filename": fio.escape(str(path)), "ioengine": "psync", "direct": "1",
+    job = {"filename": escape(str(path)), "ioengine": "psync", "direct": "1",
            "rw": "randread", "bs": "4k", "time_based": "1", "runtime": f"{int(seconds * 1000)}ms",
            "norandommap": "1", "randrepeat": "0"}
     (out,) = fio_jobs([job], {})
@@ -201,7 +201,7 @@ def aiio_depth_iops(path: str, seconds: float, depth: int) -> float:
 
 def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
     """4 KiB random reads of one job at `depth` in flight through an asynchronous engine."""
-    job = {"filename": fio.escape(str(path)), "ioengine": engine, "iodepth": str(depth),
+    job = {"filename": escape(str(path)), "ioengine": engine, "iodepth": str(depth),
            "direct": "1", "rw": "randread", "bs": "4k", "time_based": "1",
            "runtime": f"{int(seconds * 1000)}ms", "norandommap": "1", "randrepeat": "0"}
     (out,) = fio_jobs([job], {})
@@ -237,11 +237,11 @@ def fio_small_files(folder: Path, count: int) -> float:
     """fio reading `count` 128 KiB files one after the other, one open at a time (its own
     files: `small.0.N`, laid out by the first run and read by aiio too). One 128 KiB read per
     file, as aiio's 1 MiB transfer size makes of a 128 KiB file."""
-    job = {"directory": fio.escape(str(folder)), "nrfiles": str(count), "openfiles": "1",
+    job = {"directory": escape(str(folder)), "nrfiles": str(count), "openfiles": "1",
            "file_service_type": "sequential", "filesize": "128k", "bs": "128k", "rw": "read",
            "direct": "1", "ioengine": "psync"}
-    text = fio.render({}, [("small", job)])
-    (out,) = fio.jobs_of(fio.run_text(text))
+    text = render({}, [("small", job)])
+    (out,) = jobs_of(run_text(text))
     files = out["read"]["io_bytes"] / SMALL_FILE
     return files / (out["read"]["runtime"] / 1000)
 
@@ -691,8 +691,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these figures (repeatable)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     opts = parser.parse_args(argv)
-    print(f"aiio bench: {fio_version()}, {os.cpu_count()} CPUs, kernel {os.uname().release}",
-          file=sys.stderr)
+    print(f"aiio bench: {fio_version_or_exit()}, {os.cpu_count()} CPUs, "
+          f"kernel {os.uname().release}", file=sys.stderr)
     rows: list[Row] = []
     for name in opts.only or list(FIGURES):
         print(f"measuring {name} ...", file=sys.stderr, flush=True)

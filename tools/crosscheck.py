@@ -21,7 +21,7 @@ import numpy as np
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, run_clients
 from aiio.engine import OpLog, Reader
-from aiio.fio import job as fio
+from aiio.fio.job import seq_read_mib_s, try_realtime
 from aiio.target import Target, probe_direct_io, remove_tree
 from aiio.units import MiB, mib_per_s
 
@@ -42,7 +42,7 @@ def _client(ctx: ClientContext) -> dict[str, Any]:
     """One aiio client: read its file `loops` times through the engine's Reader."""
     args: SeqReadArgs = ctx.args
     # clients run in their own session, as fio's jobs do (see aiio.clients._own_session)
-    rt = fio.try_realtime() if args.realtime else False
+    rt = try_realtime() if args.realtime else False
     log = OpLog(start_ns=0)
     reader = Reader(args.method, args.block_size, log)
     path = args.files[ctx.index]
@@ -71,7 +71,7 @@ def engine_seq_read(files: list[str], block_size: int = MiB, method: str = METHO
 def fio_seq_read(files: list[str], block_size: int = MiB, direct: bool = True,
                  loops: int = 1, realtime: bool = False) -> dict[str, Any]:
     """fio, one psync job per file: the same figure from fio's own accounting."""
-    agg = fio.seq_read_mib_s(files, block_size, direct, loops, realtime)
+    agg = seq_read_mib_s(files, block_size, direct, loops, realtime)
     return {"mib_s": agg["mib_s"], "bytes": agg["bytes"], "seconds": agg["seconds"]}
 
 
