@@ -91,8 +91,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         here.update(status="ok", error=None)
         out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
-        out["warnings"] += _warnings(rc, args, out)
-        out["warnings"] += phase.warnings(rc, args, out)
+        out["warnings"] += honesty.true_of(
+            out["method"], _warnings(rc, args, out) + phase.warnings(rc, args, out))
         out["hero"] = hero.pair_entry(out, heroes)
         out["status"] = "ok"
     except RunAborted as exc:
