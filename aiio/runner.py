@@ -41,6 +41,9 @@ class RunRequest:
     options: RunOptions = RunOptions()
     # Called with (result, folder) once result.json is saved, also for a partial result.
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
+    # Where the fio results to pair with live (None: results_dir). A sweep saves its points in
+    # <sweep>/points/, but its fio results sit in the folder the sweep was given.
+    hero_dir: str | None = None
 
 
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
@@ -55,7 +58,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
-    heroes = hero.fio_results(req.results_dir)  # read once, before anything is measured
+    heroes = hero.fio_results(req.hero_dir or req.results_dir)  # read once, before measuring
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)

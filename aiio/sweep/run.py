@@ -217,7 +217,7 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
             + (f", repeat {repeat + 1}/{req.repeat}" if req.repeat > 1 else "")
             + (f", {seconds:g} s" if seconds else ""))
     run_req = runner.RunRequest(req.phase, w, req.target, str(folder / "points"), req.method,
-                                req.options)
+                                req.options, hero_dir=req.results_dir)
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:
