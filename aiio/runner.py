@@ -18,7 +18,7 @@ from aiio import honesty, hosts, memcheck, result
 from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.errors import AiioError, RunFailed, RunInterrupted
+from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged
 from aiio.fio import hero
 from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
@@ -68,6 +68,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     here = hosts.host_entry(world(), info)
     try:
         if not on_s3:
+            target.pin()  # from here to the end the run holds the directory it started on
             check_shared(target, world())
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
@@ -91,6 +92,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
         out["clients"] = per_client
         out["monitor"] = here["monitor"] = monitor.finish()
+        if isinstance(target, Target) and (moved := target.changed()):
+            raise TargetChanged(moved)  # before clean-up, which goes where the run started
         here.update(status="ok", error=None)
         out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
@@ -192,6 +195,8 @@ def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: 
     try:
         phase.cleanup(rc, args, out["status"])
     finally:
+        if isinstance(rc.target, Target):
+            rc.target.release()
         out["finished"] = now_iso()
         out["saved_at"] = now_unix()
         result.save(out, folder)
