@@ -76,9 +76,8 @@ def _print(item: dict) -> None:
                       _value(r["fio"], r["unit"], format_latency_ns),
                       f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
     console.print(table)
-    if item["note"]:
+    if item["note"]:  # the fio side is missing: its one line, and no suite to list
         console.print(f"{item['run']}: {item['note']}", highlight=False)
-    if not item["hero_suite"]:
         return
     suite = " · ".join(f"{name} {format_rate(fig['mib_s'])} ({fig['iops']:,.0f} IOPS)"
                        for name, fig in item["hero_suite"].items())
