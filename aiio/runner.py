@@ -103,24 +103,32 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
-        out["error"] = str(exc)
+        out["error"] = _cause(target, str(exc))
         out["clients"] = [exc.results[i] for i in sorted(exc.results)]
         here.update(status=out["status"], error=str(exc))
         out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
         _finish(phase, rc, args, out, folder, req.on_saved)
-        raise exc.cause(f"{exc}; partial result saved in {folder}") from None
+        raise exc.cause(f"{out['error']}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
         out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
         _finish(phase, rc, args, out, folder)
         raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
         out["status"] = "failed"
-        out["error"] = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"
+        out["error"] = _cause(target, str(exc) if isinstance(exc, AiioError)
+                              else f"{exc.strerror}: {exc}")
         _finish(phase, rc, args, out, folder, req.on_saved)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
     _finish(phase, rc, args, out, folder, req.on_saved)
     return out, folder
+
+
+def _cause(target: Any, error: str) -> str:
+    """A failure's message, led by the target having changed under the run when it did (a
+    client that found its files gone is its symptom)."""
+    moved = target.changed() if isinstance(target, Target) else None
+    return f"{moved} ({error})" if moved and moved not in error else error
 
 
 def open_target(where: str, options: RunOptions = RunOptions(),
