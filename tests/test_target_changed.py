@@ -17,7 +17,6 @@ import pytest
 from .conftest import REPO, TINY_DATA, client_processes, run_cli
 from .oracle.mount import bindfs, can_bindfs
 
-
 # randrw keeps its files open and runs on; training opens each file by path, so its clients
 # find the files gone and fail: either way the line says what happened first.
 PHASES = {"randrw": ("--set", "prep.file_size=1MiB", "--set", "prep.duration=3s"),
