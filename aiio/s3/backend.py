@@ -30,8 +30,6 @@ def open_target(url: str, options: RunOptions) -> tuple[S3Target, TargetInfo, st
     written, and describe it for the result."""
     if world().size > 1:
         raise ConfigError("s3:// targets run on one host for now; start aiio without mpiexec")
-    if options.verify:
-        raise ConfigError("--verify is not available for s3:// targets")
     target = S3Target(url, options.s3 or Access())
     target.check_usable()
     info = TargetInfo(path=target.path, fstype="s3", mountpoint=target.client.meta.endpoint_url,

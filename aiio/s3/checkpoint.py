@@ -1,6 +1,7 @@
 """Checkpointing to a bucket: every client PUTs its shard objects at once (multipart above
 the part size); a shard is durable when its PUT or CompleteMultipartUpload returns, and the
-checkpoint when every client's shards are. The restore GETs them back whole."""
+checkpoint when every client's shards are. The restore GETs them back whole (with --verify,
+checking every block as it arrives: the mount's restore, reading objects)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, now_ns
-from aiio.errors import RunFailed
 from aiio.phases import rundata
 from aiio.phases import shards as ckptio
 from aiio.phases.base import RunContext, cpu_seconds
@@ -45,28 +45,13 @@ def write_burst(plan: S3CheckpointPlan, k: int, client: int, writers: list[Objec
                                 len(items))
 
 
-def read_burst(plan: S3CheckpointPlan, k: int, client: int, readers: list,
-               burst_ns: int, run_ns: int) -> dict[str, Any]:
-    items = list(enumerate(plan.sizes(client)))
-
-    def work(rd: Any, item: tuple[int, int]) -> None:
-        f, size = item
-        key = plan.path(k, client, f)
-        got = rd.read_file(key)
-        if got != size and not (rd.stop and rd.stop.is_set()):
-            raise RunFailed(f"restore read {got} of the {size} bytes of {key}")
-
-    logs = run_parallel(items, readers, work, burst_ns)
-    return ckptio.burst_figures(logs, burst_ns, now_ns(), run_ns, "read",
-                                len(items))
-
-
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """Write (and restore) K checkpoints; every burst starts at one instant for all clients."""
     plan: S3CheckpointPlan = ctx.args
     n = min(plan.threads, plan.files_per_client)
     writers = [ObjectWriter(plan.io, plan.part_size, OpLog(0), ctx.add_bytes,
-                            seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i)
+                            seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i,
+                            checksum=plan.checksum)
                for i in range(n)]
     readers = [plan.io.reader(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes)
                for _ in range(n)]
@@ -76,7 +61,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     try:
         for k in range(plan.count):
             if not _one_round(ctx, plan, k, writers, readers, run_ns, rounds,
-                              (write_burst, read_burst)):
+                              (write_burst, ckptio.read_burst)):
                 break
             if k >= plan.keep:
                 for f in range(plan.files_per_client):
