@@ -50,6 +50,14 @@ class ObjectIO:
     def __deepcopy__(self, memo: dict) -> ObjectIO:
         return self  # a connection is shared, not copied (dataclasses.asdict copies fields)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to another host's rank under MPI: what to connect to, never a connection.
+        return {"access": self.access, "bucket": self.bucket, "streams": self.streams,
+                "sizes": self.sizes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
+
     @property
     def client(self) -> Any:
         # Loader threads ask at once; one client (and one set of counts) per process.
