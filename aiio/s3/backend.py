@@ -17,7 +17,16 @@ PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
           "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
 
 
+# Why randrw stays refused: docs/OBJECT.md, "What a bucket does not run".
+RANDRW_REFUSED = ("randrw rewrites 4 KiB blocks of its files in place, and an S3 object cannot "
+                  "be rewritten in place (each block written would be a PUT of the whole "
+                  "object); on a bucket prep runs in shards mode, and `aiio fio --target "
+                  "s3://...` measures whole-object PUTs and GETs")
+
+
 def get_phase(name: str) -> Any:
+    if name == "randrw":
+        raise ConfigError(RANDRW_REFUSED)
     if name not in PHASES:
         raise ConfigError(f"the {name} phase does not run against s3:// targets yet; "
                           f"available: {', '.join(PHASES)}")
