@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
 from aiio.engine import OpLog, Writer
 from aiio.errors import ConfigError
@@ -80,23 +81,31 @@ class ObjectIO:
     def get(self, key: str, offset: int, length: int | None, chunk: int, log: OpLog,
             counter: Any = None, stop: Any = None, check: Any = None) -> int:
         """GET key (a Range when it is not the whole object); returns body bytes. `check`
-        (--verify) is called with (chunk, bytes, object offset) after each chunk, timed as
-        "verify" and left out of the GET's time, as a mount's check is out of its read's."""
+        (--verify) gets the whole blocks of each chunk, with their offset in the object, as
+        (view, bytes, offset); timed as "verify" and left out of the GET's time, as a mount's
+        check is out of its read's."""
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         whole = offset == 0 and (length is None or length >= self.sizes.get(key, length + 1))
         if not whole:
             kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
+        aligned = BlockAligned(check, offset) if check is not None else None
         with log.timed("get") as request:
             with log.timed("ttfb"):
                 body = self.client.get_object(**kwargs)["Body"]
             try:
-                return self._body(body, chunk, log, counter, stop, check, offset, request)
+                done = self._body(body, chunk, log, counter, stop, aligned, request)
             finally:
                 body.close()
+            # the object's last, short block; not when a stop cut the body short
+            if aligned is not None and aligned.held and not (stop and stop.is_set()):
+                with log.timed("verify") as checked:
+                    aligned.close()
+                request.exclude(checked.spent_ns)
+            return done
 
     @staticmethod
-    def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any, check: Any,
-              offset: int, request: Any) -> int:
+    def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any,
+              check: BlockAligned | None, request: Any) -> int:
         """A GET's body, `chunk` bytes at a time, each chunk a timed "read" with its bytes."""
         done = 0
         while True:
@@ -109,7 +118,7 @@ class ObjectIO:
                 return done
             if check is not None:
                 with log.timed("verify") as checked:
-                    check(memoryview(data), len(data), offset + done)
+                    check.feed(data)
                 request.exclude(checked.spent_ns)
             done += len(data)
             if counter:
@@ -165,6 +174,29 @@ class ObjectIO:
     def delete(self, key: str, log: OpLog) -> None:
         with log.timed("delete"):
             self.client.delete_object(Bucket=self.bucket, Key=key)
+
+
+class BlockAligned:
+    """Hands a --verify check whole 4 KiB blocks at their offsets in the object, whatever
+    sizes a body's reads return (a short read must not split a block between two checks)."""
+
+    def __init__(self, check: Any, offset: int) -> None:
+        self.check, self.pos, self.held = check, offset, b""
+
+    def feed(self, data: bytes) -> None:
+        buf = self.held + data if self.held else data
+        n = len(buf) - len(buf) % BLOCK
+        if n:
+            self.check(memoryview(buf)[:n], n, self.pos)
+        self.pos += n
+        self.held = buf[n:]
+
+    def close(self) -> None:
+        """Check what is held: the object's (or range's) last block, shorter than 4 KiB."""
+        if self.held:
+            self.check(memoryview(self.held), len(self.held), self.pos)
+            self.pos += len(self.held)
+            self.held = b""
 
 
 class ObjectWriter:
