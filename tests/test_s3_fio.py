@@ -72,6 +72,7 @@ def test_fio_puts_and_gets_the_bucket_and_train_is_set_beside_it(fio_http, s3_se
     page = render(res)  # the fio view, with what the bucket held beside fio's figures
     assert "objects listed in the bucket" in page and "ioengine=http" in page
     assert "no view for results of kind" not in page
+    assert res["target"]["mountpoint"] in page and "0 B / 0 B" not in page  # a bucket, not a disk
 
     # aiio's GETs of the same bucket, at the same concurrency, beside fio's
     train = run_cli("run", "--phase", "train", "--target", target, "--results", str(results),
