@@ -31,7 +31,8 @@ PERCENTILES = (("p50", "p50_ns"), ("p90", "p90_ns"), ("p99", "p99_ns"), ("p99.9"
 def title(res: Mapping[str, Any]) -> str:
     where = dig(res, "target", "path", default="?")
     jobs = dig(res, "options", "clients", default="?")
-    return f"aiio fio hero suite: {jobs} jobs on {where} ({dig(res, 'target', 'fstype')})"
+    fstype = dig(res, "target", "fstype", default="?")
+    return f"aiio fio hero suite: {jobs} jobs on {where} ({fstype})"
 
 
 def tests(res: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
