@@ -14,7 +14,7 @@ from aiio.target import TargetInfo
 
 # The phases that run against a bucket; the others say so in one line.
 PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
-          "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
+          "load": "aiio.s3.load", "prep": "aiio.s3.prep", "all": "aiio.s3.lifecycle"}
 
 
 # Why randrw stays refused: docs/OBJECT.md, "What a bucket does not run".
