@@ -82,21 +82,25 @@ def test_every_client_gets_the_stream_rate_from_the_common_start(tmp_path):
     assert all(len(own) == FILES for _, own in pairs), "streams not matched to their clients"
     served = sorted(_served_s(s) for s in streams)
     assert served[0] >= FILE / STREAM * 0.99, "the oracle delivered faster than its rate"
-    # The oracle's own spread: the middle 80 % of the times it took per file.
-    spread = served[len(served) * 9 // 10] - served[len(served) // 10]
 
     # The start-up burst. A client's first file, from the common start to its batch in hand,
     # against its second, from the first batch in hand to the second: the oracle takes the
-    # same time for each, so the first may be longer only by the oracle's spread.
-    later = []
+    # same time for each, so the first may be longer than the second only within the spread
+    # of the second files over the clients (the middle 80 %). At 1,024 clients the burst made
+    # the first file twice the second. The finer check, that no per-client work is left
+    # between the start and the first read, is tests/test_train_start.py.
+    firsts, seconds = [], []
     for c, _ in pairs:
         s0, s1 = c["step_log"][:2]
         t0, t1 = s0[2] + s0[3], s1[2] + s1[3]  # each batch in hand, since the common start
-        later.append(t0 - (t1 - t0))
-    assert statistics.median(later) <= spread, (
-        f"a client's first file took {statistics.median(later):.3f} s longer than its second "
-        f"(median over clients; the most {max(later):.3f} s); the oracle's spread is "
-        f"{spread:.3f} s")
+        firsts.append(t0)
+        seconds.append(t1 - t0)
+    deciles = statistics.quantiles(seconds, n=10)
+    spread = deciles[-1] - deciles[0]
+    later = statistics.median(f - s for f, s in zip(firsts, seconds, strict=True))
+    assert later <= spread, (
+        f"a client's first file took {later:.3f} s longer than its second (median over "
+        f"clients); the second files' spread over the clients is {spread:.3f} s")
 
     # Nobody counted more than the oracle allows (the rate over the window, plus its slack).
     assert all(c["mib_s"] * MiB <= STREAM * 1.01 for c in res["clients"])

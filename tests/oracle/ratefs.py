@@ -182,16 +182,17 @@ class RateFS(fuse.Operations):
         return 0
 
 
-def serve_first(nice: int = -20) -> None:
+def serve_first(nice: int = -10) -> None:
     """Let the oracle keep its rates on a busy machine: it serves before the clients run.
 
     A nice value alone is not enough. With the kernel's autogroup scheduling every session
     shares the CPUs equally with every other, whatever its processes' nice values, and each
     aiio client and each fio job runs in a session of its own: with 128 clients waking at a
     common start the oracle, one session among 129, waited about 0.1 s to answer the first
-    request. So the oracle takes a session of its own and raises that session's priority, to
-    the most: at -20 it weighs as much as 87 busy sessions, and at -10 (9) 1,024 clients and
-    the machine's other work still left 1,024 first opens queued for up to 2 s.
+    request. So the oracle takes a session of its own and raises that session's priority.
+    Not to the most: the oracle needs CPU for every request too, and in one run at -20 (as
+    much weight as 87 busy sessions) 1,024 aiio clients, which need more CPU per request than
+    fio's jobs, got less and fio's jobs more (docs/PERFORMANCE.md).
     """
     try:
         os.setsid()
