@@ -142,6 +142,9 @@ def section_pairs(section: Mapping[str, Any], name: str = "") -> list[tuple[str,
 
 
 def target_pairs(t: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if t.get("fstype") == "s3":  # a bucket prefix: no device, no capacity, no page cache
+        return [("bucket prefix", t.get("path", h.MISSING)),
+                ("S3 endpoint", t.get("mountpoint") or "from the AWS configuration")]
     return [
         ("path", t.get("path", h.MISSING)),
         ("filesystem", f"{t.get('fstype', '?')} mounted at {t.get('mountpoint', '?')}"),
