@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiio import __version__
 from aiio.errors import TargetError
@@ -83,7 +84,8 @@ class S3Target:
         code = err.get("Code", "")
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in ("NoSuchBucket",) or (status == 404 and code in ("404", "NotFound")):
-            return f"bucket {self.loc.bucket!r} does not exist; aiio never creates buckets"
+            return (f"bucket {self.loc.bucket!r} does not exist{self._endpoint_path()}; aiio "
+                    "never creates buckets")
         if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
                     "ExpiredToken", "InvalidClientTokenId"):
             return (f"the S3 service rejected the credentials ({code}); check the AWS "
@@ -92,6 +94,12 @@ class S3Target:
             return (f"access denied to s3://{self.loc.bucket} with these credentials; grant "
                     "list, get, put and delete on the prefix or use other credentials")
         return f"S3 error on {self.loc.url}: {code or status} {err.get('Message', '')}".strip()
+
+    def _endpoint_path(self) -> str:
+        """A path in the endpoint comes before the bucket in every request: name it."""
+        path = urlsplit(self.client.meta.endpoint_url).path.rstrip("/")
+        return f" at {path}/ of the endpoint (requests go to {path}/{self.loc.bucket})" \
+            if path else ""
 
     # --- ownership ---------------------------------------------------------------------
     def is_owned(self) -> bool:
