@@ -123,12 +123,13 @@ class S3Target:
         for page in pages:
             yield from page.get("Contents", [])
 
-    def clean(self) -> tuple[int, int]:
-        """Delete every object below `<prefix>/aiio/`, the marker last; returns (objects,
-        bytes). Refuses a prefix without the marker; never touches the bucket itself."""
+    def clean(self) -> tuple[int, int, int]:
+        """Delete every object below `<prefix>/aiio/` and abort its unfinished multipart
+        uploads, the marker last; returns (objects, bytes, uploads). Refuses a prefix without
+        the marker; never touches the bucket itself."""
         self.check_usable()
         if not self._list(self.loc.own, limit=1):
-            return 0, 0
+            return 0, 0, 0
         if not self.is_owned():
             raise TargetError(f"refusing to delete {self.loc.url}/{location.OWN_DIR}/: it has "
                               f"no {location.MARKER} marker, so aiio did not create it")
@@ -138,8 +139,23 @@ class S3Target:
                 keys.append(obj["Key"])
                 nbytes += obj.get("Size", 0)
         self.delete(keys)
+        uploads = self.abort_uploads()
         self.delete([self.loc.marker])
-        return len(keys) + 1, nbytes
+        return len(keys) + 1, nbytes, uploads
+
+    def abort_uploads(self) -> int:
+        """Abort the multipart uploads a killed run left below aiio's prefix (their parts
+        take space but list as no object); returns how many."""
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.loc.bucket, Prefix=self.loc.own)
+        ended = 0
+        for page in pages:
+            for up in page.get("Uploads", []):
+                if up["Key"].startswith(self.loc.own):  # the same guard as every delete
+                    self._call("abort", self.client.abort_multipart_upload,
+                               Bucket=self.loc.bucket, Key=up["Key"], UploadId=up["UploadId"])
+                    ended += 1
+        return ended
 
     def delete(self, keys: list[str]) -> None:
         """Delete these keys (each must lie below aiio's own prefix)."""
