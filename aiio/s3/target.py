@@ -71,6 +71,11 @@ class S3Target:
                               f"{getattr(exc, 'kwargs', {}).get('endpoint_url', '')}: "
                               "check --endpoint (or AWS_ENDPOINT_URL) and the network"
                               ) from None
+        except bx.SSLError as exc:
+            raise TargetError(f"TLS with the S3 endpoint {self.client.meta.endpoint_url} "
+                              f"failed ({_ssl_reason(exc)}): if the service speaks plain "
+                              "HTTP, write http://; if it uses its own certificate authority, "
+                              "set AWS_CA_BUNDLE") from None
         except bx.NoCredentialsError:
             raise TargetError("no AWS credentials found: set AWS_ACCESS_KEY_ID and "
                               "AWS_SECRET_ACCESS_KEY, or pass --profile NAME") from None
@@ -171,3 +176,9 @@ class S3Target:
                 first = got["Errors"][0]
                 raise TargetError(f"could not delete s3://{self.loc.bucket}/{first['Key']}: "
                                   f"{first.get('Code')} {first.get('Message', '')}")
+
+
+def _ssl_reason(exc: Exception) -> str:
+    """The SSL library's reason, without the request URL botocore puts before it."""
+    text = str(getattr(exc, "kwargs", {}).get("error", "")) or str(exc)
+    return text.split("] ", 1)[-1].split(" (_ssl", 1)[0] if "]" in text else text
