@@ -313,9 +313,9 @@ def run_series(phase: str, workload: str, clients: Any) -> str:
 
 def target_key(path: str) -> str:
     """Targets as absolute paths, so a series does not split on how the path was typed; an
-    s3:// URL is no path and stays as it is."""
+    s3:// URL is no path: it stays as typed, less a trailing slash (as the result names it)."""
     if not path or path.startswith("s3://"):
-        return path or ""
+        return (path or "").rstrip("/")
     return os.path.abspath(path)
 
 
