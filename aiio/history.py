@@ -311,9 +311,12 @@ def run_series(phase: str, workload: str, clients: Any) -> str:
     return f"run {phase} {workload} c{clients}"
 
 
-def _abs(path: str) -> str:
-    """Targets as absolute paths, so a series does not split on how the path was typed."""
-    return os.path.abspath(path) if path else ""
+def target_key(path: str) -> str:
+    """Targets as absolute paths, so a series does not split on how the path was typed; an
+    s3:// URL is no path: it stays as typed, less a trailing slash (as the result names it)."""
+    if not path or path.startswith("s3://"):
+        return (path or "").rstrip("/")
+    return os.path.abspath(path)
 
 
 def run_record(res: Mapping[str, Any]) -> Record:
@@ -322,7 +325,7 @@ def run_record(res: Mapping[str, Any]) -> Record:
     workload = dig(run, "workload", "workload", "name", default="")
     clients = run.get("clients_requested", len(run.clients))
     return Record(kind="run", name=run_series(run.phase, workload, clients),
-                  target=_abs(dig(run, "target", "path", default="")), status=run.status,
+                  target=target_key(dig(run, "target", "path", default="")), status=run.status,
                   passed=run.status == "ok", figures=run_figures(run), phase=run.phase,
                   workload=workload, clients=str(clients), result_id=run.id)
 
@@ -332,7 +335,7 @@ def sweep_record(sweep: dict[str, Any]) -> Record:
     workload = sweep.get("workload", {}).get("workload", {}).get("name", "")
     clients = sweep.get("sweep", {}).get("clients", [])
     return Record(kind="sweep", name=run_series(sweep.get("phase", ""), workload, clients),
-                  target=_abs(sweep.get("target", {}).get("path", "")),
+                  target=target_key(sweep.get("target", {}).get("path", "")),
                   status=sweep.get("status", ""), passed=sweep.get("status") == "ok",
                   figures=sweep_figures(sweep), phase=sweep.get("phase", ""),
                   workload=workload, clients=",".join(map(str, clients)),

@@ -35,9 +35,10 @@ def _clean_bucket(url: str, access) -> None:
     from aiio.units import format_size
 
     tgt = S3Target(url, access)
-    count, nbytes = tgt.clean()
+    count, nbytes, uploads = tgt.clean()
     where = f"{tgt.loc.url}/aiio/"
     if not count:
         click.echo(f"nothing to clean: no objects below {where}")
         return
-    click.echo(f"removed {count} objects below {where} ({format_size(nbytes)})")
+    ended = f"; aborted {uploads} unfinished upload(s)" if uploads else ""
+    click.echo(f"removed {count} objects below {where} ({format_size(nbytes)}){ended}")

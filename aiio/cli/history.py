@@ -84,7 +84,7 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     if prom_path:
         monitoring.check_path(prom_path)
     with hist.History(path) as h:
-        records = h.records(target=os.path.abspath(target) if target else None)
+        records = h.records(target=hist.target_key(target) if target else None)
     judged = hist.with_regressions(records, fraction or hist.DEFAULT_FRACTION,
                                    baseline_runs or hist.DEFAULT_BASELINE_RUNS)
     if name is not None:

@@ -9,6 +9,7 @@ writes for checkpoints, sequential reads plus writes for data preparation in sha
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -117,5 +118,9 @@ def _checkpoint_rate(agg: dict[str, Any]) -> float | None:
 
 def fio_command(target: str, res: dict[str, Any], tests: list[str]) -> str:
     """The `aiio fio` command that makes a hero at this run's concurrency."""
-    return (f"aiio fio --target {target} --clients {clients_of(res)} --iodepth "
-            f"{streams_per_client(res)} --tests {','.join(tests)}")
+    clients, streams = clients_of(res), streams_per_client(res)
+    if target.startswith("s3://"):
+        # fio's http engine sends one request at a time per job: the streams are jobs
+        return f"aiio fio --target {shlex.quote(target)} --clients {clients * streams}"
+    return (f"aiio fio --target {target} --clients {clients} --iodepth "
+            f"{streams} --tests {','.join(tests)}")

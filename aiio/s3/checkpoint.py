@@ -41,6 +41,18 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     return out
 
 
+def restore_warning(agg: dict[str, Any]) -> list[dict[str, str]]:
+    """A mount's restore defeats the page cache; a bucket's cannot defeat the server's."""
+    if not agg.get("read_bytes"):
+        return []
+    gap = agg.get("restore_gap_s_max")
+    when = f", at most {gap:.2f} s after the last write" if gap is not None else ""
+    return [{"code": "object_read_after_write", "message": (
+        f"the restore read back objects this run had just written{when}: the S3 service "
+        "may have served them from its own cache, which a restore after a failure would "
+        "not find warm")}]
+
+
 class S3CheckpointPhase(CheckpointPhase):
     client = staticmethod(run_client)
 
@@ -56,7 +68,7 @@ class S3CheckpointPhase(CheckpointPhase):
         return agg
 
     def warnings(self, rc: RunContext, plan: S3CheckpointPlan, out: dict) -> list[dict]:
-        return request_warnings(out["aggregate"])
+        return request_warnings(out["aggregate"]) + restore_warning(out["aggregate"])
 
     def cleanup(self, rc: RunContext, plan: S3CheckpointPlan | None, status: str) -> None:
         """Checkpoints are scratch data: the run's objects go, whatever the status."""

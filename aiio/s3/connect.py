@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-from aiio.errors import TargetError
+from aiio.errors import ConfigError, TargetError
 
 # Checks before a run fail fast: a wrong endpoint must not hang for minutes of retries.
 CHECK_TIMEOUT_S = 5.0
@@ -21,6 +22,22 @@ class Access:
 
     endpoint: str | None = None
     profile: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.endpoint:
+            check_endpoint(self.endpoint, "endpoint", ConfigError)
+
+
+def check_endpoint(url: str, name: str, error: type[Exception]) -> None:
+    """Refuse what botocore would take apart with a traceback or a bare "not a valid URI"."""
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise error(f"{name} {url!r} is not an S3 service URL; write it as http://HOST:PORT "
+                    "or https://HOST:PORT")
 
 
 class RequestCounts:
@@ -83,7 +100,14 @@ def make_client(access: Access, streams: int = 10, *, checking: bool = False,
                  retries={"mode": "standard", "max_attempts": 1 if checking else 3},
                  connect_timeout=CHECK_TIMEOUT_S if checking else 60,
                  read_timeout=CHECK_TIMEOUT_S if checking else 60)
-    client = session(access).client("s3", endpoint_url=access.endpoint or None, config=cfg)
+    try:
+        client = session(access).client("s3", endpoint_url=access.endpoint or None, config=cfg)
+    except ValueError as exc:
+        # botocore's "Invalid endpoint: URL": one from AWS_ENDPOINT_URL or the AWS config,
+        # which Access did not see
+        raise TargetError(f"{exc}: write the S3 endpoint (AWS_ENDPOINT_URL, endpoint_url in "
+                          "the AWS config, or --endpoint) as http://HOST:PORT or "
+                          "https://HOST:PORT") from None
     if counts is not None:
         counts.attach(client)
     return client

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiio import __version__
 from aiio.errors import TargetError
@@ -70,6 +71,11 @@ class S3Target:
                               f"{getattr(exc, 'kwargs', {}).get('endpoint_url', '')}: "
                               "check --endpoint (or AWS_ENDPOINT_URL) and the network"
                               ) from None
+        except bx.SSLError as exc:
+            raise TargetError(f"TLS with the S3 endpoint {self.client.meta.endpoint_url} "
+                              f"failed ({_ssl_reason(exc)}): if the service speaks plain "
+                              "HTTP, write http://; if it uses its own certificate authority, "
+                              "set AWS_CA_BUNDLE") from None
         except bx.NoCredentialsError:
             raise TargetError("no AWS credentials found: set AWS_ACCESS_KEY_ID and "
                               "AWS_SECRET_ACCESS_KEY, or pass --profile NAME") from None
@@ -83,7 +89,8 @@ class S3Target:
         code = err.get("Code", "")
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in ("NoSuchBucket",) or (status == 404 and code in ("404", "NotFound")):
-            return f"bucket {self.loc.bucket!r} does not exist; aiio never creates buckets"
+            return (f"bucket {self.loc.bucket!r} does not exist{self._endpoint_path()}; aiio "
+                    "never creates buckets")
         if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
                     "ExpiredToken", "InvalidClientTokenId"):
             return (f"the S3 service rejected the credentials ({code}); check the AWS "
@@ -92,6 +99,12 @@ class S3Target:
             return (f"access denied to s3://{self.loc.bucket} with these credentials; grant "
                     "list, get, put and delete on the prefix or use other credentials")
         return f"S3 error on {self.loc.url}: {code or status} {err.get('Message', '')}".strip()
+
+    def _endpoint_path(self) -> str:
+        """A path in the endpoint comes before the bucket in every request: name it."""
+        path = urlsplit(self.client.meta.endpoint_url).path.rstrip("/")
+        return f" at {path}/ of the endpoint (requests go to {path}/{self.loc.bucket})" \
+            if path else ""
 
     # --- ownership ---------------------------------------------------------------------
     def is_owned(self) -> bool:
@@ -115,12 +128,13 @@ class S3Target:
         for page in pages:
             yield from page.get("Contents", [])
 
-    def clean(self) -> tuple[int, int]:
-        """Delete every object below `<prefix>/aiio/`, the marker last; returns (objects,
-        bytes). Refuses a prefix without the marker; never touches the bucket itself."""
+    def clean(self) -> tuple[int, int, int]:
+        """Delete every object below `<prefix>/aiio/` and abort its unfinished multipart
+        uploads, the marker last; returns (objects, bytes, uploads). Refuses a prefix without
+        the marker; never touches the bucket itself."""
         self.check_usable()
         if not self._list(self.loc.own, limit=1):
-            return 0, 0
+            return 0, 0, 0
         if not self.is_owned():
             raise TargetError(f"refusing to delete {self.loc.url}/{location.OWN_DIR}/: it has "
                               f"no {location.MARKER} marker, so aiio did not create it")
@@ -130,8 +144,23 @@ class S3Target:
                 keys.append(obj["Key"])
                 nbytes += obj.get("Size", 0)
         self.delete(keys)
+        uploads = self.abort_uploads()
         self.delete([self.loc.marker])
-        return len(keys) + 1, nbytes
+        return len(keys) + 1, nbytes, uploads
+
+    def abort_uploads(self) -> int:
+        """Abort the multipart uploads a killed run left below aiio's prefix (their parts
+        take space but list as no object); returns how many."""
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.loc.bucket, Prefix=self.loc.own)
+        ended = 0
+        for page in pages:
+            for up in page.get("Uploads", []):
+                if up["Key"].startswith(self.loc.own):  # the same guard as every delete
+                    self._call("abort", self.client.abort_multipart_upload,
+                               Bucket=self.loc.bucket, Key=up["Key"], UploadId=up["UploadId"])
+                    ended += 1
+        return ended
 
     def delete(self, keys: list[str]) -> None:
         """Delete these keys (each must lie below aiio's own prefix)."""
@@ -147,3 +176,9 @@ class S3Target:
                 first = got["Errors"][0]
                 raise TargetError(f"could not delete s3://{self.loc.bucket}/{first['Key']}: "
                                   f"{first.get('Code')} {first.get('Message', '')}")
+
+
+def _ssl_reason(exc: Exception) -> str:
+    """The SSL library's reason, without the request URL botocore puts before it."""
+    text = str(getattr(exc, "kwargs", {}).get("error", "")) or str(exc)
+    return text.split("] ", 1)[-1].split(" (_ssl", 1)[0] if "]" in text else text

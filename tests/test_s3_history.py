@@ -1,0 +1,23 @@
+"""A bucket run's history record names the bucket target as typed (s3://...), not a local
+path made of it, so `aiio history --target s3://...` finds it beside acceptance records."""
+
+from __future__ import annotations
+
+import json
+
+from aiio.units import MiB
+from tests.conftest import run_cli
+
+
+def test_history_keeps_the_s3_target(s3_bucket, results, tmp_path):
+    target = f"s3://{s3_bucket}/hi"
+    proc = run_cli("run", "--phase", "checkpoint", "--clients", "1", "--no-report", "-q",
+                   "--set", f"checkpoint.size={4 * MiB}", "--target", target,
+                   "--results", str(results), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for typed in (target, target + "/"):  # the result names it without the slash
+        shown = run_cli("history", "--results", str(results), "--json", "--target", typed,
+                        cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        records = json.loads(shown.stdout)
+        assert [r["target"] for r in records] == [target]
