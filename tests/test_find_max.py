@@ -85,7 +85,8 @@ def test_find_max_stops_where_au_cannot_be_measured(target, results):
     says AU could not be measured there instead of calling it a failure (or crashing)."""
     w = tiny_workload(dataset__num_files=8, train__compute_time={"h100": 0.05},
                       train__au_goal=0.5, dataset__sample_size_stdev=0, train__epochs=1)
-    req = scale.SweepRequest("train", w, str(target), [1, 4], repeat=1,
+    # 1 s points (the shortest a point may be): every step is an epoch's first at any length
+    req = scale.SweepRequest("train", w, str(target), [1, 4], repeat=1, duration_s=1.0,
                              results_dir=str(results), charts=False, find_max=True)
     out, _ = scale.sweep(req, driver=find_max.driver)
     s = out["search"]

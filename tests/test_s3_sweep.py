@@ -14,7 +14,7 @@ TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64K
 def test_sweep_against_a_bucket(s3_bucket, results):
     proc = run_cli("scale", "--phase", "train", "--clients", "1,2", "--target",
                    f"s3://{s3_bucket}/sw", "--results", str(results), "--no-history",
-                   "--no-report", "--no-charts", "-q", *TINY_SWEEP, "--set",
+                   "--no-report", "--no-charts", "-q", "--duration", "1s", *TINY_SWEEP, "--set",
                    "dataset.format=raw")
     assert proc.returncode == 0, proc.stderr
     sweep = saved_result(results, "scale")
