@@ -96,8 +96,9 @@ def tiny_workload(**overrides):
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
             env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m aiio ARGS` as a user would; returns the completed process."""
-    full_env = dict(os.environ, **(env or {}))
-    full_env.setdefault("COLUMNS", "160")
+    # 160 columns unless the test asks for a width: the environment's COLUMNS is whatever ran
+    # pytest (a parallel worker is given 80)
+    full_env = {**os.environ, "COLUMNS": "160", **(env or {})}
     return subprocess.run([sys.executable, "-m", "aiio", *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout, env=full_env)
 
