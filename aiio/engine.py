@@ -120,17 +120,27 @@ class OpLog:
 class Timed:
     """One call being timed by `OpLog.timed`; set `nbytes` inside the block when the call's
     result says how many bytes it moved, or `cancel()` when it turned out to be no operation
-    (a read at the end of a stream). `t0` and `end_ns` are its two clock readings."""
+    (a read at the end of a stream). `t0` and `end_ns` are its two clock readings;
+    `exclude(ns)` leaves work done inside the block, but not by the call, out of its time."""
 
-    __slots__ = ("log", "op", "nbytes", "t0", "end_ns", "_keep")
+    __slots__ = ("log", "op", "nbytes", "t0", "end_ns", "_keep", "_excluded")
 
     def __init__(self, log: OpLog, op: str, nbytes: int) -> None:
         self.log, self.op, self.nbytes = log, op, nbytes
-        self.t0 = self.end_ns = 0
+        self.t0 = self.end_ns = self._excluded = 0
         self._keep = True
 
     def cancel(self) -> None:
         self._keep = False
+
+    def exclude(self, ns: int) -> None:
+        """Leave `ns` out of the recorded time (--verify's checks between a GET's chunks)."""
+        self._excluded += ns
+
+    @property
+    def spent_ns(self) -> int:
+        """The time recorded for the block (once it has ended)."""
+        return self.end_ns - self.t0 - self._excluded
 
     def __enter__(self) -> Timed:
         self.t0 = now_ns()
@@ -139,7 +149,7 @@ class Timed:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.end_ns = now_ns()  # first: what follows is bookkeeping, not the call
         if exc_type is None and self._keep:
-            self.log.add_timed(self.op, self.t0, self.end_ns, self.nbytes)
+            self.log.add_timed(self.op, self.t0 + self._excluded, self.end_ns, self.nbytes)
 
 
 def merge_logs(logs: list[OpLog]) -> tuple[dict[str, Histogram], ByteSeries, int, int]:

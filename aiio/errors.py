@@ -29,6 +29,11 @@ class RunFailed(AiioError):
     exit_code = 1
 
 
+class TargetChanged(RunFailed):
+    """The target's path led to another directory or filesystem at the end of the run than
+    at its start (unmounted, mounted over, replaced). Exit code 1."""
+
+
 class RunInterrupted(AiioError):
     """The user pressed Ctrl-C; the partial result was saved. Exit code 130."""
 

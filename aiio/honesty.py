@@ -20,10 +20,23 @@ DEVICE_SHORTFALL = 0.95
 DATA_VS_MEMORY = 5        # MLPerf Storage: the dataset is at least 5 x the client hosts' RAM
 NO_IO = ("NO I/O: the null method made no read or write system call; every figure here is "
          "aiio's own overhead, not the storage's")
+# What can be true of a run that did no I/O: its own null_io, and what is said about the client
+# machine and the emulation. Everything else speaks of bytes the storage, a cache or a block
+# device saw, and there were none.
+TRUE_WITHOUT_IO = frozenset({"null_io", "client_cpu_saturated", "client_process_busy",
+                             "compute_ran_long", "rank_cpu_bound"})
 
 
 def _w(code: str, message: str) -> dict[str, str]:
     return {"code": code, "message": message}
+
+
+def true_of(method: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The warnings that are true of a run with this cache method: under the null method no
+    byte reached the storage, so none came from a cache or went past the block device."""
+    if method != METHOD_NULL:
+        return found
+    return [w for w in found if w.get("code") in TRUE_WITHOUT_IO]
 
 
 def target_warnings(info: TargetInfo, method: str, dataset_bytes: int,

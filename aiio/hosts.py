@@ -26,6 +26,7 @@ from aiio.clients import RunAborted, TickFn, run_clients
 from aiio.comm import POLL_S, LocalComm, MpiComm, RankLost, world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
 from aiio.phases import get_phase
+from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_host, collect_software
 from aiio.target import Target, TargetInfo, probe
 
@@ -69,13 +70,21 @@ def host_entry(comm: LocalComm | MpiComm, info: TargetInfo) -> dict[str, Any]:
             "target": info.to_dict()}
 
 
+def _probe(target: str) -> TargetInfo:
+    """This host's view of the target; an s3:// prefix is one service seen from every host."""
+    if is_s3(target):
+        from aiio.s3.backend import describe
+        return describe(target)
+    return probe(Target(target))
+
+
 # --- a worker's share --------------------------------------------------------------------
 
 def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
     """On a worker: run this rank's clients with rank 0's start, report, and return them."""
     comm = world()
     phase = get_phase(share.phase)
-    info = probe(Target(share.target))
+    info = _probe(share.target)
     monitor = Monitor(info.device)
     entry = host_entry(comm, info)
     results: dict[int, dict] = {}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiio import owner
 from aiio.errors import AiioError
 
 SCHEMA = "aiio.result/2"
@@ -318,7 +319,7 @@ def new(kind: str, run_id: str, started: str, **fields: Any) -> dict[str, Any]:
     return {"schema": SCHEMA, "kind": kind, **({"phase": fields.pop("phase")}
                                                if "phase" in fields else {}),
             "id": run_id, "status": "running", "error": None, "started": started,
-            "finished": None, **fields}
+            "finished": None, "writer": owner.mark(), **fields}
 
 
 def unique_folder(base: Path, run_id: str) -> Path:
@@ -375,4 +376,16 @@ def load(path: str | os.PathLike) -> Result:
         raise AiioError(f"cannot read result {p}: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE:
         raise AiioError(f"{p} is not an aiio result (schema {' or '.join(READABLE)})")
-    return model(data, p)
+    return model(settled(data), p)
+
+
+def settled(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document, read as "interrupted" when it says "running" but the process writing it
+    is gone (killed outright, so it could not save its end); the file is left as it is."""
+    if doc.get("status") != "running":
+        return doc
+    why = owner.gone(doc.get("writer"))
+    if why is None:
+        return doc
+    return {**doc, "status": "interrupted",
+            "error": f"process gone: {why} without saving an end to this result"}

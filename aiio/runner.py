@@ -18,7 +18,7 @@ from aiio import honesty, hosts, memcheck, result
 from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.errors import AiioError, RunFailed, RunInterrupted
+from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged
 from aiio.fio import hero
 from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
@@ -41,6 +41,9 @@ class RunRequest:
     options: RunOptions = RunOptions()
     # Called with (result, folder) once result.json is saved, also for a partial result.
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
+    # Where the fio results to pair with live (None: results_dir). A sweep saves its points in
+    # <sweep>/points/, but its fio results sit in the folder the sweep was given.
+    hero_dir: str | None = None
 
 
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
@@ -55,7 +58,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
-    heroes = hero.fio_results(req.results_dir)  # read once, before anything is measured
+    heroes = hero.fio_results(req.hero_dir or req.results_dir)  # read once, before measuring
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)
@@ -65,6 +68,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     here = hosts.host_entry(world(), info)
     try:
         if not on_s3:
+            target.pin()  # from here to the end the run holds the directory it started on
             check_shared(target, world())
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
@@ -88,33 +92,43 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}
         out["clients"] = per_client
         out["monitor"] = here["monitor"] = monitor.finish()
+        if isinstance(target, Target) and (moved := target.changed()):
+            raise TargetChanged(moved)  # before clean-up, which goes where the run started
         here.update(status="ok", error=None)
         out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
-        out["warnings"] += _warnings(rc, args, out)
-        out["warnings"] += phase.warnings(rc, args, out)
+        out["warnings"] += honesty.true_of(
+            out["method"], _warnings(rc, args, out) + phase.warnings(rc, args, out))
         out["hero"] = hero.pair_entry(out, heroes)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
-        out["error"] = str(exc)
+        out["error"] = _cause(target, str(exc))
         out["clients"] = [exc.results[i] for i in sorted(exc.results)]
         here.update(status=out["status"], error=str(exc))
         out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
         _finish(phase, rc, args, out, folder, req.on_saved)
-        raise exc.cause(f"{exc}; partial result saved in {folder}") from None
+        raise exc.cause(f"{out['error']}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
         out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
         _finish(phase, rc, args, out, folder)
         raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
         out["status"] = "failed"
-        out["error"] = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"
+        out["error"] = _cause(target, str(exc) if isinstance(exc, AiioError)
+                              else f"{exc.strerror}: {exc}")
         _finish(phase, rc, args, out, folder, req.on_saved)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
     _finish(phase, rc, args, out, folder, req.on_saved)
     return out, folder
+
+
+def _cause(target: Any, error: str) -> str:
+    """A failure's message, led by the target having changed under the run when it did (a
+    client that found its files gone is its symptom)."""
+    moved = target.changed() if isinstance(target, Target) else None
+    return f"{moved} ({error})" if moved and moved not in error else error
 
 
 def open_target(where: str, options: RunOptions = RunOptions(),
@@ -189,6 +203,8 @@ def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: 
     try:
         phase.cleanup(rc, args, out["status"])
     finally:
+        if isinstance(rc.target, Target):
+            rc.target.release()
         out["finished"] = now_iso()
         out["saved_at"] = now_unix()
         result.save(out, folder)

@@ -196,8 +196,12 @@ class Histogram:
         idx = int(np.searchsorted(cum, rank, side="left"))
         return float(min(max(_MID[idx], self._min), self._max))
 
-    def summary(self) -> dict[str, float]:
-        """count, min, mean, p50, p90, p99, p99.9 and max, in ns."""
+    def summary(self) -> dict[str, float | None]:
+        """count, min, mean, p50, p90, p99, p99.9 and max, in ns; with no value recorded every
+        latency is None (a percentile of nothing is no figure, and never 0 ns)."""
+        if self._count == 0:
+            return {"count": 0, **{k: None for k in ("min_ns", "mean_ns", "p50_ns", "p90_ns",
+                                                     "p99_ns", "p999_ns", "max_ns")}}
         pct = self.percentiles((50, 90, 99, 99.9))
         return {
             "count": self._count,

@@ -12,6 +12,7 @@ import mmap
 import os
 import shutil
 import socket
+import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -60,6 +61,65 @@ class Target:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path).absolute()
         self.root = self.path / OWN_DIR
+        self._fd: int | None = None  # the directory a run started on, held open (pin)
+
+    # --- identity ----------------------------------------------------------------------
+    def pin(self) -> None:
+        """Hold the target directory open for the run: its identity (device, inode) to check
+        against at the end, and a handle that still reaches it if the path stops leading
+        there (a lazy unmount detaches a mount that open handles keep alive)."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def changed(self) -> str | None:
+        """Why the path no longer leads to the directory pinned at the start, else None."""
+        if self._fd is None:
+            return None
+        was = os.fstat(self._fd)
+        try:
+            now = os.stat(self.path)
+        except OSError as exc:
+            return f"target {self.path} changed under the run: it is gone ({exc.strerror})"
+        if (now.st_dev, now.st_ino) == (was.st_dev, was.st_ino):
+            return None
+        how = "another filesystem (unmounted or mounted over)" if now.st_dev != was.st_dev \
+            else "another directory (moved or replaced)"
+        return (f"target {self.path} changed under the run: the path now leads to {how}, "
+                f"device {_dev(now.st_dev)} where the run started on {_dev(was.st_dev)}; "
+                "its figures are not that target's")
+
+    def remove(self, path: Path) -> None:
+        """remove_tree through the directory the run started on, when pinned: the run's files
+        go from where they were written even if the path now leads elsewhere."""
+        if self._fd is None:
+            remove_tree(path, self.root)
+            return
+        if not inside(path, self.root):
+            raise TargetError(f"refusing to delete {path}: outside aiio's folder {self.root}")
+        rel = os.path.relpath(os.path.abspath(path), self.path)
+        try:
+            st = os.lstat(rel, dir_fd=self._fd)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(rel, dir_fd=self._fd)  # the fd-based walk never follows a symlink
+        else:
+            os.unlink(rel, dir_fd=self._fd)
+
+    def remove_if_empty(self, path: Path) -> None:
+        """Remove an empty folder inside aiio's root (through the pinned directory)."""
+        if not inside(path, self.root):
+            return
+        rel = os.path.relpath(os.path.abspath(path), self.path)
+        try:
+            os.rmdir(rel if self._fd is not None else path, dir_fd=self._fd)
+        except OSError:
+            pass  # other runs' folders are still there
 
     # --- ownership ---------------------------------------------------------------------
     def check_usable(self) -> None:
@@ -124,6 +184,10 @@ class Target:
         freed = tree_bytes(self.root)
         remove_tree(self.root, self.root)
         return freed
+
+
+def _dev(dev: int) -> str:
+    return f"{os.major(dev)}:{os.minor(dev)}"
 
 
 def check_shared(target: Target, ranks: Ranks = THIS_HOST) -> None:

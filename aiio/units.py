@@ -96,8 +96,10 @@ def format_rate(mib_s: float, unit: bool = True) -> str:
     return f"{text} MiB/s" if unit else text
 
 
-def format_latency_ns(ns: float) -> str:
-    """Latency with a readable unit: ns, us, ms or s."""
+def format_latency_ns(ns: float | None) -> str:
+    """Latency with a readable unit: ns, us, ms or s; "n/a" for none (no call was timed)."""
+    if ns is None:
+        return "n/a"
     if ns < 1e3:
         return f"{ns:.0f} ns"
     if ns < 1e6:

@@ -16,6 +16,8 @@ HOST = "gpu-node-0123.cluster.example.org"
 
 
 def _history(tmp_path: Path) -> Path:
+    """The database, named relative to tmp_path: the command runs there (_at_80), so its
+    "history: PATH" line has the same width wherever the temporary folder is."""
     db = tmp_path / "h.sqlite"
     with History(db) as h:
         for i in range(6):
@@ -24,11 +26,13 @@ def _history(tmp_path: Path) -> Path:
                          figures={k: v * 1.3 for k, v in REQUIRED.items()}, required=REQUIRED,
                          phase="train", workload="unet3d", clients="64", host=HOST,
                          version="0.1.0.dev123+g94faf9c", ts=1.79e9 + i * 86400))
-    return db
+    return db.relative_to(tmp_path)
 
 
-def _at_80(*args: str) -> str:
-    proc = run_cli("history", *args, env={"COLUMNS": "80"})
+def _at_80(tmp_path: Path, *args: str) -> str:
+    # A path is printed whole (a cut path cannot be used), so the line naming the database
+    # would grow with the temporary folder's path: run where the relative name resolves.
+    proc = run_cli("history", *args, cwd=tmp_path, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     assert "…" not in proc.stdout, proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80, proc.stdout
@@ -36,13 +40,13 @@ def _at_80(*args: str) -> str:
 
 
 def test_one_check_over_time_fits_80_columns(tmp_path: Path) -> None:
-    out = _at_80("--history", str(_history(tmp_path)), "--check", NAME)
+    out = _at_80(tmp_path, "--history", str(_history(tmp_path)), "--check", NAME)
     for word in (*REQUIRED, HOST, "0.1.0.dev123+g94faf9c", "pass", "2026-09-2"):
         assert word in out, (word, out)
 
 
 def test_the_overview_fits_80_columns(tmp_path: Path) -> None:
-    out = _at_80("--history", str(_history(tmp_path)))
+    out = _at_80(tmp_path, "--history", str(_history(tmp_path)))
     lines = out.splitlines()
     rows = lines[next(i for i, line in enumerate(lines) if "───" in line) + 1:]
     series = "".join(line.split("  ")[0].replace(" ", "") for line in rows[:rows.index(next(

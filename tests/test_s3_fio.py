@@ -12,6 +12,7 @@ import pytest
 
 from aiio.errors import RunFailed
 from aiio.fio import job
+from aiio.report import render
 from aiio.s3.connect import Access
 from aiio.s3.fio import engines
 from aiio.s3.fiohero import (
@@ -68,6 +69,10 @@ def test_fio_puts_and_gets_the_bucket_and_train_is_set_beside_it(fio_http, s3_se
     assert read["aggregate"]["ios"] == 12 and read["aggregate"]["mib_s"] > 0
     assert "aiiotestsecret" not in write["jobfile"]  # credentials reach fio by environment
     assert keys(s3_server, s3_bucket) == {"hf/aiio/.aiio-owned"}  # the objects are gone
+    page = render(res)  # the fio view, with what the bucket held beside fio's figures
+    assert "objects listed in the bucket" in page and "ioengine=http" in page
+    assert "no view for results of kind" not in page
+    assert res["target"]["mountpoint"] in page and "0 B / 0 B" not in page  # a bucket, not a disk
 
     # aiio's GETs of the same bucket, at the same concurrency, beside fio's
     train = run_cli("run", "--phase", "train", "--target", target, "--results", str(results),

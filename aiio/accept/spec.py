@@ -184,8 +184,6 @@ def _overrides(keys: dict[str, Any], sets: Any, clients: tuple[int, ...],
     out: list[tuple[str, str, Any]] = [("run", "clients", max(clients))]
     if keys.get("accelerator"):
         out.append(("train", "accelerator", keys["accelerator"]))
-    if keys.get("duration"):
-        out.append(("train", "duration", keys["duration"]))
     if keys.get("epochs"):
         out.append(("train", "epochs", keys["epochs"]))
     if not isinstance(sets, dict):
@@ -222,7 +220,7 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
     """Validate one [[check]] table into a Check (the workload resolved and checked too)."""
     from aiio.phases import get_phase
-    from aiio.sweep.run import with_value
+    from aiio.sweep.run import time_limit_key, with_value
 
     keys = _values(CheckKeys, table, where, TABLE_KEYS)
     name = keys.get("name", "")
@@ -240,8 +238,8 @@ def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:
         get_phase(phase)
         workload = load_workload(_workload_ref(keys.get("workload", "demo"), spec_dir),
                                  _overrides(keys, table.get("set", {}), clients, where))
-        if keys.get("duration"):  # the limit of the phase that runs: prep.duration for randrw
-            key = get_phase(phase).variant(workload).duration_key or ("train", "duration")
+        if keys.get("duration"):  # routed as `aiio run --duration`: prep.duration for randrw
+            key = time_limit_key(phase, workload, "duration")
             workload = with_value(workload, *key, keys["duration"])
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

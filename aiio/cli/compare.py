@@ -32,20 +32,31 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
                               "(reports/<run-id> written by aiio run)")
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         fio_res = fixed or hero.fio_result_for(run, folder)
-        rows = hero.compare_rows(run, fio_res) if fio_res else []
-        hint = None if fio_res else hero.hero_entry(run, folder.parent)["text"]
-        if fio_res and not rows:
-            hint = (f"fio result {fio_res['id']} has no {hero.run_hero_test(run)} "
-                    "test; run the full suite: aiio fio --target " + run["target"]["path"])
         report.append({"run": run["id"], "phase": run.get("phase"),
                        "fio_result": fio_res["id"] if fio_res else None,
                        "hero_suite": fio_res.get("aggregate", {}) if fio_res else {},
-                       "rows": rows, "note": hint})
+                       "rows": hero.compare_rows(run, fio_res),
+                       "note": _missing(run, folder, fio_res)})
     if as_json:
         emit_json(report)
         return
     for item in report:
         _print(item)
+
+
+def _missing(run: dict, folder: Path, fio_res) -> str | None:
+    """One line naming the fio figure the comparison lacks, and how to make it; None when
+    nothing is missing."""
+    from aiio.fio import hero
+
+    test = hero.compare_test(run)
+    if fio_res is None:
+        why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
+        return f"fio {test}: missing ({why})"
+    if fio_res.section(test) is None:
+        return (f"fio {test}: missing (fio result {fio_res['id']} has no {test} test; run the "
+                f"full suite: aiio fio --target {run['target']['path']})")
+    return None
 
 
 def _print(item: dict) -> None:
@@ -55,12 +66,9 @@ def _print(item: dict) -> None:
     from aiio.units import format_latency_ns
 
     console = out_console()
-    if not item["rows"]:
-        console.print(f"{item['run']}: {item['note']}", highlight=False)
-        return
     test = item["rows"][0]["test"]
-    table = Table(title=f"{item['run']} ({item['phase']}) vs fio {test} "
-                  f"from {item['fio_result']}")
+    source = f"from {item['fio_result']}" if item["fio_result"] else "(no fio result)"
+    table = Table(title=f"{item['run']} ({item['phase']}) vs fio {test} {source}")
     for col in ("figure", "phase", f"fio {test}", "% of fio"):
         table.add_column(col, justify="left" if col == "figure" else "right")
     for r in item["rows"]:
@@ -68,6 +76,9 @@ def _print(item: dict) -> None:
                       _value(r["fio"], r["unit"], format_latency_ns),
                       f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
     console.print(table)
+    if item["note"]:  # the fio side is missing: its one line, and no suite to list
+        console.print(f"{item['run']}: {item['note']}", highlight=False)
+        return
     suite = " · ".join(f"{name} {format_rate(fig['mib_s'])} ({fig['iops']:,.0f} IOPS)"
                        for name, fig in item["hero_suite"].items())
     console.print(f"fio {item['fio_result']}: {suite}", highlight=False)

@@ -144,14 +144,9 @@ def write_report(res: dict, folder) -> list:
 def duration_set(phase: str, kwargs: dict, duration: str) -> str:
     """--duration as an override of the run-time limit of the phase that runs the workload
     (`Phase.duration_key`: prep.duration for the random mix under either name)."""
-    from aiio.phases import get_phase
-    key = get_phase(phase).variant(resolve_workload(kwargs)).duration_key
-    if key is None and phase == "all":
-        key = ("train", "duration")  # the lifecycle's one time-based stage
-    if key is None:
-        raise ConfigError(f"--duration does not apply to the {phase} phase: it does a fixed "
-                          "amount of work and is not time-based; leave --duration out")
-    return f"{key[0]}.{key[1]}={duration}"
+    from aiio.sweep.run import time_limit_key
+    section, name = time_limit_key(phase, resolve_workload(kwargs))
+    return f"{section}.{name}={duration}"
 
 
 # The phase-specific options; each phase names those that mean something to it (Phase.cli_options).

@@ -213,9 +213,18 @@ def _block(size: int | None) -> str:
 TEST_OP = {"seq_read": "read", "seq_write": "write", "rand_mix": "read"}
 
 
+def results_dir_of(run_folder: Path) -> Path:
+    """The results folder a run was paired from: its parent, or for a sweep's point (in
+    <sweep>/points/) the folder the sweep was saved in."""
+    base = run_folder.parent
+    if base.name == "points" and (base.parent / "result.json").is_file():
+        return base.parent.parent
+    return base
+
+
 def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
     """The fio result a run was compared with when it ran, else the latest on its target."""
-    base = run_folder.parent
+    base = results_dir_of(run_folder)
     recorded = (run.get("hero") or {}).get("fio_result_id")
     if recorded:
         try:
@@ -233,23 +242,29 @@ def run_hero_test(run: Mapping[str, Any]) -> str | None:
     return phase_of(run).hero_test if run.get("phase") in REGISTRY else None
 
 
-def compare_rows(run: Mapping[str, Any], fio_res: Result) -> list[dict[str, Any]]:
-    """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency."""
+def compare_test(run: Mapping[str, Any]) -> str:
+    """The fio test a run is compared with (its first pairing side's)."""
     sides = pairing.sides(run)
-    test = sides[0].test if sides else "seq_read"
-    fio = fio_res.section(test)
-    if fio is None:
-        return []
+    return sides[0].test if sides else "seq_read"
+
+
+def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:
+    """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency. With
+    no fio result, or none holding the test, the fio side of every row is None."""
+    sides = pairing.sides(run)
+    test = compare_test(run)
+    fio = fio_res.section(test) if fio_res is not None else None
     agg = views(run)[0]  # where the phase keeps them (randrw: its mix)
     op = TEST_OP.get(test, "read")
-    spread, fspread = agg.get("per_client_mib_s") or {}, fio.per_client_mib_s
-    lat, flat = (agg.get("latency") or {}).get(op) or {}, fio.figures.get("latency") or {}
+    spread, fspread = agg.get("per_client_mib_s") or {}, fio and fio.per_client_mib_s
+    lat = (agg.get("latency") or {}).get(op) or {}
+    flat = (fio.figures.get("latency") or {}) if fio else {}
     rows = [("clients / fio jobs", len(run.get("clients", [])),
-             len(dig(fio_res, "tests", test, "clients", default=[])), None),
+             len(dig(fio_res, "tests", test, "clients", default=[])) if fio else None, None),
             ("aggregate MiB/s (the % of hero figure)", sides[0].phase_mib_s if sides else None,
-             fio.mib_s, "MiB/s"),
+             fio and fio.mib_s, "MiB/s"),
             ("aggregate MiB/s, first done", (agg.get("first_done") or {}).get("mib_s"),
-             fio.mib_s, "MiB/s"),
+             fio and fio.mib_s, "MiB/s"),
             ("per client MiB/s, mean", spread.get("mean"), fspread and fspread.mean, "MiB/s"),
             ("per client MiB/s, min", spread.get("min"), fspread and fspread.min, "MiB/s"),
             (f"{op} latency p50", lat.get("p50_ns"), flat.get("p50_ns"), "ns"),

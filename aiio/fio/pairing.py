@@ -76,6 +76,17 @@ def sides(res: Mapping[str, Any]) -> list[Side]:
     return []
 
 
+def phases_beside(test: str) -> list[str]:
+    """The phases whose runs `sides` sets beside fio test `test`: those naming it as their
+    hero test, and prep beside seq_write too (its writes)."""
+    from aiio.phases import get_phase
+
+    names = [n for n in REGISTRY if get_phase(n).hero_test == test]
+    if test == "seq_write" and "prep" in REGISTRY:
+        names.append("prep")
+    return names
+
+
 def _last_done(section: IoFigures | None) -> float | None:
     return section.last_done.mib_s if section and section.last_done else None
 

@@ -82,9 +82,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     return out
 
 
-def stage_phases(w: Workload) -> dict[str, Phase]:
+def stage_phases(w: Workload, phases: dict[str, Phase] = _PHASES) -> dict[str, Phase]:
     """The phase that runs each stage of this workload (prep in randrw mode: randrw)."""
-    return {name: _PHASES[name].variant(w) for name in STAGES}
+    return {name: phases[name].variant(w) for name in STAGES}
 
 
 def lifecycle_workload(w: Workload) -> Workload:
@@ -102,11 +102,14 @@ class AllPhase(Phase):
     cli_options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"
+    # The stages' phases, and how their clients name them (aiio/s3/lifecycle.py: a bucket's)
+    stage_table: dict[str, Phase] = _PHASES
+    registry_prefix = ""
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         quiet = dataclasses.replace(options, verify=False)
         lw = lifecycle_workload(w)
-        stages = stage_phases(lw)
+        stages = stage_phases(lw, self.stage_table)
         # --verify reads back aiio's own data: randrw's files, never the raw samples of shards
         stages["prep"].validate(lw, options if stages["prep"].name == "randrw" else quiet)
         stages["train"].validate(lw, quiet)
@@ -117,9 +120,10 @@ class AllPhase(Phase):
         sub = dataclasses.replace(rc, workload=lw)
         train_rc = dataclasses.replace(sub, options=dataclasses.replace(rc.options,
                                                                         verify=False))
-        stages = stage_phases(lw)
+        stages = stage_phases(lw, self.stage_table)
         args = AllArgs(None, None, None, rc.method,
-                       {name: phase.name for name, phase in stages.items()})
+                       {name: self.registry_prefix + phase.name
+                        for name, phase in stages.items()})
         try:
             args.prep = stages["prep"].prepare(sub)
             args.train = stages["train"].prepare(train_rc)

@@ -12,7 +12,6 @@ from typing import Any
 
 from aiio import blocks
 from aiio.phases.base import RunContext
-from aiio.target import remove_tree
 
 ALIGN = 4096
 
@@ -27,11 +26,8 @@ def remove_run_folder(rc: RunContext, folder: str | None) -> None:
     if not folder:
         return
     path = Path(folder)
-    remove_tree(path, rc.target.root)
-    try:
-        path.parent.rmdir()
-    except OSError:
-        pass  # other runs' folders are still there
+    rc.target.remove(path)
+    rc.target.remove_if_empty(path.parent)  # kept while other runs' folders are there
 
 
 def split_sizes(total: int, slots: int) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from aiio import blocks, engine, stats
 from aiio.engine import OpLog, Reader, Writer, io_failure
@@ -71,6 +71,7 @@ class CheckpointPlan:
     every_unit: str = "epochs"
     stall_model: str = "synchronous"
     _sizes: list[int] = field(default_factory=list, repr=False)
+    delete_op: ClassVar[str] = "unlink"  # the operation retention deletes a shard with
 
     def __post_init__(self) -> None:
         self._sizes = split_sizes(self.total_bytes, self.clients * self.files_per_client)
@@ -89,6 +90,17 @@ class CheckpointPlan:
     def tag(self, k: int, client: int, f: int) -> int:
         # The checkpoint number is in the name, so a stale block of an older one is misplaced.
         return blocks.file_tag(self.seed, self.relpath(k, client, f))
+
+    # Where the shards go: files here; a bucket's plan (aiio/s3/checkpoint.py) puts objects.
+    def make_writers(self, ctx: Any) -> list:
+        return make_writers(self, ctx)
+
+    def write_burst(self, k: int, client: int, writers: list, burst_ns: int,
+                    run_ns: int) -> dict[str, Any]:
+        return write_burst(self, k, client, writers, burst_ns, run_ns)
+
+    def retire(self, k: int, client: int, log: OpLog) -> int:
+        return retire(self, k, client, log)
 
     def describe(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if not k.startswith("_")}

@@ -375,7 +375,8 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
         "read_bytes": delivered["bytes"],
         "ops": delivered["ops"], "latency": delivered["latency"],
         "histograms": delivered["histograms"],
-        "delivered": {
+        "delivered": {  # bytes and ops: what the storage moved, as every I/O section says
+            "bytes": delivered["bytes"], "ops": delivered["ops"],
             "device_bytes": delivered["bytes"],
             "app_bytes": sum(c["app_bytes"] for c in clients),
             **{k: delivered[k] for k in ("first_done", "last_done", "per_client_mib_s", "jain",

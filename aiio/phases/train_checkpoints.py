@@ -13,6 +13,7 @@ what its AU and the stall figures both count.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from aiio import engine, honesty, stats
@@ -40,15 +41,24 @@ def validate(w: Workload, options: RunOptions) -> None:
                           "phase")
 
 
-def plan(rc: RunContext, samples: int) -> CheckpointPlan | None:
-    """The plan for checkpoints during training, space checked; None when not asked for."""
+def on_files(rc: RunContext, p: CheckpointPlan, copies: int) -> CheckpointPlan:
+    """Checkpoints to the mount: refuse when `copies` do not fit, then make the folder."""
+    ckptio.require_space(rc, p, copies)
+    return p
+
+
+def plan(rc: RunContext, samples: int,
+         store: Callable[[RunContext, CheckpointPlan, int], CheckpointPlan] = on_files,
+         ) -> CheckpointPlan | None:
+    """The plan for checkpoints during training, made ready by `store` (the mount's: space
+    checked); None when not asked for."""
     w = rc.workload
     if w.checkpoint.every <= 0:
         return None
     p = ckptio.make_plan(rc, rundata.new_run_tag(), restore=False, count=0)
     if w.train.duration <= 0:  # epoch-bound: every client takes the same number, known now
         p.count = due_checkpoints(p, w.train.epochs, samples, rc.clients, w.train.batch_size)
-    ckptio.require_space(rc, p, min(p.count or p.keep + 1, p.keep + 1))
+    p = store(rc, p, min(p.count or p.keep + 1, p.keep + 1))
     rc.note(f"checkpoint every {p.every} {p.every_unit[:-1] if p.every == 1 else p.every_unit}"
             f": {format_size(p.total_bytes)} each")
     return p
@@ -94,7 +104,7 @@ class TrainCheckpointer:
         self.steps_per_epoch = steps_per_epoch
         self.duration_s = duration_s  # duration-bound runs: the common deadline
         self.synchronous = plan.stall_model == "synchronous"
-        self.writers = ckptio.make_writers(plan, ctx)
+        self.writers = plan.make_writers(ctx)
         self.retention = OpLog(0)
         self.rounds: list[dict[str, Any]] = []
         self.steps = 0
@@ -118,7 +128,7 @@ class TrainCheckpointer:
         own shard, or (synchronous) until every client's shard is durable."""
         k = len(self.rounds)
         t0 = engine.now_ns()
-        fig = ckptio.write_burst(self.plan, k, self.index, self.writers, t0, self.run_ns)
+        fig = self.plan.write_burst(k, self.index, self.writers, t0, self.run_ns)
         t1 = opened = t2 = engine.now_ns()
         if self.synchronous:
             self.released_ns = self.ctx.sync()
@@ -128,7 +138,7 @@ class TrainCheckpointer:
             opened = t2 if self.released_ns is None else \
                 min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
-            ckptio.retire(self.plan, k - self.plan.keep, self.index, self.retention)
+            self.plan.retire(k - self.plan.keep, self.index, self.retention)
         t3 = engine.now_ns()
         self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
                             "own_shard_s": (t1 - t0) / 1e9,
@@ -244,4 +254,4 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
 
 
 def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
-    return ckptio.retention_figures(ck.retention)
+    return ckptio.retention_figures(ck.retention, ck.plan.delete_op)

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from aiio import __version__
-from aiio.report import accept, html, run, sweep, trend
+from aiio.report import accept, fio, html, run, sweep, trend
 from aiio.report.common import other_section
 
 REPORT_NAME = "report.html"
-KINDS = {"run": run, "sweep": sweep, "accept": accept}
+KINDS = {"run": run, "sweep": sweep, "accept": accept, "fio": fio}
 
 
 def render(result: Mapping[str, Any]) -> str:

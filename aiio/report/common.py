@@ -92,9 +92,8 @@ def warnings_section(warnings: list[Any], scope: str, finished: bool = True) -> 
 NOT_SET = "not set"
 
 
-def _off_when_zero(section: str) -> set[str]:
-    """The section's duration keys for which 0 means "not set" (train.duration: run by
-    epochs; load.stagger: all at once), read from the workload's own key declarations."""
+def _declared(section: str) -> list:
+    """The workload section's key declarations (dataclass fields); none for an unknown one."""
     import dataclasses
     import typing
 
@@ -102,8 +101,14 @@ def _off_when_zero(section: str) -> set[str]:
 
     spec = typing.get_type_hints(Workload).get(section)
     if spec is None or not dataclasses.is_dataclass(spec):
-        return set()
-    return {f.name for f in dataclasses.fields(spec) if f.metadata.get("kind") == "duration"
+        return []
+    return list(dataclasses.fields(spec))
+
+
+def _off_when_zero(section: str) -> set[str]:
+    """The section's duration keys for which 0 means "not set" (train.duration: run by
+    epochs; load.stagger: all at once), read from the workload's own key declarations."""
+    return {f.name for f in _declared(section) if f.metadata.get("kind") == "duration"
             and f.default == 0 and f.metadata.get("min") == 0}
 
 
@@ -120,12 +125,16 @@ def mark_unset(workload: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def section_pairs(section: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """A workload section as (key, value) rows, each with the unit its key implies."""
+def section_pairs(section: Mapping[str, Any], name: str = "") -> list[tuple[str, str]]:
+    """A workload section as (key, value) rows, each with the unit its key declares (a
+    duration in seconds, a size in bytes), else the one its name implies."""
+    kinds = {f.name: f.metadata.get("kind") for f in _declared(name)}
     rows = []
     for key, value in section.items():
         if isinstance(value, Mapping):
             text = ", ".join(f"{k} {h.by_name(key, v)}" for k, v in value.items())
+        elif kinds.get(key) == "duration" and h.finite(value) is not None:
+            text = h.seconds(value)
         else:
             text = h.by_name(key, value)
         rows.append((key, text))
@@ -133,6 +142,9 @@ def section_pairs(section: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def target_pairs(t: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if t.get("fstype") == "s3":  # a bucket prefix: no device, no capacity, no page cache
+        return [("bucket prefix", t.get("path", h.MISSING)),
+                ("S3 endpoint", t.get("mountpoint") or "from the AWS configuration")]
     return [
         ("path", t.get("path", h.MISSING)),
         ("filesystem", f"{t.get('fstype', '?')} mounted at {t.get('mountpoint', '?')}"),
@@ -178,7 +190,7 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
                  else h.notice("warn", "The target was not recorded."))
     for name in ("dataset", phase):
         if isinstance(w.get(name), Mapping):
-            parts.append(h.kv_table(section_pairs(w[name]), caption=f"workload [{name}]"))
+            parts.append(h.kv_table(section_pairs(w[name], name), caption=f"workload [{name}]"))
     env = res.get("environment")
     if isinstance(env, Mapping):
         parts.append(h.kv_table(environment_pairs(env), caption="environment"))

@@ -118,14 +118,22 @@ def plain(value: Any) -> str:
     return str(value)
 
 
-def _is_count(key: str) -> bool:
-    """Keys ending in "size" that count things, not bytes (batch size: samples)."""
-    return key.endswith("batch_size")
+# Words that make a key a count of things, whatever else it names: au_clients_measured is how
+# many clients measured AU (2), not an AU (200 %); au_dataset_samples_needed is samples.
+COUNT_WORDS = {"clients", "samples", "steps", "files", "ranks", "replicas", "count", "measured",
+               "needed"}
+
+
+def is_count(key: str) -> bool:
+    """A key naming a count of things, not bytes, time or a fraction (batch size: samples)."""
+    k = str(key).lower()
+    return k.endswith("batch_size") or bool(COUNT_WORDS & set(k.split("_")))
 
 
 def by_name(key: str, value: Any) -> str:
     """A number with the unit its key names: mib_s, ops_s and _per_s (rates), _ns and _ms
-    (latency), _s or a lone s (seconds), bytes and size, percent, au and efficiency."""
+    (latency), _s or a lone s (seconds), counts (is_count), bytes and size, percent, au and
+    efficiency (fractions)."""
     x = finite(value)
     if x is None:
         return plain(value)
@@ -145,7 +153,9 @@ def by_name(key: str, value: Any) -> str:
         return f"{seconds(x)} per {words[-1]}"
     if "s" in words or k.endswith("seconds") or "time" in words or "duration" in words:
         return seconds(x)
-    if "bytes" in words or (k.endswith(("size", "size_stdev")) and not _is_count(k)):
+    if is_count(k):
+        return number(x) if x == int(x) else plain(value)
+    if "bytes" in words or k.endswith(("size", "size_stdev")):
         return f"{size(x)} ({x:,.0f} B)"
     if "percent" in words or k.endswith("_pct"):
         return number(x, 1, "%")

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aiio import charts
+from aiio.figures import FIGURES
 from aiio.report import html as h
 from aiio.report.html import Html
 
@@ -57,8 +58,16 @@ def group(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[di
     return out
 
 
+# A declared figure's unit, and the factor from its stored value: "%" figures are fractions.
+DECLARED = {"%": ("%", 100.0), "": ("", 1.0)}
+
+
 def unit_of(figure: str) -> tuple[str, float]:
-    """The unit a figure's name implies, and the factor from the stored value to it."""
+    """The unit a check's figure declares (figures.FIGURES), else the one its name implies,
+    and the factor from the stored value to it."""
+    declared = FIGURES.get(figure)
+    if declared is not None:
+        return DECLARED.get(declared.unit, (declared.unit, 1.0))
     words = set(figure.lower().split("_"))
     f = figure.lower()
     if "mib_s" in f:
@@ -71,6 +80,8 @@ def unit_of(figure: str) -> tuple[str, float]:
         return "s", 1.0
     if f.endswith("_bytes"):
         return "GiB", 2.0 ** -30
+    if h.is_count(f):
+        return "", 1.0
     if {"au", "efficiency", "fraction"} & words:
         return "%", 100.0
     return "as recorded", 1.0
@@ -78,7 +89,7 @@ def unit_of(figure: str) -> tuple[str, float]:
 
 def shown(figure: str, value: float) -> str:
     unit, k = unit_of(figure)
-    return f"{value * k:,.4g} {unit}"
+    return f"{value * k:,.4g} {unit}".rstrip()
 
 
 def render_body(records: Sequence[Mapping[str, Any]], source: str) -> list[Html]:
@@ -155,13 +166,14 @@ def charts_section(groups: Mapping[tuple[str, str], list[dict[str, Any]]],
     figs = []
     for (check, figure), recs in groups.items():
         unit, k = unit_of(figure)
+        unit = f" ({unit})" if unit else ""
         fails = [r["time"] for r in failed.get(check, [])]
         figs.append(charts.trend(
             [r["time"] for r in recs], [r["value"] * k for r in recs],
             [r.get("passed") if isinstance(r.get("passed"), bool) else None for r in recs],
             [bool(r.get("regression")) for r in recs],
-            title=f"{check}: {figure}", ylabel=f"{figure} ({unit})", failed_at=fails,
-            caption=f"{check}, {figure} ({unit}) over {len(recs)} "
+            title=f"{check}: {figure}", ylabel=f"{figure}{unit}", failed_at=fails,
+            caption=f"{check}, {figure}{unit} over {len(recs)} "
                     f"run{'s' * (len(recs) != 1)}; circled: a regression against the check's "
                     "own baseline" + (f"; red x on the time axis: {len(fails)} run(s) that "
                                       "failed with no value" if fails else "") + "."))

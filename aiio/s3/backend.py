@@ -6,7 +6,6 @@ import importlib
 from typing import Any
 
 from aiio.cache_methods import METHOD_S3
-from aiio.comm import world
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
 from aiio.s3.connect import Access
@@ -15,10 +14,19 @@ from aiio.target import TargetInfo
 
 # The phases that run against a bucket; the others say so in one line.
 PHASES = {"train": "aiio.s3.train", "checkpoint": "aiio.s3.checkpoint",
-          "load": "aiio.s3.load", "prep": "aiio.s3.prep"}
+          "load": "aiio.s3.load", "prep": "aiio.s3.prep", "all": "aiio.s3.lifecycle"}
+
+
+# Why randrw stays refused: docs/OBJECT.md, "What a bucket does not run".
+RANDRW_REFUSED = ("randrw rewrites 4 KiB blocks of its files in place, and an S3 object cannot "
+                  "be rewritten in place (each block written would be a PUT of the whole "
+                  "object); on a bucket prep runs in shards mode, and `aiio fio --target "
+                  "s3://...` measures whole-object PUTs and GETs")
 
 
 def get_phase(name: str) -> Any:
+    if name == "randrw":
+        raise ConfigError(RANDRW_REFUSED)
     if name not in PHASES:
         raise ConfigError(f"the {name} phase does not run against s3:// targets yet; "
                           f"available: {', '.join(PHASES)}")
@@ -28,13 +36,14 @@ def get_phase(name: str) -> Any:
 def open_target(url: str, options: RunOptions) -> tuple[S3Target, TargetInfo, str]:
     """Check the bucket prefix (one line for each way it is wrong) before anything is
     written, and describe it for the result."""
-    if world().size > 1:
-        raise ConfigError("s3:// targets run on one host for now; start aiio without mpiexec")
-    if options.verify:
-        raise ConfigError("--verify is not available for s3:// targets")
     target = S3Target(url, options.s3 or Access())
     target.check_usable()
-    info = TargetInfo(path=target.path, fstype="s3", mountpoint=target.client.meta.endpoint_url,
-                      device="", memory_backed=False, network=True, o_direct=False,
-                      direct_align=0, total_bytes=0, free_bytes=0)
-    return target, info, METHOD_S3
+    return target, describe(target.path, target.client.meta.endpoint_url), METHOD_S3
+
+
+def describe(url: str, endpoint: str = "") -> TargetInfo:
+    """The bucket prefix as the result shows a target. Under MPI each rank describes it so
+    without asking the service: its clients reach the endpoint rank 0 checked."""
+    return TargetInfo(path=url, fstype="s3", mountpoint=endpoint, device="",
+                      memory_backed=False, network=True, o_direct=False, direct_align=0,
+                      total_bytes=0, free_bytes=0)

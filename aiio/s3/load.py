@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, now_ns
 from aiio.errors import RunFailed
@@ -39,7 +40,9 @@ class S3LoadArgs(load.LoadArgs):
 def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]:
     """Reuse matching weight objects, or PUT them; returns (key prefix, reused)."""
     w, tgt = rc.workload, rc.target
-    params = load._params(w, total)
+    # every block carries its crc32c, as a mount's weights do, so --verify can check them;
+    # weights uploaded before that (tagged by index, no checksums) do not match and are redone
+    params = {**load._params(w, total), "blocks": "checksummed"}
     base = tgt.loc.own_key("models", f"{params['model']}-{total}B-{w.load.files}f-"
                                      f"s{w.run.seed}")
     try:
@@ -53,11 +56,11 @@ def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]
     tgt.claim()
     tgt.delete([o["Key"] for o in tgt.objects() if o["Key"].startswith(base + "/")])
     rc.note(f"uploading model weights: {format_size(total)} in {w.load.files} object(s)")
-    writers = [ObjectWriter(io, w.s3.part_size, OpLog(0), seed=params["seed"] + i)
-               for i in range(min(4, len(names)))]
+    writers = [ObjectWriter(io, w.s3.part_size, OpLog(0), seed=params["seed"] + i,
+                            checksum=True) for i in range(min(4, len(names)))]
 
     def work(wr: ObjectWriter, f: int) -> None:
-        wr.write_object(f"{base}/{names[f]}", sizes[f], f)
+        wr.write_object(f"{base}/{names[f]}", sizes[f], blocks.file_tag(params["seed"], names[f]))
 
     try:
         run_parallel(range(len(names)), writers, work, now_ns())
@@ -75,11 +78,15 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     items = a.ranges()
     readers = [a.io.reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
                for _ in range(min(a.threads, len(items)))]
+    checkers = {id(rd): blocks.Verifier() for rd in readers}
     for rd in readers:
         rd.stop = PolledStop(ctx.stop)
 
     def work(rd: Any, item: tuple[int, int, int]) -> None:
         f, off, length = item
+        if a.checksum:
+            key, tag, verifier = a.path(f), a.tag(f), checkers[id(rd)]
+            rd.check = lambda view, n, pos: verifier.check(view, n, key, tag, pos)
         got = rd.read_file(a.path(f), off, length)
         if got != length and not ctx.stop.is_set():
             raise RunFailed(f"loading read {got} of the {length} bytes at {off} of {a.path(f)}")
@@ -99,6 +106,11 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
                mib_s=mib_per_s(out["bytes"], load_s), cpu_s=cpu_seconds() - cpu0,
                requests=len(items), requests_per_s=len(items) / load_s if load_s else 0.0,
                s3=a.io.counts.to_dict())
+    if a.checksum:
+        merged = blocks.Verifier()
+        for v in checkers.values():
+            merged.merge(v)
+        out.update(verify=merged.to_dict(), verify_s=merged.seconds)
     return out
 
 
@@ -114,8 +126,8 @@ class S3LoadPhase(load.LoadPhase):
             rc.note(f"reusing model weights in s3://{tgt.loc.bucket}/{prefix}/")
         return S3LoadArgs(prefix, load._names(w.load.files), split_sizes(total, w.load.files),
                           total, base, w.load.scale, source, rc.method, w.load.threads,
-                          w.load.transfer_size, w.load.stagger, w.run.seed, False, reused,
-                          io)
+                          w.load.transfer_size, w.load.stagger, w.run.seed,
+                          rc.options.verify, reused, io)
 
     def summarize(self, rc: RunContext, a: S3LoadArgs, clients: list[dict]) -> dict[str, Any]:
         agg = super().summarize(rc, a, clients)

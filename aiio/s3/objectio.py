@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
 from aiio.engine import OpLog, Writer
 from aiio.errors import ConfigError
@@ -50,6 +51,14 @@ class ObjectIO:
     def __deepcopy__(self, memo: dict) -> ObjectIO:
         return self  # a connection is shared, not copied (dataclasses.asdict copies fields)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to another host's rank under MPI: what to connect to, never a connection.
+        return {"access": self.access, "bucket": self.bucket, "streams": self.streams,
+                "sizes": self.sizes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
+
     @property
     def client(self) -> Any:
         # Loader threads ask at once; one client (and one set of counts) per process.
@@ -70,22 +79,33 @@ class ObjectIO:
         return ObjectReader(self, transfer_size, log, counter)
 
     def get(self, key: str, offset: int, length: int | None, chunk: int, log: OpLog,
-            counter: Any = None, stop: Any = None) -> int:
-        """GET key (a Range when it is not the whole object); returns body bytes."""
+            counter: Any = None, stop: Any = None, check: Any = None) -> int:
+        """GET key (a Range when it is not the whole object); returns body bytes. `check`
+        (--verify) gets the whole blocks of each chunk, with their offset in the object, as
+        (view, bytes, offset); timed as "verify" and left out of the GET's time, as a mount's
+        check is out of its read's."""
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         whole = offset == 0 and (length is None or length >= self.sizes.get(key, length + 1))
         if not whole:
             kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
-        with log.timed("get"):
+        aligned = BlockAligned(check, offset) if check is not None else None
+        with log.timed("get") as request:
             with log.timed("ttfb"):
                 body = self.client.get_object(**kwargs)["Body"]
             try:
-                return self._body(body, chunk, log, counter, stop)
+                done = self._body(body, chunk, log, counter, stop, aligned, request)
             finally:
                 body.close()
+            # the object's last, short block; not when a stop cut the body short
+            if aligned is not None and aligned.held and not (stop and stop.is_set()):
+                with log.timed("verify") as checked:
+                    aligned.close()
+                request.exclude(checked.spent_ns)
+            return done
 
     @staticmethod
-    def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any) -> int:
+    def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any,
+              check: BlockAligned | None, request: Any) -> int:
         """A GET's body, `chunk` bytes at a time, each chunk a timed "read" with its bytes."""
         done = 0
         while True:
@@ -96,6 +116,10 @@ class ObjectIO:
                     op.cancel()  # the end of the body: no transfer, no operation
             if not data:
                 return done
+            if check is not None:
+                with log.timed("verify") as checked:
+                    check.feed(data)
+                request.exclude(checked.spent_ns)
             done += len(data)
             if counter:
                 counter(len(data))
@@ -118,11 +142,15 @@ class ObjectIO:
             self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
         return len(data)
 
-    def multipart(self, key: str, parts: Iterator[bytes], log: OpLog) -> int:
+    def multipart(self, key: str, parts: Iterator[bytes], log: OpLog,
+                  made_ns: Callable[[], int] = lambda: 0) -> int:
         """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
-        is a "write" with its bytes; "put" spans create to complete. Aborted on any error."""
+        is a "write" with its bytes; "put" spans create to complete, less `made_ns()`'s
+        growth: the time spent checksumming the parts (--verify), which is not the service's.
+        Aborted on any error."""
         c = self.client
-        with log.timed("put"):
+        before = made_ns()
+        with log.timed("put") as put:
             with log.timed("create_multipart"):
                 upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
             done: list[dict] = []
@@ -137,6 +165,7 @@ class ObjectIO:
                 with log.timed("complete_multipart"):
                     c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
                                                 MultipartUpload={"Parts": done})
+                put.exclude(made_ns() - before)
             except BaseException:
                 c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
                 raise
@@ -147,17 +176,42 @@ class ObjectIO:
             self.client.delete_object(Bucket=self.bucket, Key=key)
 
 
+class BlockAligned:
+    """Hands a --verify check whole 4 KiB blocks at their offsets in the object, whatever
+    sizes a body's reads return (a short read must not split a block between two checks)."""
+
+    def __init__(self, check: Any, offset: int) -> None:
+        self.check, self.pos, self.held = check, offset, b""
+
+    def feed(self, data: bytes) -> None:
+        buf = self.held + data if self.held else data
+        n = len(buf) - len(buf) % BLOCK
+        if n:
+            self.check(memoryview(buf)[:n], n, self.pos)
+        self.pos += n
+        self.held = buf[n:]
+
+    def close(self) -> None:
+        """Check what is held: the object's (or range's) last block, shorter than 4 KiB."""
+        if self.held:
+            self.check(memoryview(self.held), len(self.held), self.pos)
+            self.pos += len(self.held)
+            self.held = b""
+
+
 class ObjectWriter:
     """Writes objects of unique, incompressible payload: the file Writer's seeded buffer with
     its 4 KiB block headers stamped per part (so no two blocks are equal), sent as one PUT or
-    as the parts of a multipart upload."""
+    as the parts of a multipart upload. With `checksum` (--verify) each block carries its
+    crc32c; that work is timed as "checksum", before the request that sends the part."""
 
     def __init__(self, io: ObjectIO, part_size: int, log: OpLog, counter: Any = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, checksum: bool = False) -> None:
         self.io, self.part_size = io, part_size
         io.client  # noqa: B018 - made now, before the start instant: setup is not measured
-        self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed)
-        self.log, self.counter = log, counter
+        self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed, checksum=checksum)
+        self.log, self.counter, self.checksum = log, counter, checksum
+        self.checksum_ns = 0  # time spent checksumming parts, left out of "put"
         self.stop: Any = None
 
     def write_object(self, key: str, size: int, tag: int) -> int:
@@ -168,10 +222,15 @@ class ObjectWriter:
             return self.io.put_bytes(key, self._part(0, size, tag), self.log)
         parts = (self._part(pos, min(self.part_size, size - pos), tag)
                  for pos in range(0, size, self.part_size))
-        return self.io.multipart(key, parts, self.log)
+        return self.io.multipart(key, parts, self.log, lambda: self.checksum_ns)
 
     def _part(self, pos: int, n: int, tag: int) -> bytes:
-        self.payload.stamper.stamp(n, tag, pos)
+        if self.checksum:
+            with self.log.timed("checksum") as op:
+                self.payload.stamper.stamp(n, tag, pos)
+            self.checksum_ns += op.spent_ns
+        else:
+            self.payload.stamper.stamp(n, tag, pos)
         data = bytes(self.payload.view[:n])
         if self.counter:
             self.counter(n)
@@ -188,10 +247,12 @@ class ObjectReader:
         self.io, self.chunk, self.log, self.counter = io, transfer_size, log, counter
         io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.stop: Any = None
-        self.check: Any = None  # --verify is refused for objects
+        # --verify: called with (chunk, bytes, object offset) after each chunk of a body
+        self.check: Any = None
 
     def read_file(self, key: str, offset: int = 0, length: int | None = None) -> int:
-        return self.io.get(key, offset, length, self.chunk, self.log, self.counter, self.stop)
+        return self.io.get(key, offset, length, self.chunk, self.log, self.counter, self.stop,
+                           self.check)
 
     def close(self) -> None:
         pass

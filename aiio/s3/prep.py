@@ -19,6 +19,7 @@ from aiio.phases.base import Phase, RunContext
 from aiio.phases.rundata import new_run_tag
 from aiio.phases.threads import PolledStop
 from aiio.s3 import dataset as s3ds
+from aiio.s3.backend import RANDRW_REFUSED
 from aiio.s3.objectio import ObjectIO, ObjectWriter
 from aiio.s3.train import request_warnings, s3_aggregate
 from aiio.workload import Workload
@@ -114,8 +115,7 @@ class S3PrepPhase(prep.PrepPhase):
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         if w.prep.mode != "shards":
-            raise ConfigError("s3:// targets run prep in shards mode only; random "
-                              "reads and writes inside objects do not exist in S3")
+            raise ConfigError(RANDRW_REFUSED)
         super().validate(w, options)
 
     def prepare(self, rc: RunContext) -> S3PrepArgs:

@@ -1,5 +1,6 @@
 """Training against a bucket: the mount's train phase (batches, loader threads, emulated
-accelerator, AU) with each sample range fetched by one GET, whole-object or ranged."""
+accelerator, AU) with each sample range fetched by one GET, whole-object or ranged, and
+checkpoints during training PUT as shard objects."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
+from aiio.phases import train_checkpoints as train_ckpt
 from aiio.phases.base import RunContext
 from aiio.phases.train import TrainArgs, TrainPhase, run_client
 from aiio.s3 import dataset as s3ds
 from aiio.s3.objectio import ObjectIO
+from aiio.s3.shards import object_plan, remove
 from aiio.stats import Histogram
 from aiio.workload import Workload
 
@@ -76,9 +79,6 @@ class S3TrainPhase(TrainPhase):
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         super().validate(w, options)
-        if w.checkpoint.every > 0:
-            raise ConfigError("checkpoints during training are not available for s3:// "
-                              "targets; set checkpoint.every = 0")
         if w.train.reader == "native":
             raise ConfigError("--reader native reads files through format libraries; s3:// "
                               "targets are read with GET requests (--reader raw)")
@@ -93,15 +93,19 @@ class S3TrainPhase(TrainPhase):
         data = s3ds.ensure(tgt, upload, w, progress, rc.note)
         data.index()  # load before the fork so clients share one copy of it
         io = ObjectIO(tgt.access, tgt.loc.bucket, w.train.read_threads, data.sizes())
+        checkpoints = train_ckpt.plan(rc, data.num_samples,
+                                      lambda rc, base, copies: object_plan(rc, base))
         return S3TrainArgs(w, data, rc.method, w.compute_time,
                            None if w.train.duration > 0 else w.train.epochs, w.train.duration,
-                           None, io.reader, io)
+                           checkpoints, io.reader, io)
 
     def summarize(self, rc: RunContext, args: S3TrainArgs, clients: list[dict]) -> dict:
         agg = super().summarize(rc, args, clients)
         agg.update(s3_aggregate(clients))
         # the part size the dataset was uploaded with (a reused dataset keeps its own)
         agg["s3"]["dataset_part_size"] = args.dataset.manifest.get("part_size")
+        if args.checkpoint is not None:
+            agg["s3"]["checkpoint_part_size"] = args.checkpoint.part_size
         return agg
 
     def warnings(self, rc: RunContext, args: S3TrainArgs, out: dict[str, Any]) -> list[dict]:
@@ -109,9 +113,12 @@ class S3TrainPhase(TrainPhase):
                 + reread_warning(out["aggregate"]["bytes"], args.dataset.total_bytes))
 
     def cleanup(self, rc: RunContext, args: S3TrainArgs | None, status: str) -> None:
-        """The dataset's objects stay for reuse; only the local copy of its index goes."""
+        """The dataset's objects stay for reuse (only the local copy of its index goes); the
+        checkpoints written during training go."""
         if args is not None:
             args.dataset.discard_local()
+            if args.checkpoint is not None:
+                remove(rc, args.checkpoint)
 
 
 PHASE = S3TrainPhase()

@@ -85,6 +85,19 @@ def duration_key(phase: str, w: Workload) -> tuple[str, str] | None:
     return get_phase(phase).variant(w).duration_key
 
 
+def time_limit_key(phase: str, w: Workload, what: str = "--duration") -> tuple[str, str]:
+    """(section, key) a run's time limit (`aiio run --duration`, a check's `duration`) sets:
+    the limit of the phase that runs `w`, the lifecycle's one time-based stage (training); a
+    phase doing a fixed amount of work refuses it, naming `what`."""
+    key = duration_key(phase, w)
+    if key is None and phase == "all":
+        key = ("train", "duration")
+    if key is None:
+        raise ConfigError(f"{what} does not apply to the {phase} phase: it does a fixed "
+                          f"amount of work and is not time-based; leave {what} out")
+    return key
+
+
 def min_duration(phase: str, w: Workload) -> float:
     """The shortest point that measures something (see MIN_POINT_S and MIN_STEPS)."""
     if phase == "train":
@@ -217,7 +230,7 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
             + (f", repeat {repeat + 1}/{req.repeat}" if req.repeat > 1 else "")
             + (f", {seconds:g} s" if seconds else ""))
     run_req = runner.RunRequest(req.phase, w, req.target, str(folder / "points"), req.method,
-                                req.options)
+                                req.options, hero_dir=req.results_dir)
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:

@@ -136,7 +136,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
         *_au_rows(agg),
         ("read latency p50 / p99 / max",
-         " / ".join(format_latency_ns(lat.get(k, 0)) for k in ("p50_ns", "p99_ns", "max_ns"))),
+         " / ".join(format_latency_ns(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))),
         ("demand per client (sample bytes)", _demand(agg)),
     ]
     for name, value in rows:
@@ -206,8 +206,8 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
                       format_size(c.get("consumed_bytes" if train else "bytes", 0)),
                       f"{c['au']:.1%}" if c.get("au") is not None else "-",
                       f"{c.get('wait_s', 0):.2f}",
-                      format_latency_ns(lat.get("p50_ns", 0)),
-                      format_latency_ns(lat.get("p99_ns", 0)),
+                      format_latency_ns(lat.get("p50_ns")),
+                      format_latency_ns(lat.get("p99_ns")),
                       format_duration(c.get("elapsed_s", 0)))
     return table
 
@@ -261,7 +261,7 @@ def _grid(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
 
 def _lat(summary: dict[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "p99_ns")) -> str:
     summary = summary or {}
-    return " / ".join(format_latency_ns(summary.get(k, 0)) for k in keys)
+    return " / ".join(format_latency_ns(summary.get(k)) for k in keys)
 
 
 def _spread3(s: dict[str, float], fmt: str = "{:,.1f}") -> str:
@@ -495,6 +495,6 @@ def fio_table(res: dict[str, Any]) -> Table:
         table.add_row(name, bare_rate(agg["mib_s"]),
                       f"{agg['iops']:,.0f}",
                       f"{spread.get('min', 0):,.1f} / {spread.get('max', 0):,.1f}",
-                      f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns", 0)),
-                      format_latency_ns(lat.get("p99_ns", 0)))
+                      f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns")),
+                      format_latency_ns(lat.get("p99_ns")))
     return table

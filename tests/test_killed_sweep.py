@@ -1,0 +1,63 @@
+"""A sweep killed with SIGKILL cannot save anything; its result.json stays at "running". The
+result names the process that wrote it (pid, host, boot id, process start), so the next reader
+sees that process is gone and shows the sweep as interrupted, never running forever."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from aiio import result
+
+from .conftest import REPO, TINY_DATA, client_processes, run_cli
+
+
+def _wait_for(path: Path, ready, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            doc = json.loads(path.read_text())
+            if ready(doc):
+                return doc
+        except (OSError, ValueError):
+            pass  # not written yet
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never got ready")
+
+
+def test_a_sigkilled_sweep_reads_as_interrupted_process_gone(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    results = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiio", "scale", "--phase", "train", "--target",
+         str(tmp_path / "t"), "--results", str(results), "--clients", "1,2", "--duration",
+         "60s", *TINY_DATA, "--no-charts", "--no-history", "--quiet"],
+        cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(results.glob("*-scale-*/result.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (path,) = results.glob("*-scale-*/result.json")
+        doc = _wait_for(path, lambda d: d.get("status") == "running")
+        while not client_processes(proc.pid, recursive=True) and time.monotonic() < deadline:
+            time.sleep(0.05)  # killed while its first point's clients read
+        assert client_processes(proc.pid, recursive=True)
+        assert doc["writer"]["pid"] == proc.pid
+        # while its writer lives, it is running
+        assert result.load(path).status == "running"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its clients: nothing can run
+        proc.wait(timeout=60)
+    assert json.loads(path.read_text())["status"] == "running"  # as SIGKILL left it
+    loaded = result.load(path)
+    assert loaded.status == "interrupted"
+    assert "process gone" in loaded["error"] and str(proc.pid) in loaded["error"]
+    out = run_cli("report", str(path.parent))
+    assert out.returncode == 0, out.stderr
+    page = (path.parent / "report.html").read_text()
+    assert "interrupted" in page and "process gone" in page
