@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_cli, saved_result
+from tests.conftest import call_cli, run_cli, saved_result
 
 TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
               "--set", "dataset.files_per_dir=10", "--set", "train.epochs=2",
@@ -78,5 +78,5 @@ def test_acceptance_refuses_endpoint_for_a_directory(tmp_path, target):
     spec = tmp_path / "spec.toml"
     spec.write_text('[spec]\nname = "d"\n[[check]]\nname = "t"\nphase = "train"\n'
                     '[check.require]\nmin_au = 0.1\n')
-    proc = run_cli("accept", str(spec), "--target", str(target), "--endpoint", "http://x:1")
+    proc = call_cli("accept", str(spec), "--target", str(target), "--endpoint", "http://x:1")
     assert proc.returncode == 2 and "--endpoint is for s3:// targets" in proc.stderr
