@@ -80,3 +80,33 @@ def test_hundreds_of_clients_share_one_start_and_all_report():
     assert len(results) == 200
     assert {r["start"] for r in results} == {start}
     assert all(r["woke"] >= start for r in results)
+
+
+class _Priority:
+    """Pickles into the priority of the thread that pickles it: the queue's sender thread,
+    which sends a client's result after the client has measured."""
+
+    def __reduce__(self):
+        import os
+        with open("/proc/self/autogroup") as fh:
+            session = int(fh.read().split()[-1])
+        return dict, ({"nice": os.getpriority(os.PRIO_PROCESS, 0), "session": session},)
+
+
+def _measured(ctx: ClientContext) -> dict:
+    import os
+    ctx.ready_and_wait()
+    return {"while_measuring": os.getpriority(os.PRIO_PROCESS, 0), "sending": _Priority()}
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/autogroup"),
+                    reason="no autogroup scheduling on this kernel")
+def test_a_client_that_has_measured_steps_back_for_those_still_measuring():
+    # Sending a result and exiting is no part of any measurement; at normal priority hundreds
+    # of finished clients took CPU from the last ones still reading. Each client runs in a
+    # session of its own, and sessions share the CPUs whatever the nice values inside them,
+    # so the session's priority is lowered too.
+    results, _ = run_clients(3, _measured, None)
+    for r in results:
+        assert r["while_measuring"] < 19, r  # lowered only once measured
+        assert r["sending"] == {"nice": 19, "session": 19}, r

@@ -34,6 +34,7 @@ from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio import job as fio
 from aiio.units import GiB, KiB, MiB
+from tests.oracle import fair
 from tools import crosscheck
 
 REPEATS = 3
@@ -429,25 +430,6 @@ def _peak_pss(proc: subprocess.Popen) -> int:
     return peak
 
 
-FAIR_STREAM = 64 * KiB  # bytes/s per open stream on the oracle; no global cap
-FAIR_FILES = 2           # files per client (and per fio job's 512 KiB), 256 KiB each
-FAIR_WORKLOAD = """[workload]
-name = "oracle-fair"
-[dataset]
-format = "raw"
-num_files = {files}
-sample_size = "256KiB"
-sample_size_stdev = "0"
-files_per_dir = 256
-[train]
-accelerator = "h100"
-batch_size = 1
-read_threads = 1
-transfer_size = "256KiB"
-epochs = 1
-[train.compute_time]
-h100 = 0
-"""
 
 
 def fairness_rows(clients: int = 1024) -> list[Row]:
@@ -460,9 +442,9 @@ def fairness_rows(clients: int = 1024) -> list[Row]:
     if why := can_mount_fuse():
         print(f"fairness-oracle: not measured: {why}", file=sys.stderr)
         return []
-    size_mib = 2 * clients * FAIR_FILES * 256 // 1024 + 256  # aiio's files and fio's
+    size_mib = 2 * clients * fair.FILES * fair.FILE // MiB + 256  # aiio's files and fio's
     with tempfile.TemporaryDirectory(prefix="aiio-bench-fair-", dir="/var/tmp") as tmp, \
-            ratefs(Path(tmp), Rates(read_stream=FAIR_STREAM), size_mib=size_mib,
+            ratefs(Path(tmp), Rates(read_stream=fair.STREAM), size_mib=size_mib,
                    threads=2 * clients + 64) as mount:
         ours = _fair_aiio(Path(tmp), mount, clients)
         theirs = _fair_fio(mount, clients)
@@ -472,7 +454,7 @@ def fairness_rows(clients: int = 1024) -> list[Row]:
 def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
     """Each client's consumed MiB/s over its own window, as a fraction of the stream rate."""
     spec = tmp / "fair.toml"
-    spec.write_text(FAIR_WORKLOAD.format(files=clients * FAIR_FILES))
+    spec.write_text(fair.workload(clients))
     (mount / "aiio-data").mkdir()
     proc = subprocess.run([sys.executable, "-m", "aiio", "run", "--workload", str(spec),
                            "--clients", str(clients), "--target", str(mount / "aiio-data"),
@@ -483,7 +465,7 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
     res = json.loads(proc.stdout)
     if len(res["clients"]) != clients:
         raise SystemExit(f"fairness-oracle: {len(res['clients'])} of {clients} client results")
-    return [c["mib_s"] * MiB / FAIR_STREAM for c in res["clients"]]
+    return [c["mib_s"] * MiB / fair.STREAM for c in res["clients"]]
 
 
 def _fair_fio(mount: Path, clients: int) -> list[float]:
@@ -491,8 +473,9 @@ def _fair_fio(mount: Path, clients: int) -> list[float]:
     (mount / "fio-data").mkdir()
     jobs = fio_jobs([{"name": "fair", "numjobs": str(clients)}],
                     {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
-                     "size": f"{FAIR_FILES * 256}k", "direct": "1", "ioengine": "psync"})
-    return [j["read"]["bw_bytes"] / FAIR_STREAM for j in jobs]
+                     "size": f"{fair.FILES * fair.FILE // KiB}k", "direct": "1",
+                     "ioengine": "psync"})
+    return [j["read"]["bw_bytes"] / fair.STREAM for j in jobs]
 
 
 def _fair_rows(clients: int, ours: list[float], theirs: list[float]) -> list[Row]:

@@ -49,6 +49,13 @@ class Stage:
 
     def ready_and_wait(self) -> int:
         start = self._ctx.ready_and_wait() if self._first else self._ctx.sync()
+        return self._started(start)
+
+    def ready(self) -> int:
+        """The stage's start instant, without waiting for it (ClientContext.ready)."""
+        return self._started(self._ctx.ready() if self._first else self._ctx.sync(wait=False))
+
+    def _started(self, start: int | None) -> int:
         if start is None:
             raise RunFailed(f"the run stopped before the {self.name} stage")
         return start

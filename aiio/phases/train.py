@@ -20,7 +20,7 @@ import numpy as np
 from aiio import dataset as ds
 from aiio import engine, formats, stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
-from aiio.clients import ClientContext
+from aiio.clients import ClientContext, sleep_until
 from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
 from aiio.options import RunOptions
 from aiio.phases import train_au
@@ -119,6 +119,9 @@ def _contiguous_batch(data: ds.Dataset, file_order: np.ndarray | None, epoch: in
 
 # --- the client ----------------------------------------------------------------------------
 
+STOPPED = object()  # what a loader thread takes instead of a batch when the run stops
+
+
 class Loader:
     """`read_threads` threads that read batches ahead of the accelerator, as a data loader."""
 
@@ -130,6 +133,8 @@ class Loader:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.go = threading.Event()
+        self.armed = threading.Semaphore(0)  # one release per thread holding its first batch
+        self.start_ns = 0
         self.logs: list[OpLog] = []
         self.app_bytes = [0] * t.read_threads  # sample bytes delivered, per loader thread
         self.errors: list[BaseException] = []
@@ -140,15 +145,22 @@ class Loader:
         self.fmt = formats.get_format(args.dataset.params.format)
 
     def start(self, start_ns: int) -> None:
+        """Hand the threads the common start instant, ahead of it; each waits for it."""
         for log in self.logs:
             log.start_ns = start_ns
+        self.start_ns = start_ns
         self.go.set()
 
     def prepare(self) -> None:
+        """Start the threads and return once each holds its first batch: the epoch's shuffle
+        and the first touches of the loader's code and memory are done before the common
+        start, not by every client at once inside the measured window."""
         for _ in self.threads:
             self.logs.append(OpLog(start_ns=0))
         for th in self.threads:
             th.start()
+        for _ in self.threads:
+            self.armed.acquire()
 
     def _next(self) -> Batch | None:
         with self.lock:
@@ -161,24 +173,33 @@ class Loader:
         reader = make(self.args.method, self.args.workload.train.transfer_size, log,
                       self.ctx.add_bytes)
         reader.stop = self.stop
-        self.go.wait()
         try:
-            while not self.stop.is_set():
-                self.permits.acquire()
-                if self.stop.is_set():
-                    break
-                batch = self._next()
+            try:
+                batch = self._take()
+            finally:
+                self.armed.release()  # also after an error: prepare() must not wait forever
+            self.go.wait()
+            sleep_until(self.start_ns)
+            while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
                     self.ready.put(None)
                     break
                 app = self._read_batch(reader, batch)
                 self.app_bytes[me] += app
                 self.ready.put((batch, app))
+                batch = self._take()
         except BaseException as exc:  # surfaced by the accelerator loop
             self.errors.append(exc)
             self.ready.put(None)
         finally:
             reader.close()
+
+    def _take(self) -> Batch | None | object:
+        """A read-ahead permit, then the next batch (None: no more); STOPPED at a stop."""
+        self.permits.acquire()
+        if self.stop.is_set():
+            return STOPPED
+        return self._next()
 
     def _read_batch(self, reader: Reader, batch: Batch) -> int:
         """Read one batch; returns its application (sample) bytes delivered. The device bytes
@@ -223,13 +244,14 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     loader.prepare()
     wake_on_stop(ctx, loader.ready)
     hook = train_ckpt.checkpointer(ctx, args)
-    start_ns = ctx.ready_and_wait()
+    totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
+                        w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
+    # The loader threads wait for the start instant; this thread next waits for a batch.
+    start_ns = ctx.ready()
     cpu0 = cpu_seconds()
     loader.start(start_ns)
     if hook is not None:
         hook.run_ns = start_ns
-    totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
-                        w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     _accelerate(ctx, args, loader, start_ns, totals, hook)
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
@@ -274,7 +296,7 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: i
     while not ctx.stop.is_set():
         if deadline is not None and engine.now_ns() >= deadline:
             break
-        t0 = engine.now_ns()
+        t0 = max(engine.now_ns(), start_ns)  # the first wait begins at the common start
         item = _next_ready(loader, ctx, deadline)
         if item is None:
             break

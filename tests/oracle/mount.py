@@ -10,12 +10,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.storage import small_tmpfs
 
 REPO = Path(__file__).resolve().parents[2]
+WARM_READ = 16 * 1024  # bytes each warm-up read asks for: a quarter of a second at 64 KiB/s
 
 
 def can_mount_fuse() -> str | None:
@@ -97,7 +99,7 @@ def _daemon(argv: list[str], mount: Path, what: str,
 
 @contextlib.contextmanager
 def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512,
-           threads: int = 0) -> Iterator[Path]:
+           threads: int = 0, log: Path | None = None) -> Iterator[Path]:
     """The rate-limited filesystem over a fresh tmpfs of `size_mib`; yields its mount.
 
     The backing store is in RAM so the limits are the only ones: no disk that other work on
@@ -105,7 +107,8 @@ def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512,
     concurrent requests (libfuse 3's max_threads). Through libfuse 2, mfusepy's default, 1,024
     concurrent 256 KiB reads at 64 KiB/s per stream took 21.8 s where the limits allow 4 s;
     through libfuse 3 with 2,048 threads, 5.9 s (a loaded machine). Forty streams are served
-    at their rate either way.
+    at their rate either way. `log`: a file that gets one JSON line per closed stream
+    (ratefs.StreamLog).
     """
     name = f"ratefs-{uuid.uuid4().hex[:8]}"
     mount = tmp / name
@@ -113,10 +116,39 @@ def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512,
     with small_tmpfs(tmp, size_mib) as backing:
         argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
                 *rates.argv(), f"--name={name}", *(["--cache"] if cache else []),
-                *([f"--threads={threads}"] if threads else [])]
+                *([f"--threads={threads}"] if threads else []),
+                *([f"--log={log}"] if log else [])]
         env = {"FUSE_LIBRARY_NAME": "fuse3"} if threads else None
         with _daemon(argv, mount, "ratefs", env):
+            if threads and rates.read_stream:
+                _warm(mount, threads)
             yield mount
+
+
+def _warm(mount: Path, threads: int) -> None:
+    """Have the daemon start its worker threads before anything is measured on it.
+
+    libfuse starts a thread when every other one is busy, and keeps it. A read held back by
+    the stream limit keeps its thread busy, so `threads` such reads at once start them all.
+    Otherwise the first run on a fresh mount pays for starting them, inside its window (1,024
+    clients opening their first files at once waited up to 3 s), and a second run on the same
+    mount does not: the side measured second would be favoured.
+    """
+    probe = mount / f".warm-{uuid.uuid4().hex[:8]}"
+    probe.write_bytes(bytes(WARM_READ))
+
+    def read(_: int) -> None:
+        fd = os.open(probe, os.O_RDONLY)
+        try:
+            os.pread(fd, WARM_READ, 0)
+        finally:
+            os.close(fd)
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(read, range(threads)))
+    finally:
+        probe.unlink()
 
 
 @contextlib.contextmanager
