@@ -19,7 +19,8 @@ MIX = ("--clients", "1", "--set", "prep.file_size=1MiB", "--set", "prep.threads=
                                       ("--phase", "prep", "--set", "prep.mode=randrw")])
 def test_duration_limits_the_random_mix(spelling: tuple[str, ...], target: Path,
                                         results: Path) -> None:
-    proc = run_cli("run", *spelling, *MIX, "--duration", "0.5s", "--target", str(target),
+    proc = run_cli("run", "--no-report",
+                   *spelling, *MIX, "--duration", "0.5s", "--target", str(target),
                    "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
