@@ -64,6 +64,9 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     out = _skeleton(req, info, method)
     out["split"] = split
     folder = result.unique_folder(Path(req.results_dir), out["id"])
+    # Saved "running" before anything is prepared or measured: a SIGKILL (an OOM kill, a batch
+    # system's limit, MPI's launcher) then leaves a result its next reader shows as interrupted.
+    result.save(out, folder)
     args = None
     here = hosts.host_entry(world(), info)
     try:

@@ -19,6 +19,38 @@ from aiio.workload import load_workload
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite starts aiio as a process a few hundred times. Where the environment forbids
+    bytecode files, each start would compile aiio from source again; give those processes one
+    bytecode cache of their own, outside the source tree (git ignores .pytest_cache)."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        os.environ.setdefault("PYTHONPYCACHEPREFIX", str(REPO / ".pytest_cache" / "pycache"))
+
+
+def _known_speed(module: object) -> bool:
+    """A test module that builds storage of known speed: a throttled loop device or the FUSE
+    rate oracle. Its figures are checked against that speed, so nothing else may share the
+    machine's CPUs and disks while it runs."""
+    from tests.oracle import mount
+    from tests.storage import throttled_disk
+
+    return any(getattr(module, name, None) in (throttled_disk, mount.ratefs, mount.bindfs)
+               for name in dir(module))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` runs the suite in two passes: tests marked `serial` (storage of known speed,
+    machine-wide state) alone, the rest on parallel workers. For the workers, a module's tests
+    stay together (its module fixtures are built once) and every test that needs the S3 server
+    shares one worker (one server per run)."""
+    for item in items:
+        if item.module is not None and _known_speed(item.module):
+            item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("xdist_group") is None:
+            group = "s3" if "s3_server" in item.fixturenames else item.module.__name__
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def target(tmp_path: Path) -> Path:
     """An empty target directory on the temp filesystem."""
@@ -64,8 +96,9 @@ def tiny_workload(**overrides):
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
             env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m aiio ARGS` as a user would; returns the completed process."""
-    full_env = dict(os.environ, **(env or {}))
-    full_env.setdefault("COLUMNS", "160")
+    # 160 columns unless the test asks for a width: the environment's COLUMNS is whatever ran
+    # pytest (a parallel worker is given 80)
+    full_env = {**os.environ, "COLUMNS": "160", **(env or {})}
     return subprocess.run([sys.executable, "-m", "aiio", *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout, env=full_env)
 

@@ -54,7 +54,7 @@ def mpiexec_cmd(n: int, *args: str, bind: bool = False) -> list[str]:
 
 
 def mpi_env(extra: dict | None = None) -> dict:
-    return dict(os.environ, **ENV, **(extra or {}))
+    return {**os.environ, **ENV, **(extra or {})}
 
 
 def mpi_run(n: int, *args: str, timeout: float = 180, env: dict | None = None,

@@ -168,14 +168,16 @@ def test_a_figure_the_phase_does_not_measure_is_an_error_not_a_pass(target, resu
 def test_run_is_recorded_in_history_unless_told_not_to(target, results):
     from .conftest import TINY_ARGS
 
-    proc = run_cli("run", "--target", str(target), "--results", str(results), "-q", *TINY_ARGS)
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), "-q", *TINY_ARGS)
     assert proc.returncode == 0, proc.stderr
     with History(results / "history.sqlite") as h:
         (rec,) = h.records()
     assert (rec.kind, rec.name, rec.status) == ("run", "run train demo c2", "ok")
     assert rec.figures["aggregate_mib_s"] > 0 and 0 < rec.figures["au_min"] <= 1
     other = results.parent / "other"
-    proc = run_cli("run", "--target", str(target), "--results", str(other), "-q", "--no-history",
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(other), "-q", "--no-history",
                    *TINY_ARGS)
     assert proc.returncode == 0 and not (other / "history.sqlite").exists()
 

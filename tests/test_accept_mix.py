@@ -39,7 +39,8 @@ def test_a_random_mix_check_is_judged_on_its_figures(target: Path, results: Path
                     + CHECK.format(name="randrw", phase="randrw", extra="")
                     + CHECK.format(name="prep-randrw", phase="prep",
                                    extra='prep.mode = "randrw"'))
-    proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+    proc = run_cli("accept", "--no-report",
+                   str(spec), "--target", str(target), "--results", str(results),
                    "--quiet", "--no-history")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     folder = next(p for p in results.iterdir() if "-accept-" in p.name)

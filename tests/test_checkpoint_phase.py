@@ -21,7 +21,8 @@ def leftovers(target: Path) -> list[str]:
 
 def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results: Path) -> None:
     size = 6 * MiB + 12345  # not a whole number of blocks: the last file gets the remainder
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "checkpoint", "-t", str(target), "--results", str(results),
                    "--clients", "3", "--checkpoints", "3", "--set", f"checkpoint.size={size}",
                    "--set", "checkpoint.files_per_client=2", "--set", "checkpoint.threads=2",
                    "-q")
@@ -55,7 +56,8 @@ def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results
 
 
 def test_scale_shrinks_a_model_checkpoint_and_is_stated(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "--workload", "llama3-8b", "--scale",
+    proc = run_cli("run", "--no-report",
+                   "--phase", "checkpoint", "--workload", "llama3-8b", "--scale",
                    "0.0001", "--clients", "2", "-t", str(target), "--results", str(results),
                    "--json", "-q")
     assert proc.returncode == 0, proc.stderr
@@ -96,7 +98,8 @@ def test_checkpoint_larger_than_free_space_is_refused_before_writing(target: Pat
 
 
 def test_verify_on_checkpoint_states_its_cost(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "--verify", "-t", str(target), "--results",
+    proc = run_cli("run", "--no-report",
+                   "--phase", "checkpoint", "--verify", "-t", str(target), "--results",
                    str(results), "--set", "checkpoint.size=4MiB", "--clients", "2", "--json",
                    "-q")
     assert proc.returncode == 0, proc.stderr
@@ -116,7 +119,8 @@ def test_first_done_counts_only_durable_bytes(target: Path, results: Path) -> No
     """Buffered writes return long before the data is durable: first done must count only
     the files whose fsync had returned when the fastest client's shard was persisted."""
     size = 24 * MiB
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "checkpoint", "-t", str(target), "--results", str(results),
                    "--clients", "3", "--checkpoints", "2", "--set", f"checkpoint.size={size}",
                    "--set", "checkpoint.files_per_client=2", "--cache", "fadvise_dontneed",
                    "--json", "-q")
@@ -144,7 +148,8 @@ def test_first_done_counts_only_durable_bytes(target: Path, results: Path) -> No
 
 def test_per_client_stall_model_is_each_clients_time_to_persist(target: Path,
                                                                results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "checkpoint", "-t", str(target), "--results", str(results),
                    "--clients", "3", "--checkpoints", "2", "--set", "checkpoint.size=6MiB",
                    "--set", "checkpoint.stall_model=per_client", "--json", "-q")
     assert proc.returncode == 0, proc.stderr

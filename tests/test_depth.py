@@ -201,7 +201,8 @@ def test_missing_binding_is_one_line(target: Path, results: Path, tmp_path: Path
     shadow = tmp_path / "no-binding"
     shadow.mkdir()
     (shadow / "uring_api.py").write_text("raise ImportError('not installed')\n")
-    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "prep", "-t", str(target), "--results", str(results),
                    "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
                    "--set", "prep.read_share=1", "--set", "prep.iodepth=4", "-q",
                    env={"PYTHONPATH": str(shadow)})

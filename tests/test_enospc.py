@@ -26,7 +26,7 @@ def small_fs(tmp_path: Path):
 
 
 def test_enospc_mid_checkpoint_fails_cleanly(small_fs: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "checkpoint", "-t", str(small_fs), "--results",
+    proc = run_cli("run", "--no-report", "--phase", "checkpoint", "-t", str(small_fs), "--results",
                    str(results), "--clients", "2", "--set", "checkpoint.size=128MiB",
                    "--no-space-check", "-q")
     assert proc.returncode == 1, proc.stderr

@@ -53,7 +53,7 @@ def test_find_max_on_real_runs_with_repeats(ram_target, results):
                       train__read_threads=1, dataset__sample_size_stdev=0,
                       train__transfer_size="64KiB", train__au_goal=0.5)
     req = run.SweepRequest("train", w, str(ram_target), [1, 3], duration_s=2.0, repeat=2,
-                             results_dir=str(results), charts=False, find_max=True)
+                           results_dir=str(results), charts=False, find_max=True)
     out, folder = run.sweep(req, driver=find_max.driver)
     s = out["search"]
     assert [p["clients"] for p in s["probes"]] == [1, 2, 3]
@@ -84,8 +84,9 @@ def test_find_max_stops_where_au_cannot_be_measured(target, results):
     says AU could not be measured there instead of calling it a failure (or crashing)."""
     w = tiny_workload(dataset__num_files=8, train__compute_time={"h100": 0.05},
                       train__au_goal=0.5, dataset__sample_size_stdev=0, train__epochs=1)
-    req = run.SweepRequest("train", w, str(target), [1, 4], repeat=1,
-                             results_dir=str(results), charts=False, find_max=True)
+    # 1 s points (the shortest a point may be): every step is an epoch's first at any length
+    req = run.SweepRequest("train", w, str(target), [1, 4], repeat=1, duration_s=1.0,
+                           results_dir=str(results), charts=False, find_max=True)
     out, _ = run.sweep(req, driver=find_max.driver)
     s = out["search"]
     by_n = {p["clients"]: p for p in s["probes"]}

@@ -87,7 +87,8 @@ ONE_STREAM = (*TINY_ARGS, "--read-threads", "1")  # 2 clients x 1 stream, as the
 
 
 def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
-    proc = run_cli("run", "--target", str(suite["target"]), "--results", str(suite["results"]),
+    proc = run_cli("run", "--no-report",
+                   "--target", str(suite["target"]), "--results", str(suite["results"]),
                    "--json", "--quiet", *ONE_STREAM)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -99,13 +100,15 @@ def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
         100 * res["aggregate"]["last_done"]["mib_s"] / seq_read)
     assert f"{h['percent']:.1f} % of fio seq_read" in h["text"]
     # the terminal table shows it too
-    shown = run_cli("run", "--target", str(suite["target"]), "--results", str(tmp_path),
+    shown = run_cli("run", "--no-report",
+                    "--target", str(suite["target"]), "--results", str(tmp_path),
                     "--quiet", *ONE_STREAM)
     assert "no fio result for this target" in shown.stdout  # other results folder: none
 
 
 def test_run_without_hero_says_how_to_make_one(target, results):
-    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), "--json",
                    "--quiet", *TINY_ARGS)
     assert proc.returncode == 0, proc.stderr
     h = json.loads(proc.stdout)["hero"]
@@ -117,7 +120,7 @@ def test_run_without_hero_says_how_to_make_one(target, results):
 def test_compare_lists_phase_next_to_hero(suite):
     runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
     if not runs:
-        proc = run_cli("run", "--target", str(suite["target"]), "--results",
+        proc = run_cli("run", "--no-report", "--target", str(suite["target"]), "--results",
                        str(suite["results"]), "--quiet", *ONE_STREAM)
         assert proc.returncode == 0, proc.stderr
         runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
@@ -283,7 +286,8 @@ def test_above_the_hero_number_says_so(suite):
      lambda agg: agg["read_mib_s"] + agg["write_mib_s"]),
 ])
 def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
-    proc = run_cli("run", "--phase", phase, "--target", str(suite["target"]), "--results",
+    proc = run_cli("run", "--no-report",
+                   "--phase", phase, "--target", str(suite["target"]), "--results",
                    str(suite["results"]), "--clients", "2", *args, "--json", "-q")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -296,7 +300,8 @@ def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
 
 
 def test_lifecycle_run_sets_each_stage_against_its_hero(suite):
-    proc = run_cli("run", "--phase", "all", "--target", str(suite["target"]), "--results",
+    proc = run_cli("run", "--no-report",
+                   "--phase", "all", "--target", str(suite["target"]), "--results",
                    str(suite["results"]), *ONE_STREAM, "--set", "prep.threads=1",
                    "--set", "checkpoint.size=2MiB",
                    "--set", "load.size=2MiB", "--set", "prep.shard_size=256KiB")

@@ -32,7 +32,8 @@ def hero(tmp_path_factory):
 
 
 def _run(hero: dict, phase: str, *args: str) -> dict:
-    proc = run_cli("run", "--phase", phase, "--target", str(hero["target"]), "--results",
+    proc = run_cli("run", "--no-report",
+                   "--phase", phase, "--target", str(hero["target"]), "--results",
                    str(hero["results"]), "--json", "--quiet", "--clients", "2", *DATA, *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

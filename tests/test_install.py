@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -24,7 +25,13 @@ def dist(tmp_path_factory) -> Path:
     """The sdist and the wheel built from it (python -m build builds the wheel from the sdist,
     so a file missing from the sdist is missing from the wheel too)."""
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+    # Built from a copy: setuptools stages the sdist in the source folder, where anything else
+    # building or writing at the same time (a parallel test, the developer) would collide.
+    src = tmp_path_factory.mktemp("src") / "aiio"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".pytest_cache", ".ruff_cache", "build", "*.egg-info", "__pycache__",
+        "aiio-target"))
+    proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return out

@@ -61,3 +61,29 @@ def test_a_sigkilled_sweep_reads_as_interrupted_process_gone(tmp_path: Path) -> 
     assert out.returncode == 0, out.stderr
     page = (path.parent / "report.html").read_text()
     assert "interrupted" in page and "process gone" in page
+
+
+def test_a_sigkilled_run_leaves_a_result_that_reads_as_interrupted(tmp_path: Path) -> None:
+    """A single run saves its result as "running" before its clients start, so a SIGKILL (an
+    OOM kill, a batch system's hard limit, Open MPI's launcher 250 ms after its SIGTERM) still
+    leaves a result naming what was asked, which the next reader shows as interrupted."""
+    (tmp_path / "t").mkdir()
+    results = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiio", "run", "--phase", "train", "--target",
+         str(tmp_path / "t"), "--results", str(results), "--duration", "60s", *TINY_DATA,
+         "--clients", "2", "--no-history", "--quiet"],
+        cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not client_processes(proc.pid, recursive=True) and time.monotonic() < deadline:
+            time.sleep(0.05)  # killed while its clients read
+        assert client_processes(proc.pid, recursive=True)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    (path,) = results.glob("*-train-*/result.json")
+    doc = json.loads(path.read_text())
+    assert doc["status"] == "running" and doc["clients_requested"] == 2
+    loaded = result.load(path)
+    assert loaded.status == "interrupted" and "process gone" in loaded["error"]

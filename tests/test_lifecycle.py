@@ -17,7 +17,8 @@ CKPT = ("--set", "checkpoint.size=4MiB")
 
 def test_checkpoints_during_training_cost_au_and_read_bandwidth(target: Path,
                                                                 results: Path) -> None:
-    proc = run_cli("run", "--phase", "train", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "train", "-t", str(target), "--results", str(results),
                    *TINY_ARGS, *CKPT, "--checkpoint-every", "1", "--json", "-q")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -37,7 +38,8 @@ def test_checkpoints_during_training_cost_au_and_read_bandwidth(target: Path,
 
 
 def test_checkpoint_every_steps(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "train", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "train", "-t", str(target), "--results", str(results),
                    *TINY_ARGS, *CKPT, "--checkpoint-every", "4steps", "--json", "-q")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -49,7 +51,8 @@ def test_checkpoint_every_steps(target: Path, results: Path) -> None:
 
 
 def test_all_phases_in_one_run_and_one_result(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "all", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "all", "-t", str(target), "--results", str(results),
                    *TINY_ARGS, *CKPT, "--set", "load.size=2MiB", "--set",
                    "prep.shard_size=256KiB", "--verify")
     assert proc.returncode == 0, proc.stderr
@@ -71,7 +74,8 @@ def test_all_phases_in_one_run_and_one_result(target: Path, results: Path) -> No
 
 def _train_with_checkpoints(target: Path, results: Path, *extra: str,
                             timeout: float = 300) -> dict:
-    proc = run_cli("run", "--phase", "train", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "train", "-t", str(target), "--results", str(results),
                    *TINY_ARGS, "--clients", "3", "--set", "checkpoint.size=6MiB",
                    "--checkpoint-every", "2steps", *extra, "--json", "-q", timeout=timeout)
     assert proc.returncode == 0, proc.stderr

@@ -13,7 +13,8 @@ LOAD = ("--set", "load.size=6MiB", "--set", "load.files=3", "--clients", "3")
 
 
 def test_replicas_read_every_byte_with_staggered_starts(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "load", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "load", "-t", str(target), "--results", str(results),
                    *LOAD, "--stagger", "0.2s", "--json", "-q")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)

@@ -52,7 +52,8 @@ def test_accept_writes_every_check_figure_and_its_verdict(target, results, tmp_p
                  _check("bad", "min_aggregate_mib_s = 1e9"))
     prom = tmp_path / "textfile" / "aiio.prom"
     prom.parent.mkdir()
-    proc = run_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+    proc = run_cli("accept", "--no-report",
+                   str(spec), "--target", str(target), "--results", str(results),
                    "--quiet", "--prometheus", str(prom))
     assert proc.returncode == 1, proc.stderr
     out = saved_result(results, "accept")
@@ -229,7 +230,7 @@ def test_accept_of_one_check_keeps_the_other_checks_series(target, results, tmp_
                  _check("other", "min_au = 0.05"))
     prom = tmp_path / "aiio.prom"
     for only in ((), ("--check", "good")):
-        proc = run_cli("accept", str(spec), "--target", str(target), "--results",
+        proc = run_cli("accept", "--no-report", str(spec), "--target", str(target), "--results",
                        str(results), "--quiet", "--prometheus", str(prom), *only)
         assert proc.returncode == 0, proc.stderr
     samples = _samples(prom)

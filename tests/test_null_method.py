@@ -15,7 +15,7 @@ from aiio.accept.spec import load_spec
 from aiio.engine import METHOD_NULL, OpLog, Reader, Writer, merge_logs
 from aiio.errors import ConfigError
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli
 
 MiB = 2**20
 
@@ -129,8 +129,8 @@ def test_null_runs_stay_out_of_history(target: Path, results: Path) -> None:
 ])
 def test_null_with_what_needs_real_io_is_one_line_exit_2(target: Path, results: Path,
                                                         args: tuple[str, ...], words: str) -> None:
-    proc = run_cli("run", "-t", str(target), "--results", str(results), "--cache", "null", "-q",
-                   *TINY_ARGS, *args)
+    proc = call_cli("run", "-t", str(target), "--results", str(results), "--cache", "null",
+                    "-q", *TINY_ARGS, *args)
     assert proc.returncode == 2 and words in proc.stderr
     assert proc.stderr.count("\n") == 1 and not results.exists()
 

@@ -26,7 +26,8 @@ PHASES = {
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_null_runs_warn_only_what_is_true_without_io(tmp_path: Path, phase: str) -> None:
     (tmp_path / "t").mkdir()
-    out = run_cli("run", "--phase", phase, "--cache", "null", "--clients", "2", "--target",
+    out = run_cli("run", "--no-report",
+                  "--phase", phase, "--cache", "null", "--clients", "2", "--target",
                   str(tmp_path / "t"), "--results", str(tmp_path / "r"), *TINY_DATA,
                   *PHASES[phase], "-q")
     assert out.returncode == 0, out.stderr

@@ -36,7 +36,8 @@ def test_every_sample_once_per_pass_over_all_clients(target: Path) -> None:
 
 def test_prep_reads_each_sample_per_pass_and_counts_metadata(target: Path,
                                                             results: Path) -> None:
-    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "prep", "-t", str(target), "--results", str(results),
                    *PREP, "--json", "-q")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -57,7 +58,8 @@ def test_prep_reads_each_sample_per_pass_and_counts_metadata(target: Path,
 
 
 def test_randrw_mix_with_verify(target: Path, results: Path) -> None:
-    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "prep", "-t", str(target), "--results", str(results),
                    "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
                    "--set", "prep.duration=1s", "--set", "prep.threads=2", "--clients", "2",
                    "--verify", "--json", "-q")
@@ -77,7 +79,8 @@ def test_randrw_mix_with_verify(target: Path, results: Path) -> None:
 
 def test_randrw_reads_only_counts_every_read_and_byte(target: Path, results: Path) -> None:
     """The read-only mix (fio randread at N threads): every read timed, bytes exact."""
-    proc = run_cli("run", "--phase", "prep", "-t", str(target), "--results", str(results),
+    proc = run_cli("run", "--no-report",
+                   "--phase", "prep", "-t", str(target), "--results", str(results),
                    "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
                    "--set", "prep.read_share=1", "--set", "prep.duration=500ms",
                    "--set", "prep.threads=3", "--json", "-q")

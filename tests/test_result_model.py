@@ -123,7 +123,7 @@ def test_a_v1_result_saved_again_is_v2_with_the_same_sections(tmp_path: Path) ->
 
 def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
-    proc = run_cli("run", "--phase", "prep", "-t", str(tmp_path / "t"), "--results",
+    proc = run_cli("run", "--no-report", "--phase", "prep", "-t", str(tmp_path / "t"), "--results",
                    str(tmp_path / "r"), *TINY_ARGS, "--set", "prep.shard_size=256KiB", "-q")
     assert proc.returncode == 0, proc.stderr
     [folder] = (tmp_path / "r").glob("*-prep-*")

@@ -89,8 +89,10 @@ def test_report_shows_a_stored_sweep_fio_suite_and_acceptance_run(tmp_path: Path
     assert (f"peak aggregate {peak['aggregate_mib_s']:.1f} MiB/s at {peak['clients']} clients"
             in _report_text("scale-train-demo-c1_2", tmp_path))
     fio_text = _report_text("fio-c2", tmp_path)
-    for test in _doc("fio-c2")["tests"].values():
-        assert f"{_rate(test['aggregate']['mib_s'])}" in fio_text
+    assert "test direction MiB/s IOPS" in fio_text  # the fio view's table: units in its header
+    for name, test in _doc("fio-c2")["tests"].items():
+        number = _rate(test["aggregate"]["mib_s"]).removesuffix(" MiB/s")
+        assert f"{name} " in fio_text and f" {number} " in fio_text, (name, number)
     [check] = _doc("accept-tiny")["checks"]
     accept_text = _report_text("accept-tiny", tmp_path)
     assert f"aggregate_mib_s {_rate(check['measured']['aggregate_mib_s'])} >=" in accept_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_cli, saved_result
+from tests.conftest import call_cli, run_cli, saved_result
 
 TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
               "--set", "dataset.files_per_dir=10", "--set", "train.epochs=2",
@@ -14,7 +14,7 @@ TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64K
 def test_sweep_against_a_bucket(s3_bucket, results):
     proc = run_cli("scale", "--phase", "train", "--clients", "1,2", "--target",
                    f"s3://{s3_bucket}/sw", "--results", str(results), "--no-history",
-                   "--no-report", "--no-charts", "-q", *TINY_SWEEP, "--set",
+                   "--no-report", "--no-charts", "-q", "--duration", "1s", *TINY_SWEEP, "--set",
                    "dataset.format=raw")
     assert proc.returncode == 0, proc.stderr
     sweep = saved_result(results, "scale")
@@ -78,5 +78,5 @@ def test_acceptance_refuses_endpoint_for_a_directory(tmp_path, target):
     spec = tmp_path / "spec.toml"
     spec.write_text('[spec]\nname = "d"\n[[check]]\nname = "t"\nphase = "train"\n'
                     '[check.require]\nmin_au = 0.1\n')
-    proc = run_cli("accept", str(spec), "--target", str(target), "--endpoint", "http://x:1")
+    proc = call_cli("accept", str(spec), "--target", str(target), "--endpoint", "http://x:1")
     assert proc.returncode == 2 and "--endpoint is for s3:// targets" in proc.stderr

@@ -24,7 +24,8 @@ SMALL = (*DATA, "--set", "checkpoint.size=8MiB", "--set", "load.size=8MiB", "-q"
 def _sweep(tmp_path: Path, phase: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     target, results = tmp_path / "t", tmp_path / "r"
     target.mkdir()
-    proc = run_cli("scale", "--phase", phase, "--clients", "1,2", "--target", str(target),
+    proc = run_cli("scale", "--no-report",
+                   "--phase", phase, "--clients", "1,2", "--target", str(target),
                    "--results", str(results), *SMALL, *extra)
     folders = list(results.glob("*-scale-*"))
     assert len(folders) == 1, (proc.stderr, folders)
@@ -111,7 +112,7 @@ def test_ctrl_c_during_a_checkpoint_sweep_leaves_no_running_result(tmp_path):
 def test_checkpoint_sweep_chart_names_the_figure_it_plots(tmp_path):
     target, results = tmp_path / "t", tmp_path / "r"
     target.mkdir()
-    proc = run_cli("scale", "--phase", "checkpoint", "--clients", "1,2", "--target",
+    proc = run_cli("scale", "--no-report", "--phase", "checkpoint", "--clients", "1,2", "--target",
                    str(target), "--results", str(results), *[a for a in SMALL
                                                             if a != "--no-charts"])
     assert proc.returncode == 0, proc.stderr

@@ -47,7 +47,9 @@ def test_load_reads_at_the_read_throttle(tmp_path):
 
 def test_checkpoint_writes_and_restores_at_the_throttles(tmp_path):
     with _disk(tmp_path, 40 * MiB, 30 * MiB) as disk:
-        res = _run(disk, tmp_path, "checkpoint", "--set", "checkpoint.size=48MiB")
+        # 96 MiB: the throttle lets about 5 MiB through at once when a write burst starts
+        # (48 MiB wrote at 33.6 MiB/s against 30 in 2 of 11 runs), which must stay inside 10 %
+        res = _run(disk, tmp_path, "checkpoint", "--set", "checkpoint.size=96MiB")
     agg = res["aggregate"]
     assert res["method"] == "o_direct"  # cgroup v1 throttles only writes the process issues
     # durable bytes over first start to last durable; the restore's bytes over its window

@@ -60,7 +60,8 @@ def test_au_excludes_first_step_of_each_epoch():
 
 
 def test_run_result_holds_every_client(target, results):
-    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), "--json",
                    *TINY_ARGS, "--clients", "3")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -82,7 +83,8 @@ def test_run_result_holds_every_client(target, results):
 
 
 def test_native_reader_reads_through_the_library(target, results):
-    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), "--json",
                    *TINY_ARGS, "--reader", "native")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -93,7 +95,8 @@ def test_native_reader_reads_through_the_library(target, results):
 
 
 def test_duration_mode_stops_on_time(target, results):
-    proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), "--json",
                    *TINY_ARGS, "--duration", "1s")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
@@ -110,7 +113,8 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     path = os.path.join(shm, tgt)
     os.makedirs(path)
     try:
-        proc = run_cli("run", "--target", path, "--results", str(results), "--json", *TINY_ARGS)
+        proc = run_cli("run", "--no-report",
+                       "--target", path, "--results", str(results), "--json", *TINY_ARGS)
         assert proc.returncode == 0, proc.stderr
         codes = {w["code"] for w in json.loads(proc.stdout)["warnings"]}
         assert "memory_backed" in codes

@@ -16,9 +16,9 @@ RAW = ("--set", "dataset.format=raw", "--set", "dataset.sample_size_stdev=0")
 SAMPLES = 24  # TINY_ARGS: 24 files of one sample each
 
 
-def _run(target, results, *args: str) -> dict:
+def _run(target, results, *args: str, report: bool = False) -> dict:
     proc = run_cli("run", "--target", str(target), "--results", str(results), "--json",
-                   *TINY_ARGS, *args)
+                   *TINY_ARGS, *args, *(() if report else ("--no-report",)))
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return json.loads(proc.stdout)
@@ -162,7 +162,8 @@ def test_compute_zero_runs_and_says_au_is_not_meaningful(target, results):
 
 
 def test_compute_zero_console_has_no_traceback(target, results):
-    proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
+    proc = run_cli("run", "--no-report",
+                   "--target", str(target), "--results", str(results), *TINY_ARGS,
                    *RAW, "--set", "train.compute_time.h100=0")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "not meaningful" in proc.stdout
@@ -170,7 +171,7 @@ def test_compute_zero_console_has_no_traceback(target, results):
 
 def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
     # 12 clients x batch 2 over 24 samples: one step per client per epoch, all warm-up
-    res = _run(target, results, *RAW, "--clients", "12")
+    res = _run(target, results, *RAW, "--clients", "12", report=True)
     agg = res["aggregate"]
     assert agg["au_mean"] is None and agg["au_pass"] is None
     assert "not measurable" in agg["au_note"]
