@@ -100,7 +100,9 @@ class Dataset:
         return self.params.num_files * self.params.samples_per_file
 
     def path(self, i: int) -> str:
-        return str(self.folder / self.params.relpath(i))
+        # Not `folder / relpath`: pathlib interns each part, and a forked client that grows
+        # the interned-string table it shares with the parent copies all of it (~0.9 MiB).
+        return os.path.join(self.folder, self.params.relpath(i))
 
     def index(self) -> dict[str, np.ndarray]:
         """file_sizes, and (unless regular) sample_offset / sample_length per global sample."""

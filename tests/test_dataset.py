@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import zlib
 
 import numpy as np
@@ -23,6 +25,25 @@ def test_generate_spreads_files_and_writes_manifest(target):
     manifest = json.loads((data.folder / "manifest.json").read_text())
     assert manifest["complete"] and manifest["num_files"] == 24
     assert manifest["total_bytes"] == sum(p.stat().st_size for p in files)
+
+
+def test_a_sample_path_interns_none_of_its_parts(target, monkeypatch):
+    """Clients are forked from one parent and share its table of interned strings. A client
+    that interns a name may grow that table, which copies all of it into the client: about
+    0.9 MiB per client at hundreds of clients. Loader threads ask for a path per read."""
+    data, _ = ds.ensure(Target(target), tiny_workload())
+    assert os.path.isfile(data.path(3))
+    interned: list[str] = []
+    real_intern = sys.intern
+    # Counted as called: an interned string dies with its last reference (its slot in the
+    # table stays taken), so looking for it afterwards could miss it.
+    monkeypatch.setattr(sys, "intern", lambda s: interned.append(s) or real_intern(s))
+    far = 7_654_321  # a number of its own: the spy sees only what path() does with it
+    path = data.path(far)
+    monkeypatch.undo()
+    assert interned == []
+    parts = [os.path.basename(path), os.path.basename(os.path.dirname(path))]
+    assert parts == ["f7654321.npz", "d765432"]
 
 
 def test_matching_dataset_is_reused_not_rewritten(target):
