@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from aiio.accept.run import judge, load_spec
+from aiio.accept.run import judge, judged_checks, load_spec
 from aiio.errors import ConfigError
 from aiio.history import History
 
@@ -433,3 +433,18 @@ def test_au_threshold_without_au_says_why(target, results, tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     (check,) = _accept_result(results)["checks"]
     assert "compute time is 0" in check["reason"]
+
+
+def test_a_relative_target_records_checks_under_the_same_key_as_runs(target, results):
+    # typed relative, from the target's parent: checks, runs and the spec's own record must
+    # land in one series, keyed as `aiio run` keys it (the absolute path)
+    proc = run_cli("accept", str(TINY), "--target", target.name, "--results", str(results),
+                   "--quiet", cwd=target.parent)
+    assert proc.returncode == 0, proc.stderr
+    with History(results / "history.sqlite") as h:
+        records = h.records()
+    assert [r.kind for r in records] == ["run", "check"]
+    assert {r.target for r in records} == {str(target.resolve())}
+    exported = [rec for rec, _ in judged_checks(load_spec(str(TINY)), load_spec(str(TINY)).checks,
+                                                _accept_result(results))]
+    assert {r.target for r in exported} == {str(target.resolve())}

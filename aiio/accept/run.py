@@ -15,7 +15,7 @@ from aiio import result as results
 from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
 from aiio.figures import FIGURES, run_figures, sweep_figures, views
-from aiio.history import History, Record, regressions, run_record, sweep_record
+from aiio.history import History, Record, regressions, run_record, sweep_record, target_key
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI
 from aiio.wallclock import now_iso
@@ -236,9 +236,11 @@ def record_check(history: History, spec: Spec, check: Check, entry: dict[str, An
 
 
 def _skeleton(spec: Spec, target: str) -> dict[str, Any]:
+    # the target keyed as run records key it (absolute path, no trailing slash on s3://), so
+    # the checks, the spec's record and its runs are one series in the history
     return results.new("accept", results.new_id("accept", spec.name), now_iso(),
                        spec=spec.name, spec_path=spec.path,
-                       description=spec.info.description, target=target,
+                       description=spec.info.description, target=target_key(target),
                        environment=collect_environment(), checks=[], passed=0, failed=0,
                        errors=0, not_run=[], history=None)
 
