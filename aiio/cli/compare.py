@@ -52,10 +52,10 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     test = hero.compare_test(run)
     if fio_res is None:
         why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
-        return f"fio {test}: missing ({why})"
+        return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted
     if fio_res.section(test) is None:
-        return (f"fio {test}: missing (fio result {fio_res['id']} has no {test} test; run the "
-                f"full suite: aiio fio --target {run['target']['path']})")
+        return (f"fio {test} missing: fio result {fio_res['id']} has no {test} test; run the "
+                f"full suite: aiio fio --target {run['target']['path']}")
     return None
 
 

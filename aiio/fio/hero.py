@@ -223,15 +223,18 @@ def results_dir_of(run_folder: Path) -> Path:
 
 
 def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
-    """The fio result a run was compared with when it ran, else the latest on its target."""
+    """The fio result a run was compared with when it ran, else the latest on its target at
+    the run's concurrency (fio jobs x iodepth = clients x streams per client)."""
     base = results_dir_of(run_folder)
     recorded = (run.get("hero") or {}).get("fio_result_id")
     if recorded:
         try:
             return result.load(base / recorded)
         except AiioError:
-            pass  # moved or deleted since: fall back to the latest one
-    found = hero_for(run["target"]["path"], run.get("phase", ""), base, run_hero_test(run))
+            pass  # moved or deleted since: fall back to the latest matching one
+    streams = pairing.clients_of(run) * pairing.streams_per_client(run)
+    found = hero_for(run["target"]["path"], run.get("phase", ""), base, run_hero_test(run),
+                     streams)
     if found is None:
         return None
     return result.load(found["fio_result"])
