@@ -18,7 +18,7 @@ from typing import Any
 
 from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
-from aiio.engine import OpLog, Writer
+from aiio.engine import OpLog, Writer, now_ns
 from aiio.errors import ConfigError
 from aiio.s3.connect import Access, RequestCounts, make_client
 from aiio.units import MiB, format_size
@@ -146,7 +146,8 @@ class ObjectIO:
                   made_ns: Callable[[], int] = lambda: 0) -> int:
         """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
         is a "write" with its bytes; "put" spans create to complete, less `made_ns()`'s
-        growth: the time spent checksumming the parts (--verify), which is not the service's.
+        growth: the time spent making the parts (and checksumming them, --verify), which is
+        not the service's.
         Aborted on any error."""
         c = self.client
         before = made_ns()
@@ -211,7 +212,7 @@ class ObjectWriter:
         io.client  # noqa: B018 - made now, before the start instant: setup is not measured
         self.payload = Writer(METHOD_NONE, self.part_size, log, seed=seed, checksum=checksum)
         self.log, self.counter, self.checksum = log, counter, checksum
-        self.checksum_ns = 0  # time spent checksumming parts, left out of "put"
+        self.made_ns = 0  # time spent making parts (stamping, copying, --verify's crc32c)
         self.stop: Any = None
 
     def write_object(self, key: str, size: int, tag: int) -> int:
@@ -222,16 +223,19 @@ class ObjectWriter:
             return self.io.put_bytes(key, self._part(0, size, tag), self.log)
         parts = (self._part(pos, min(self.part_size, size - pos), tag)
                  for pos in range(0, size, self.part_size))
-        return self.io.multipart(key, parts, self.log, lambda: self.checksum_ns)
+        # the parts are made as they are sent (an object may not fit in memory): their making
+        # is left out of "put", as a single PUT's is made before "put" starts
+        return self.io.multipart(key, parts, self.log, lambda: self.made_ns)
 
     def _part(self, pos: int, n: int, tag: int) -> bytes:
+        t0 = now_ns()
         if self.checksum:
-            with self.log.timed("checksum") as op:
+            with self.log.timed("checksum"):
                 self.payload.stamper.stamp(n, tag, pos)
-            self.checksum_ns += op.spent_ns
         else:
             self.payload.stamper.stamp(n, tag, pos)
         data = bytes(self.payload.view[:n])
+        self.made_ns += now_ns() - t0
         if self.counter:
             self.counter(n)
         return data
