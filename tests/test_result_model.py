@@ -64,6 +64,7 @@ def _same_aggregate(section: result.IoFigures, recorded: dict) -> None:
     assert section.per_client_mib_s.min == recorded["per_client_mib_s"]["min"]
     assert section.jain == recorded["jain"]
     assert section.latency == recorded.get("latency", {})
+    assert section.main_latency == {}  # an aggregate's latency is per operation
 
 
 def _same_client(section: result.IoFigures, recorded: dict) -> None:
@@ -72,6 +73,9 @@ def _same_client(section: result.IoFigures, recorded: dict) -> None:
     assert list(section.series) == recorded["series"]["bytes"]
     assert section.bucket_s == recorded["series"]["bucket_s"]
     assert section.histograms == recorded["histograms"]
+    # a client keeps one latency summary, of its section's main operation, not one per op
+    assert dict(section.main_latency) == recorded["latency"]
+    assert section.main_p("p99") == recorded["latency"]["p99_ns"]
 
 
 @pytest.mark.parametrize("name", sorted(AGGREGATE))
