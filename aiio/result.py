@@ -108,6 +108,8 @@ class IoFigures:
     per_client_mib_s: Spread | None = None
     jain: float | None = None
     latency: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # ns, per op
+    # a client's one summary (ns), of its section's main operation: a client records no other
+    main_latency: Mapping[str, float] = field(default_factory=dict)
     histograms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     series: tuple[float, ...] = ()   # a client's bytes per bucket; an aggregate's MiB/s per s
     bucket_s: float = 1.0            # the series' bucket width
@@ -125,12 +127,17 @@ class IoFigures:
                    first_done=Window.of(d.get("first_done")), last_done=last,
                    per_client_mib_s=Spread.of(d.get("per_client_mib_s")),
                    jain=number(d.get("jain")), latency=_ops(d.get("latency")),
+                   main_latency=_summary(d.get("latency")),
                    histograms=_ops(d.get("histograms")),
                    series=_values(d), bucket_s=_bucket(d), figures=d)
 
     def p(self, op: str, quantile: str = "p99") -> float | None:
         """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""
         return number(dig(self.latency, op, f"{quantile}_ns"))
+
+    def main_p(self, quantile: str = "p99") -> float | None:
+        """A client's latency quantile in ns, of its section's main operation."""
+        return number(self.main_latency.get(f"{quantile}_ns"))
 
 
 def _values(d: Mapping[str, Any]) -> tuple[float, ...]:
@@ -152,6 +159,13 @@ def _int(value: Any) -> int | None:
 def _ops(value: Any) -> Mapping[str, Any]:
     return {k: v for k, v in value.items() if isinstance(v, Mapping)} \
         if isinstance(value, Mapping) else {}
+
+
+def _summary(value: Any) -> Mapping[str, float]:
+    """A flat latency summary ({count, p50_ns, ...}); {} for a per-operation one."""
+    if not isinstance(value, Mapping) or any(isinstance(v, Mapping) for v in value.values()):
+        return {}
+    return {k: v for k, v in value.items() if number(v) is not None}
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def test_dataset_and_target_never_import_mpi_layer():
 
 # Module names from before the layout was split into packages; an import alias spelling one
 # keeps it alive in the reader's head after the module is gone.
-OLD_MODULE_NAMES = {"ckptio", "scaling", "scale", "train_ckpt", "all"}
+OLD_MODULE_NAMES = {"ckptio", "scaling", "scale", "train_ckpt", "all", "fio", "fio_suite",
+                    "fio_emit", "hero_pairing", "accept_spec", "sweep_figures", "console_scale"}
 REPO = PACKAGE.parent
 
 
@@ -51,4 +52,6 @@ def test_no_import_keeps_a_former_module_name_alive():
 
 def test_the_alias_guard_sees_an_old_name():
     assert old_name_aliases("from aiio.phases import shards as ckptio\n")
+    assert old_name_aliases("from aiio.fio import job as fio\n")
+    assert old_name_aliases("import aiio.fio.suite as fio_suite\n")
     assert not old_name_aliases("from aiio.phases import shards\n")

@@ -64,6 +64,7 @@ def _same_aggregate(section: result.IoFigures, recorded: dict) -> None:
     assert section.per_client_mib_s.min == recorded["per_client_mib_s"]["min"]
     assert section.jain == recorded["jain"]
     assert section.latency == recorded.get("latency", {})
+    assert section.main_latency == {}  # an aggregate's latency is per operation
 
 
 def _same_client(section: result.IoFigures, recorded: dict) -> None:
@@ -72,6 +73,9 @@ def _same_client(section: result.IoFigures, recorded: dict) -> None:
     assert list(section.series) == recorded["series"]["bytes"]
     assert section.bucket_s == recorded["series"]["bucket_s"]
     assert section.histograms == recorded["histograms"]
+    # a client keeps one latency summary, of its section's main operation, not one per op
+    assert dict(section.main_latency) == recorded["latency"]
+    assert section.main_p("p99") == recorded["latency"]["p99_ns"]
 
 
 @pytest.mark.parametrize("name", sorted(AGGREGATE))
@@ -172,3 +176,20 @@ def test_the_report_shows_the_latency_of_every_declared_section() -> None:
     latency = page[page.index('id="latency"'):]
     assert "train checkpoint write: fsync" in latency
     assert "prep read: read" in latency and "load: read" in latency
+
+
+@pytest.mark.parametrize("name", ["230529-train-demo-c2", "load-demo-c2"])
+def test_the_report_shows_each_flat_clients_own_latency(name: str) -> None:
+    """Training and model loading keep a client's reads flat: the per-client table shows each
+    client's p50, p99 and max from its recorded summary."""
+    from aiio import report
+    from aiio.units import format_latency_ns
+
+    folder = _folder(name)
+    page = report.render(result.load(folder))
+    clients = page[page.index('id="clients"'):]
+    clients = clients[:clients.index("</table>")]
+    assert "max latency" in clients
+    for entry in _doc(folder)["clients"]:
+        for key in ("p50_ns", "p99_ns", "max_ns"):
+            assert format_latency_ns(entry["latency"][key]) in clients

@@ -26,7 +26,7 @@ from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import IOSection, aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
-from aiio.result import dig
+from aiio.result import Result, dig, model
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -253,7 +253,8 @@ def clients_section(res: Mapping[str, Any]) -> Html:
         return h.section("Per client", h.notice("warn", "No client reported any figures."),
                          anchor="clients")
     cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
-    lats = [c for c in LAT_COLUMNS if any(c[1] in (x.get("latency") or {}) for x in clients)]
+    latency = _flat_latency(res if isinstance(res, Result) else model(res))
+    lats = [c for c in LAT_COLUMNS if any(c[1] in latency.get(id(x), {}) for x in clients)]
     subs = [IOSection(k, (k,)) for k in client_subsections(clients)]  # 'read', 'write', ...
     extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
                     and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
@@ -265,7 +266,8 @@ def clients_section(res: Mapping[str, Any]) -> Html:
     for x in sorted(clients, key=lambda x: speed(x) or 0.0):
         row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
         row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
-        row += [h.num(h.latency(dig(x, "latency", k)), dig(x, "latency", k)) for _, k in lats]
+        lat = latency.get(id(x), {})
+        row += [h.num(h.latency(lat.get(k)), lat.get(k)) for _, k in lats]
         for sec in subs:
             got, size, p99 = (sec.value(x, "mib_s"), sec.value(x, "bytes"),
                               dig(sec.value(x, "latency"), "p99_ns"))
@@ -276,6 +278,13 @@ def clients_section(res: Mapping[str, Any]) -> Html:
     return h.section("Per client", h.table(headers, rows, sortable=True),
                      note="Slowest client first; click a column heading to sort by it. "
                           "Latency is per system call.", anchor="clients")
+
+
+def _flat_latency(run: Result) -> dict[int, Mapping[str, Any]]:
+    """Each client entry's (by id) latency summary of the section it keeps flat (training's
+    and model loading's reads); clients that keep their sections below get none."""
+    return {id(c.figures): s.main_latency for c in run.clients for s in c.io.values()
+            if s.path == ()}
 
 
 def _scalar(value: Any) -> bool:

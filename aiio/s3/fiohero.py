@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
-from aiio.fio import job as fio
+from aiio.fio import job
 from aiio.fio.suite import HeroTest, _headline
 from aiio.options import RunOptions
 from aiio.s3 import backend
@@ -101,9 +101,9 @@ def job_text(req: S3SuiteRequest, test: HeroTest, host: dict[str, str], region: 
     """One fio job per client, each on its own object names; no secret in the text."""
     glob = {"ioengine": "http", "http_mode": "s3", **host,
             "http_s3_keyid": f"${{{ENV_KEYID}}}", "http_s3_key": f"${{{ENV_KEY}}}",
-            "http_s3_region": region, "filename_format": fio.escape(files),
-            "size": fio.size_opt(req.size), "bs": fio.size_opt(req.object_size)}
-    return fio.render(glob, [(test.name, {"rw": test.rw, "numjobs": req.clients})],
+            "http_s3_region": region, "filename_format": job.escape(files),
+            "size": job.size_opt(req.size), "bs": job.size_opt(req.object_size)}
+    return job.render(glob, [(test.name, {"rw": test.rw, "numjobs": req.clients})],
                       [f"aiio s3 hero test {test.name}: {test.description}, "
                        f"{req.clients} jobs"])
 
@@ -126,7 +126,7 @@ class S3Suite:
         self.env = creds
         self.host = endpoint_options(self.target.client.meta.endpoint_url)
         self.files = f"/{self.target.loc.bucket}/{self.prefix}hero.$jobnum"
-        self.out = skeleton(req, info.to_dict(), self.method, fio.fio_version(self.program))
+        self.out = skeleton(req, info.to_dict(), self.method, job.fio_version(self.program))
         self.folder = result.unique_folder(Path(req.results_dir), self.out["id"])
 
     def run(self) -> tuple[dict[str, Any], Path]:
@@ -158,14 +158,14 @@ class S3Suite:
         text = job_text(self.req, test, self.host, self.region, self.files)
         self.ui.note(f"fio {name}: {test.description}, {self.req.clients} jobs, "
                      f"{format_size(self.req.object_size)} objects")
-        report = fio.run_text(text, program=self.program, env=self.env)
-        clients = fio.clients_of(report)
+        report = job.run_text(text, program=self.program, env=self.env)
+        clients = job.clients_of(report)
         if len(clients) != self.req.clients:
             raise RunFailed(f"fio reported {len(clients)} jobs for {name}, expected "
                             f"{self.req.clients}")
         return {"description": test.description, "rw": test.rw,
                 "block_size": self.req.object_size, "jobfile": text, "clients": clients,
-                "aggregate": fio.aggregate(clients), "disk_util": []}
+                "aggregate": job.aggregate(clients), "disk_util": []}
 
     def _held(self) -> dict[str, int]:
         """What the bucket holds below the hero prefix: objects and their bytes."""

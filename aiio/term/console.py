@@ -202,7 +202,7 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
         table.add_column(col, justify="right")
     for c in shown:
         own, figs = _own(c), c.figures
-        lat = own.get("latency", {})
+        lat = next(iter(c.io.values())).main_latency if c.io else {}
         where = f" @{c.rank}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
         mib = [bare_rate(own.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
                                                   else ("mib_s",))]
@@ -270,7 +270,7 @@ def _grid(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
     return table
 
 
-def _lat(summary: dict[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "p99_ns")) -> str:
+def _lat(summary: Mapping[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "p99_ns")) -> str:
     summary = summary or {}
     return " / ".join(format_latency_ns(summary.get(k)) for k in keys)
 
@@ -383,8 +383,8 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
                                "elapsed"),
                 [[str(c.client), f"{c.io['read'].figures['iops']:,.0f}",
                   f"{c.io['write'].figures['iops']:,.0f}",
-                  _lat(c.io["read"].figures["latency"], ("p99_ns",)),
-                  _lat(c.io["write"].figures["latency"], ("p99_ns",)),
+                  _lat(c.io["read"].main_latency, ("p99_ns",)),
+                  _lat(c.io["write"].main_latency, ("p99_ns",)),
                   format_duration(c.elapsed_s)] for c in run.clients])
     # run as the phase these tables belong to, or as prep's mode (alone or as a stage)
     itself = get_phase(res.get("phase", "")).console == "randrw_tables"
@@ -465,7 +465,7 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
     per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
                 [[str(c.client), f"{c.figures['start_s']:.2f} s",
                   f"{c.figures['load_s']:.2f} s", bare_rate(c.io["read"].mib_s),
-                  _lat(c.io["read"].figures["latency"], ("p99_ns",)),
+                  _lat(c.io["read"].main_latency, ("p99_ns",)),
                   f"{c.elapsed_s:.2f} s"] for c in run.clients])
     return [_table(_where(res, "load"), rows), per]
 
