@@ -31,6 +31,7 @@ from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
 from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
+from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
 from aiio.units import GiB, KiB, MiB
@@ -212,14 +213,16 @@ def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
 
 
 def _small_client(ctx: ClientContext) -> dict:
-    """Prep's read of one small sample: stat, then open, read, close (`Reader.read_file`)."""
+    """Prep's read of one small sample: stat, then open, read, close (`Reader.read_file`),
+    the stat timed as prep times it."""
     paths = ctx.args
-    reader = Reader(METHOD_DIRECT, MiB, OpLog(start_ns=0))
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_DIRECT, MiB, log)
     start = ctx.ready_and_wait()
     cpu0 = time.process_time()
     nbytes = 0
     for path in paths:
-        nbytes += reader.read_file(path, 0, os.stat(path).st_size)
+        nbytes += reader.read_file(path, 0, engine_stat(log, path).st_size)
     cpu = time.process_time() - cpu0
     reader.close()
     return {"files": len(paths), "bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9,
