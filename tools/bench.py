@@ -478,11 +478,15 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
 
 
 def _fair_fio(mount: Path, clients: int) -> list[float]:
-    """Each fio job's read bandwidth (one 512 KiB file, one stream) over the stream rate."""
+    """Each fio job's read bandwidth over the stream rate. A job reads what an aiio client
+    reads: FILES files of FILE bytes, one open at a time, one after another (each file is a
+    new stream on the oracle, whose open, mid-run, goes through the same FUSE queue as
+    aiio's)."""
     (mount / "fio-data").mkdir()
     jobs = fio_jobs([{"name": "fair", "numjobs": str(clients)}],
                     {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
-                     "size": f"{fair.FILES * fair.FILE // KiB}k", "direct": "1",
+                     "size": f"{fair.FILES * fair.FILE // KiB}k", "nrfiles": str(fair.FILES),
+                     "openfiles": "1", "file_service_type": "sequential", "direct": "1",
                      "ioengine": "psync"})
     return [j["read"]["bw_bytes"] / fair.STREAM for j in jobs]
 
