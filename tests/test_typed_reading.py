@@ -1,0 +1,109 @@
+"""Reading results through the typed model leaves what a reader shows unchanged: the report's
+sections that read I/O figures and the console's tables, rendered from every stored result,
+match what they showed when these readers still found the figures by their shape."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from aiio import report, result
+from aiio.term import console as tc
+from aiio.term import sweep_console as sc
+
+STORED = Path(__file__).parent / "data" / "results-v1"
+# the page's sections whose figures come from the result's I/O sections, clients and events
+SECTIONS = ("headline", "bandwidth", "timeline", "latency", "clients")
+
+
+def _pins(*digests: str) -> dict[str, str]:
+    return dict(zip((*SECTIONS, "console"), digests, strict=True))
+
+
+# sha256 (first 16 hex digits) of each section's HTML and of the console's tables, as
+# rendered before the move onto the typed model
+PINNED: dict[str, dict[str, str]] = {
+    "20261130-230529-train-demo-c2":
+        _pins("ec71e23969ba58e6", "99e6f0fa450fc0cc", "e3b0c44298fc1c14",
+              "53fe941c1154cc12", "521d52843dd59233", "a3f1184ff9eb3b9d"),
+    "20261130-230534-prep-demo-c2":
+        _pins("438ccc24b7d7833b", "0ccb55c532692293", "e3b0c44298fc1c14",
+              "a810d33c842e8434", "018ed0cf5ce1f53d", "9d5dc2f0103f1a2e"),
+    "20261130-230539-checkpoint-demo-c2":
+        _pins("9af0aac2e0d1daae", "e3b0c44298fc1c14", "b167873db9691bda",
+              "2a5887b9f031513c", "e1e9b7d1ed30fc5c", "88c88a17b3bc1b6e"),
+    "20261130-230542-load-demo-c2":
+        _pins("4319c4d60729e50c", "3103d8147d08e490", "456a1201e70962c5",
+              "16023245b0f230a5", "dfef474663274c33", "13af0b2a8da430bf"),
+    "20261130-230544-all-demo-c2":
+        _pins("791d91ec557a0ad4", "4ef7d7f3ceb4c526", "471ae9f208b2f4f0",
+              "8804993311d2e5dd", "7c09071e33ac4433", "4f6a36561e2dfca8"),
+    "20261130-230552-fio-c2":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "e3b0c44298fc1c14", "5b27da489550c642"),
+    "20261130-230558-scale-train-demo-c1_2":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "faeabac888ff1d96", "1a65c1e5c80bb187"),
+    "20261130-230558-scale-train-demo-c1_2/points/20261130-230558-train-demo-c1":
+        _pins("97330ba31b7c8e2d", "17069972905daa63", "e3b0c44298fc1c14",
+              "a57c9a896ace23bf", "faeabac888ff1d96", "7137bdebe80408c0"),
+    "20261130-230558-scale-train-demo-c1_2/points/20261130-230601-train-demo-c2":
+        _pins("efaa7bab974d6ecd", "2f3706ffcb3aa1f5", "e3b0c44298fc1c14",
+              "524af16e3e184dc7", "652976675226a01b", "3d733c5379a9ef49"),
+    "20261130-230606-accept-tiny":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14"),
+    "20261130-230606-train-demo-c2":
+        _pins("4d8adeb992d8ab8e", "a1e4b50fdf1b7bba", "e3b0c44298fc1c14",
+              "b8a4a2d2318f613e", "dc3c5863e415e682", "432e40f2dd2f0532"),
+}
+
+
+def _folders() -> list[Path]:
+    return sorted(p.parent for p in STORED.rglob("result.json"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _section(page: str, anchor: str) -> str:
+    found = re.search(rf'<section id="{anchor}">.*?</section>', page, re.S)
+    return found.group(0) if found else ""
+
+
+def _console(res: result.Result) -> str:
+    con = Console(record=True, width=160, file=io.StringIO(), color_system=None)
+    doc = dict(res.doc)
+    if res.kind == "run":
+        tables = tc.phase_tables(doc)
+    elif res.kind == "fio":
+        tables = [tc.fio_table(doc)]
+    elif res.kind == "sweep":
+        tables = [sc.aggregate_table(doc), sc.client_table(doc)]
+    else:
+        tables = []
+    for table in tables:
+        con.print(table)
+    return con.export_text()
+
+
+def rendered(folder: Path) -> dict[str, str]:
+    """Digests of the pinned page sections and of the console tables of one stored result."""
+    res = result.load(folder)
+    page = report.render(res)
+    return {**{s: _digest(_section(page, s)) for s in SECTIONS}, "console": _digest(_console(res))}
+
+
+def _name(folder: Path) -> str:
+    return str(folder.relative_to(STORED))
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=_name)
+def test_the_page_and_console_of_a_stored_result_are_unchanged(folder: Path) -> None:
+    assert rendered(folder) == PINNED[_name(folder)]
