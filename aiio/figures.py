@@ -144,19 +144,18 @@ def _read_write_view(agg: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _latency_op(section: IoFigures | None, res: Mapping[str, Any],
-               op: str | None) -> str | None:
+def _latency_op(section: IoFigures | None, run: Result, op: str | None) -> str | None:
     """The operation the p99 figure is taken from: `op`, else the phase's main operation."""
     latency = section.latency if section else {}
     if op:
         return op if op in latency else None
-    main = layout_of(res).main_op
-    return main if main in latency else next(iter(latency), None)
+    return run.main_op if run.main_op in latency else next(iter(latency), None)
 
 
 def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[str, float]:
     """Every figure a run result holds; a figure the result lacks is simply absent."""
-    section, beside = headline(res)
+    run = res if isinstance(res, Result) else model(res)
+    section, beside = headline(run)
     _, ckpt, load = views(res)
     spread = section.per_client_mib_s if section else None
     out: dict[str, float | None] = {
@@ -176,7 +175,7 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "load_s": number(dig(load, "last_ready_s")),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(section, res, latency_op)
+    op = _latency_op(section, run, latency_op)
     if op is not None:
         p99 = section.p(op) if section else None
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiio import owner
 from aiio.errors import AiioError
-from aiio.phases import layout_of
+from aiio.phases import declared, layout_of
 
 if TYPE_CHECKING:
     from aiio.phases.base import Phase
@@ -206,7 +206,25 @@ def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
         return {name: ("tests", name, "aggregate") for name in dig(doc, "tests", default={})}
     if not _is_run(doc):
         return {}
+    saved = _saved_paths(doc, "aggregate")
+    if saved is not None:
+        return saved
     return phase_paths(layout_of(doc), dig(doc, "aggregate", default={}), False, ("aggregate",))
+
+
+def client_paths(doc: Mapping[str, Any], client: Mapping[str, Any]) -> dict[str, Where]:
+    """Name -> path of each I/O section inside one client's entry of a run result."""
+    saved = _saved_paths(doc, "client")
+    return saved if saved is not None else phase_paths(layout_of(doc), client, True)
+
+
+def _saved_paths(doc: Mapping[str, Any], side: str) -> dict[str, Where] | None:
+    """The paths a result's own index records, for a phase this aiio does not know (a known
+    phase's declaration is read instead: it finds every client's own bursts)."""
+    index = dig(doc, "io", side)
+    if declared(doc) or not isinstance(index, Mapping):
+        return None
+    return {str(name): tuple(path) for name, path in index.items() if isinstance(path, list)}
 
 
 def _is_run(doc: Mapping[str, Any]) -> bool:
@@ -260,6 +278,12 @@ class Result(Mapping[str, Any]):
     def id(self) -> str:
         return str(self.doc.get("id", ""))
 
+    @property
+    def main_op(self) -> str:
+        """The operation the phase's latency figure is taken from: as the result records it,
+        else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
+        return main_op(self.doc)
+
     def section(self, name: str) -> IoFigures | None:
         return self.io.get(name)
 
@@ -273,10 +297,14 @@ class Result(Mapping[str, Any]):
         return next(iter(self.sections(prefix)), None)
 
 
+def main_op(doc: Mapping[str, Any]) -> str:
+    """A result's (a run's or a sweep's) main operation, as `Result.main_op`."""
+    return str(dig(doc, "io", "main_op") or layout_of(doc).main_op)
+
+
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:
     """The typed result of a document (either schema)."""
-    phase = layout_of(doc) if _is_run(doc) else None
-    clients = tuple(_client(phase, c) for c in dig(doc, "clients", default=[])
+    clients = tuple(_client(doc, c) for c in dig(doc, "clients", default=[])
                     if isinstance(c, Mapping)) if _is_run(doc) else ()
     points = tuple(model(p["result"]) for p in dig(doc, "points", default=[])
                    if isinstance(dig(p, "result"), Mapping))
@@ -290,12 +318,12 @@ def _sections(doc: Mapping[str, Any], paths: Mapping[str, Where]) -> dict[str, I
             if isinstance(dig(doc, *path), Mapping)}
 
 
-def _client(phase: Phase, c: Mapping[str, Any]) -> ClientFigures:
+def _client(doc: Mapping[str, Any], c: Mapping[str, Any]) -> ClientFigures:
     return ClientFigures(client=c.get("client"), host=str(c.get("host", "")),
                          rank=int(c.get("rank") or 0), pid=c.get("pid"),
                          elapsed_s=number(c.get("elapsed_s")), cpu_s=number(c.get("cpu_s")),
                          bytes=_int(c.get("bytes")),
-                         io=_sections(c, phase_paths(phase, c, True)), figures=c)
+                         io=_sections(c, client_paths(doc, c)), figures=c)
 
 
 # --- the one constructor, loader and writer ------------------------------------------------
@@ -342,11 +370,13 @@ def save(result: Result | dict[str, Any], folder: Path) -> Path:
 
 
 def _index(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the I/O sections are: the aggregate's, and the first client's (all alike)."""
+    """Where the I/O sections are: the aggregate's, and the first client's (all alike); and
+    the operation the phase's latency figure is taken from, for readers that do not know it."""
     first = next((c for c in dig(doc, "clients", default=[]) if isinstance(c, Mapping)), {})
-    clients = phase_paths(layout_of(doc), first, True) if _is_run(doc) else {}
+    clients = client_paths(doc, first) if _is_run(doc) and first else {}
+    main = {"main_op": main_op(doc)} if doc.get("phase") else {}
     return {"aggregate": {k: list(v) for k, v in io_paths(doc).items()},
-            "client": {k: list(v) for k, v in clients.items()}}
+            "client": {k: list(v) for k, v in clients.items()}, **main}
 
 
 def _json_default(value: Any) -> Any:

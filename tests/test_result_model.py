@@ -8,11 +8,15 @@ the model under test.
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from aiio import result
+from aiio.phases import REGISTRY
+from aiio.phases.base import Phase
 
 from .conftest import TINY_ARGS, run_cli
 
@@ -135,7 +139,7 @@ def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -
     assert doc["schema"] == "aiio.result/2"
     assert doc["io"] == {"aggregate": {"read": ["aggregate", "read"],
                                        "write": ["aggregate", "write"]},
-                         "client": {"read": ["read"], "write": ["write"]}}
+                         "client": {"read": ["read"], "write": ["write"]}, "main_op": "read"}
     res = result.load(folder)
     for name, path in doc["io"]["aggregate"].items():
         recorded = result.dig(doc, *path)
@@ -193,3 +197,48 @@ def test_the_report_shows_each_flat_clients_own_latency(name: str) -> None:
     for entry in _doc(folder)["clients"]:
         for key in ("p50_ns", "p99_ns", "max_ns"):
             assert format_latency_ns(entry["latency"][key]) in clients
+
+
+class _ScribblePhase(Phase):
+    """A phase that writes: its one stream under its own key, its latency figure the writes'."""
+
+    name = "scribble"
+    main_op = "write"
+
+    def io_sections(self, part, client):
+        return {"scribble": ("scribble",)}
+
+
+def _scribble_result() -> dict:
+    window = {"seconds": 2.0, "bytes": 8 * 2**20, "mib_s": 4.0}
+    lat = {op: {"count": 8, "p50_ns": p99 // 5, "p99_ns": p99, "max_ns": 2 * p99}
+           for op, p99 in (("read", 3_000_000), ("write", 7_000_000))}
+    return {"kind": "run", "phase": "scribble", "status": "ok",
+            "aggregate": {"scribble": {"first_done": window, "last_done": window,
+                                       "latency": lat, "bytes": 8 * 2**20}},
+            "clients": [{"client": 0, "scribble": {"bytes": 8 * 2**20, "mib_s": 4.0,
+                                                   "latency": lat["write"]}}]}
+
+
+def test_a_result_of_a_phase_this_aiio_does_not_know_keeps_its_sections_and_main_op(
+        tmp_path: Path, monkeypatch) -> None:
+    """A result records where its sections are and which operation its latency figure is
+    taken from, so a reader that does not know its phase still finds both."""
+    from aiio import figures
+
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "scribble_phase", types.SimpleNamespace(PHASE=_ScribblePhase()))
+        m.setitem(REGISTRY, "scribble", "scribble_phase")
+        result.save(_scribble_result(), tmp_path)
+    run = result.load(tmp_path)
+    assert run.main_op == "write"
+    assert list(run.io) == ["scribble"] and list(run.clients[0].io) == ["scribble"]
+    assert figures.run_figures(run)["p99_ms"] == 7.0
+
+
+@pytest.mark.parametrize(("name", "op"), [("230529-train-demo-c2", "read"),
+                                          ("checkpoint-demo-c2", "write"),
+                                          ("all-demo-c2", "read"), ("fio-c2", "read")])
+def test_a_result_saved_before_it_recorded_its_main_op_takes_its_phases(name: str,
+                                                                         op: str) -> None:
+    assert result.load(_folder(name)).main_op == op

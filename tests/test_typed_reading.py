@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -107,3 +108,17 @@ def _name(folder: Path) -> str:
 @pytest.mark.parametrize("folder", _folders(), ids=_name)
 def test_the_page_and_console_of_a_stored_result_are_unchanged(folder: Path) -> None:
     assert rendered(folder) == PINNED[_name(folder)]
+
+
+def test_a_sweeps_client_table_shows_the_latency_of_the_phases_main_operation() -> None:
+    """A sweep of a phase whose latency figure is its writes shows the writes' p50 and p99,
+    though its points also timed reads."""
+    sweep = json.loads((STORED / "20261130-230558-scale-train-demo-c1_2" /
+                        "result.json").read_text())
+    sweep.update(phase="scribble", io={"main_op": "write"})
+    for row in sweep["table"]:
+        row["latency"]["write"] = {"count": 9, "p50_ns": 7e6, "p99_ns": 8e6, "max_ns": 9e6}
+    table = sc.client_table(sweep)
+    cells = {c.header: list(c.cells) for c in table.columns}
+    assert cells["op"] == ["write", "write"]
+    assert cells["p50"] == ["7.00 ms"] * 2 and cells["p99"] == ["8.00 ms"] * 2

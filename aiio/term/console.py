@@ -324,7 +324,7 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
         ("aggregate, first / last done", f"{bare_rate(fd.mib_s)} / {format_rate(ld.mib_s)}"),
         ("per client MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
-        (f"{phase.main_op} latency p50 / p99", _lat(io.latency.get(phase.main_op))),
+        (f"{run.main_op} latency p50 / p99", _lat(io.latency.get(run.main_op))),
     ]
     return [_table(_where(res, phase.name), rows), client_table(res)]
 
