@@ -13,10 +13,11 @@ their sections are found from the same layout, which /1 and /2 share.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,7 @@ class IoFigures:
     histograms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     series: tuple[float, ...] = ()   # a client's bytes per bucket; an aggregate's MiB/s per s
     bucket_s: float = 1.0            # the series' bucket width
+    has_series: bool = False         # a client's: it recorded a byte series, even an empty one
     figures: Mapping[str, Any] = field(default_factory=dict)  # the section as recorded
 
     @classmethod
@@ -129,7 +131,8 @@ class IoFigures:
                    jain=number(d.get("jain")), latency=_ops(d.get("latency")),
                    main_latency=_summary(d.get("latency")),
                    histograms=_ops(d.get("histograms")),
-                   series=_values(d), bucket_s=_bucket(d), figures=d)
+                   series=_values(d), bucket_s=_bucket(d),
+                   has_series=_is_byte_series(d.get("series")), figures=d)
 
     def p(self, op: str, quantile: str = "p99") -> float | None:
         """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""
@@ -145,6 +148,10 @@ def _values(d: Mapping[str, Any]) -> tuple[float, ...]:
     series = d.get("series")
     got = series.get("bytes") if isinstance(series, Mapping) else d.get("series_mib_s")
     return tuple(got) if isinstance(got, list) else ()
+
+
+def _is_byte_series(value: Any) -> bool:
+    return isinstance(value, Mapping) and "bucket_s" in value and "bytes" in value
 
 
 def _bucket(d: Mapping[str, Any]) -> float:
@@ -184,8 +191,19 @@ class ResultWarning:
 
 
 @dataclass(frozen=True)
+class TimedPart:
+    """A timed part of a client's run, in seconds since the common start: a checkpoint burst,
+    its write or restore, or the client itself when it started late (a staggered replica)."""
+
+    path: Where                      # from the client's entry; () for the client itself
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
 class ClientFigures:
-    """One client's own figures: who it was, its totals, and its named I/O sections."""
+    """One client's own figures: who it was, its totals, its named I/O sections, the streams
+    its per-client figures show (`totals`), its other byte series and its timed parts."""
 
     client: int | None
     host: str
@@ -196,6 +214,9 @@ class ClientFigures:
     bytes: int | None
     io: Mapping[str, IoFigures]
     figures: Mapping[str, Any]       # the client's entry as recorded
+    totals: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.client_totals
+    series: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.other_series
+    events: tuple[TimedPart, ...] = ()
 
 
 # --- where the I/O sections are: each phase declares its own (Phase.io_sections) -------------
@@ -319,11 +340,50 @@ def _sections(doc: Mapping[str, Any], paths: Mapping[str, Where]) -> dict[str, I
 
 
 def _client(doc: Mapping[str, Any], c: Mapping[str, Any]) -> ClientFigures:
+    paths = client_paths(doc, c)
+    phase = layout_of(doc)
     return ClientFigures(client=c.get("client"), host=str(c.get("host", "")),
                          rank=int(c.get("rank") or 0), pid=c.get("pid"),
                          elapsed_s=number(c.get("elapsed_s")), cpu_s=number(c.get("cpu_s")),
-                         bytes=_int(c.get("bytes")),
-                         io=_sections(c, client_paths(doc, c)), figures=c)
+                         bytes=_int(c.get("bytes")), io=_sections(c, paths), figures=c,
+                         totals=_sections(c, phase.client_totals(c) if declared(doc) else
+                                          {n: p for n, p in paths.items() if len(p) == 1}),
+                         series=_other_series(phase, c), events=_events(c, paths.values()))
+
+
+def _other_series(phase: Phase, c: Mapping[str, Any]) -> dict[str, IoFigures]:
+    """The byte series a client keeps beside its I/O sections, each seen as a section of its
+    own: its figures are those of the entry under the series' key prefix."""
+    out = {}
+    for name, prefix in phase.other_series:
+        own = {k[len(prefix):]: v for k, v in c.items() if k.startswith(prefix)}
+        if _is_byte_series(own.get("series")):
+            out[name] = IoFigures.of(name, (), own)
+    return out
+
+
+def _events(c: Mapping[str, Any], sections: Iterable[Where]) -> tuple[TimedPart, ...]:
+    """The client's timed parts: itself when it has a start of its own (ending at its
+    elapsed_s), then each I/O section with a start and an end, each after the entries around
+    it that have theirs (a checkpoint burst, stall included, before its write)."""
+    out: list[TimedPart] = []
+    start, end = _finite(c.get("start_s")), _finite(c.get("elapsed_s"))
+    if start is not None and end is not None and end >= start:
+        out.append(TimedPart((), start, end))
+    for path in sections:
+        for n in range(1, len(path) + 1):
+            part, where = dig(c, *path[:n]), path[:n]
+            if not isinstance(part, Mapping) or any(e.path == where for e in out):
+                continue
+            start, end = _finite(part.get("start_s")), _finite(part.get("end_s"))
+            if start is not None and end is not None and end >= start:
+                out.append(TimedPart(where, start, end))
+    return tuple(out)
+
+
+def _finite(value: Any) -> float | None:
+    got = number(value)
+    return got if got is not None and math.isfinite(got) else None
 
 
 # --- the one constructor, loader and writer ------------------------------------------------

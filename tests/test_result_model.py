@@ -242,3 +242,29 @@ def test_a_result_of_a_phase_this_aiio_does_not_know_keeps_its_sections_and_main
 def test_a_result_saved_before_it_recorded_its_main_op_takes_its_phases(name: str,
                                                                          op: str) -> None:
     assert result.load(_folder(name)).main_op == op
+
+
+def test_a_clients_timed_parts_totals_and_other_series_read_as_types() -> None:
+    """What the report's timeline, per-client columns and bandwidth charts read beside the I/O
+    sections: each client's timed parts, the streams its row shows, training's consumed
+    bytes."""
+    ckpt = _folder("checkpoint-demo-c2")
+    for client, entry in zip(result.load(ckpt).clients, _doc(ckpt)["clients"], strict=True):
+        assert [(e.path, e.start_s, e.end_s) for e in client.events] == [
+            (("checkpoints", k, side), b[side]["start_s"], b[side]["end_s"])
+            for k, b in enumerate(entry["checkpoints"]) for side in ("write", "read")]
+        assert {n: (t.mib_s, t.bytes) for n, t in client.totals.items()} == {
+            side: (entry[side]["mib_s"], entry[side]["bytes"]) for side in ("write", "read")}
+    load = _folder("load-demo-c2")
+    for client, entry in zip(result.load(load).clients, _doc(load)["clients"], strict=True):
+        assert [(e.path, e.start_s, e.end_s) for e in client.events] == [
+            ((), entry["start_s"], entry["elapsed_s"])]
+        assert client.totals == {} and client.series == {}
+    train = _folder("230529-train-demo-c2")
+    for client, entry in zip(result.load(train).clients, _doc(train)["clients"], strict=True):
+        consumed = client.series["consumed"]
+        assert list(consumed.series) == entry["consumed_series"]["bytes"]
+        assert (consumed.mib_s, consumed.elapsed_s) == (entry["consumed_mib_s"],
+                                                        entry.get("consumed_elapsed_s"))
+    both = result.load(_folder("all-demo-c2")).clients[0]
+    assert list(both.totals) == ["train.read", "load.read"]
