@@ -110,15 +110,25 @@ def test_the_page_and_console_of_a_stored_result_are_unchanged(folder: Path) -> 
     assert rendered(folder) == PINNED[_name(folder)]
 
 
-def test_a_sweeps_client_table_shows_the_latency_of_the_phases_main_operation() -> None:
-    """A sweep of a phase whose latency figure is its writes shows the writes' p50 and p99,
-    though its points also timed reads."""
+def _writing_sweep() -> dict:
+    """The stored sweep as one of a phase whose latency figure is its writes, which its
+    points timed beside their reads."""
     sweep = json.loads((STORED / "20261130-230558-scale-train-demo-c1_2" /
                         "result.json").read_text())
     sweep.update(phase="scribble", io={"main_op": "write"})
     for row in sweep["table"]:
         row["latency"]["write"] = {"count": 9, "p50_ns": 7e6, "p99_ns": 8e6, "max_ns": 9e6}
-    table = sc.client_table(sweep)
+    return sweep
+
+
+def test_a_sweeps_client_table_shows_the_latency_of_the_phases_main_operation() -> None:
+    table = sc.client_table(_writing_sweep())
     cells = {c.header: list(c.cells) for c in table.columns}
     assert cells["op"] == ["write", "write"]
     assert cells["p50"] == ["7.00 ms"] * 2 and cells["p99"] == ["8.00 ms"] * 2
+
+
+def test_a_sweeps_page_shows_the_latency_of_the_phases_main_operation() -> None:
+    page = report.render(result.model(_writing_sweep()))
+    scaling = _section(page, "scaling")
+    assert scaling.count("8.00 ms") == 2 and scaling.count("7.00 ms") == 2
