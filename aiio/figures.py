@@ -79,9 +79,10 @@ def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any
     phase, stage = _judged(run)
     agg = dig(run, "aggregate", default={})
     if phase.judged_on == "read_plus_write":  # two streams, judged as one
-        if not isinstance(dig(agg, "read"), Mapping):
+        read = run.section(f"{stage}read")
+        if read is None:
             return None, agg
-        view = _read_write_view(agg)
+        view = _read_write_view(agg, read, run.section(f"{stage}write"))
         return IoFigures.of("read+write", ("aggregate",), view), view
     if phase.judged_on == "persist":
         bursts = [s for s in run.sections(f"{stage}checkpoint.") if s.name.endswith(".write")]
@@ -128,19 +129,21 @@ def _at(phase: Phase, member: str) -> Where | None:
     return None
 
 
-def _read_write_view(agg: Mapping[str, Any]) -> dict[str, Any]:
+def _read_write_view(agg: Mapping[str, Any], read: IoFigures,
+                     write: IoFigures | None) -> dict[str, Any]:
     """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
     read plus write; the per-client spread and fairness are the reads' (every client reads)
     in shards mode, each client's reads plus writes for randrw; latency holds both directions'
     operations."""
-    read, write = agg["read"], agg.get("write") or {}
     # randrw keeps each client's reads plus writes beside them
-    view = {**read, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
+    view = {**read.figures, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
     for window in ("first_done", "last_done"):
-        mib_s = [number(dig(part, window, "mib_s")) for part in (read, write)]
-        if mib_s[0] is not None:
-            view[window] = {**read[window], "mib_s": mib_s[0] + (mib_s[1] or 0.0)}
-    view["latency"] = {**(write.get("latency") or {}), **(read.get("latency") or {})}
+        got = getattr(read, window)
+        if got is not None:
+            also = getattr(write, window, None)
+            view[window] = {**read.figures[window],
+                            "mib_s": got.mib_s + (also.mib_s if also else 0.0)}
+    view["latency"] = {**(write.latency if write else {}), **read.latency}
     return view
 
 

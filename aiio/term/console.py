@@ -127,7 +127,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     head.add_column("figure")
     head.add_column("value", justify="right")
     fd, ld, spread = io.first_done, io.last_done, io.per_client_mib_s
-    lat = io.latency.get("read", {})
+    lat = io.latency.get(run.main_op, {})
     rows = [
         ("clients", f"{len(run.clients)}"),
         ("consumed, first done", f"{format_rate(fd.mib_s)} over {fd.seconds:.2f} s"),
@@ -137,7 +137,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
         *_au_rows(agg),
-        ("read latency p50 / p99 / max",
+        (f"{run.main_op} latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))),
         ("demand per client (sample bytes)", _demand(agg)),
     ]
@@ -525,12 +525,10 @@ def fio_table(res: dict[str, Any]) -> Table:
                   f"{opts['clients']} jobs, {opts['ioengine']} iodepth {opts['iodepth']})")
     for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
         table.add_column(col, justify="left" if col == "test" else "right")
-    for name, test in res.get("tests", {}).items():
-        agg = test["aggregate"]
-        spread, lat = agg.get("per_client_mib_s", {}), agg.get("latency", {})
-        table.add_row(name, bare_rate(agg["mib_s"]),
-                      f"{agg['iops']:,.0f}",
-                      f"{spread.get('min', 0):,.1f} / {spread.get('max', 0):,.1f}",
-                      f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns")),
-                      format_latency_ns(lat.get("p99_ns")))
+    for name, test in _typed(res).io.items():
+        spread = test.per_client_mib_s
+        table.add_row(name, bare_rate(test.mib_s), f"{test.figures['iops']:,.0f}",
+                      f"{spread.min if spread else 0:,.1f} / {spread.max if spread else 0:,.1f}",
+                      f"{test.jain or 0:.3f}", format_latency_ns(test.main_p("p50")),
+                      format_latency_ns(test.main_p("p99")))
     return table
