@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from aiio import report, result
+from aiio import charts, report, result
 from aiio.term import console as tc
 from aiio.term import sweep_console as sc
 
@@ -33,17 +34,17 @@ PINNED: dict[str, dict[str, str]] = {
         _pins("ec71e23969ba58e6", "99e6f0fa450fc0cc", "e3b0c44298fc1c14",
               "53fe941c1154cc12", "521d52843dd59233", "a3f1184ff9eb3b9d"),
     "20261130-230534-prep-demo-c2":
-        _pins("438ccc24b7d7833b", "0ccb55c532692293", "e3b0c44298fc1c14",
-              "a810d33c842e8434", "018ed0cf5ce1f53d", "9d5dc2f0103f1a2e"),
+        _pins("438ccc24b7d7833b", "0b7cd3bb71cc0187", "e3b0c44298fc1c14",
+              "a1c02872bc06176b", "018ed0cf5ce1f53d", "9d5dc2f0103f1a2e"),
     "20261130-230539-checkpoint-demo-c2":
-        _pins("9af0aac2e0d1daae", "e3b0c44298fc1c14", "b167873db9691bda",
-              "2a5887b9f031513c", "e1e9b7d1ed30fc5c", "88c88a17b3bc1b6e"),
+        _pins("9af0aac2e0d1daae", "e3b0c44298fc1c14", "6a6767d56b19f726",
+              "1efec9e22b5ee80a", "e1e9b7d1ed30fc5c", "88c88a17b3bc1b6e"),
     "20261130-230542-load-demo-c2":
-        _pins("4319c4d60729e50c", "3103d8147d08e490", "456a1201e70962c5",
-              "16023245b0f230a5", "dfef474663274c33", "13af0b2a8da430bf"),
+        _pins("4319c4d60729e50c", "4cf40727de5cd16e", "643245d0e265873e",
+              "6ba5b48bec76e309", "dfef474663274c33", "13af0b2a8da430bf"),
     "20261130-230544-all-demo-c2":
-        _pins("791d91ec557a0ad4", "4ef7d7f3ceb4c526", "471ae9f208b2f4f0",
-              "8804993311d2e5dd", "7c09071e33ac4433", "4f6a36561e2dfca8"),
+        _pins("791d91ec557a0ad4", "252d76f9fab14e29", "c5bcb094c833db6d",
+              "9ac60b0d837b983b", "7c09071e33ac4433", "4f6a36561e2dfca8"),
     "20261130-230552-fio-c2":
         _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
               "e3b0c44298fc1c14", "e3b0c44298fc1c14", "5b27da489550c642"),
@@ -51,17 +52,17 @@ PINNED: dict[str, dict[str, str]] = {
         _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
               "e3b0c44298fc1c14", "faeabac888ff1d96", "1a65c1e5c80bb187"),
     "20261130-230558-scale-train-demo-c1_2/points/20261130-230558-train-demo-c1":
-        _pins("97330ba31b7c8e2d", "17069972905daa63", "e3b0c44298fc1c14",
-              "a57c9a896ace23bf", "faeabac888ff1d96", "7137bdebe80408c0"),
+        _pins("97330ba31b7c8e2d", "f9a43586a6dba7aa", "e3b0c44298fc1c14",
+              "3683d4d1bf7b7674", "faeabac888ff1d96", "7137bdebe80408c0"),
     "20261130-230558-scale-train-demo-c1_2/points/20261130-230601-train-demo-c2":
-        _pins("efaa7bab974d6ecd", "2f3706ffcb3aa1f5", "e3b0c44298fc1c14",
-              "524af16e3e184dc7", "652976675226a01b", "3d733c5379a9ef49"),
+        _pins("efaa7bab974d6ecd", "cc7cf087ad4212af", "e3b0c44298fc1c14",
+              "26c36e5a2afc3adb", "652976675226a01b", "3d733c5379a9ef49"),
     "20261130-230606-accept-tiny":
         _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
               "e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14"),
     "20261130-230606-train-demo-c2":
-        _pins("4d8adeb992d8ab8e", "a1e4b50fdf1b7bba", "e3b0c44298fc1c14",
-              "b8a4a2d2318f613e", "dc3c5863e415e682", "432e40f2dd2f0532"),
+        _pins("4d8adeb992d8ab8e", "47cd7c24078501b1", "e3b0c44298fc1c14",
+              "08446114be22a8a5", "dc3c5863e415e682", "432e40f2dd2f0532"),
 }
 
 
@@ -96,6 +97,7 @@ def _console(res: result.Result) -> str:
 
 def rendered(folder: Path) -> dict[str, str]:
     """Digests of the pinned page sections and of the console tables of one stored result."""
+    charts._ids = itertools.count(1)  # chart ids count up per process: start each page alike
     res = result.load(folder)
     page = report.render(res)
     return {**{s: _digest(_section(page, s)) for s in SECTIONS}, "console": _digest(_console(res))}
