@@ -176,6 +176,37 @@ def _summary(value: Any) -> Mapping[str, float]:
 
 
 @dataclass(frozen=True)
+class MetadataOp:
+    """One type of metadata operation (list, stat, open, create, unlink): how many, how many
+    per second, and its latency summary (ns)."""
+
+    count: int | None
+    ops_s: float | None
+    latency: Mapping[str, float]
+
+    def p(self, quantile: str = "p99") -> float | None:
+        return number(self.latency.get(f"{quantile}_ns"))
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The metadata operations of a run or of one client: all of them, and per type."""
+
+    total: int | None
+    ops_s: float | None
+    ops: Mapping[str, MetadataOp]
+
+    @classmethod
+    def of(cls, d: Any) -> Metadata | None:
+        if not isinstance(d, Mapping):
+            return None
+        ops = {op: MetadataOp(_int(m.get("count")), number(m.get("ops_s")),
+                              _summary(m.get("latency")))
+               for op, m in _ops(d.get("ops")).items()}
+        return cls(_int(d.get("total")), number(d.get("ops_s")), ops)
+
+
+@dataclass(frozen=True)
 class ResultWarning:
     """Why a number may not be the storage's: a code, its message, the rank it came from."""
 
@@ -217,6 +248,7 @@ class ClientFigures:
     totals: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.client_totals
     series: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.other_series
     events: tuple[TimedPart, ...] = ()
+    metadata: Metadata | None = None                                # Phase.metadata_at
 
 
 # --- where the I/O sections are: each phase declares its own (Phase.io_sections) -------------
@@ -305,6 +337,11 @@ class Result(Mapping[str, Any]):
         else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
         return main_op(self.doc)
 
+    @property
+    def metadata(self) -> Metadata | None:
+        """The run's metadata operations over every client (Phase.metadata_at)."""
+        return _metadata(layout_of(self.doc), dig(self.doc, "aggregate", default={}))
+
     def section(self, name: str) -> IoFigures | None:
         return self.io.get(name)
 
@@ -348,7 +385,13 @@ def _client(doc: Mapping[str, Any], c: Mapping[str, Any]) -> ClientFigures:
                          bytes=_int(c.get("bytes")), io=_sections(c, paths), figures=c,
                          totals=_sections(c, phase.client_totals(c) if declared(doc) else
                                           {n: p for n, p in paths.items() if len(p) == 1}),
-                         series=_other_series(phase, c), events=_events(c, paths.values()))
+                         series=_other_series(phase, c), events=_events(c, paths.values()),
+                         metadata=_metadata(phase, c))
+
+
+def _metadata(phase: Phase, part: Mapping[str, Any]) -> Metadata | None:
+    """The metadata figures where the phase keeps them in `part` (its aggregate, an entry)."""
+    return None if phase.metadata_at is None else Metadata.of(dig(part, *phase.metadata_at))
 
 
 def _other_series(phase: Phase, c: Mapping[str, Any]) -> dict[str, IoFigures]:

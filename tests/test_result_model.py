@@ -268,3 +268,15 @@ def test_a_clients_timed_parts_totals_and_other_series_read_as_types() -> None:
                                                         entry.get("consumed_elapsed_s"))
     both = result.load(_folder("all-demo-c2")).clients[0]
     assert list(both.totals) == ["train.read", "load.read"]
+
+
+def test_a_prep_runs_metadata_operations_read_as_types() -> None:
+    folder = _folder("prep-demo-c2")
+    doc, run = _doc(folder), result.load(folder)
+    recorded = doc["aggregate"]["metadata"]
+    assert (run.metadata.total, run.metadata.ops_s) == (recorded["total"], recorded["ops_s"])
+    assert {op: (m.count, m.ops_s, m.p("p99")) for op, m in run.metadata.ops.items()} == {
+        op: (m["count"], m["ops_s"], m["latency"]["p99_ns"]) for op, m in recorded["ops"].items()}
+    assert [c.metadata.ops_s for c in run.clients] == [
+        c["metadata"]["ops_s"] for c in doc["clients"]]
+    assert result.load(_folder("230529-train-demo-c2")).metadata is None

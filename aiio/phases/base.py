@@ -80,6 +80,8 @@ class Phase(Protocol):
     # Byte series its clients keep in their flat entry beside the I/O sections, in no section
     # of their own: (name, key prefix). Training's consumed bytes ("consumed_series").
     other_series: tuple[tuple[str, str], ...] = ()
+    # Where its metadata operations' figures sit, in its aggregate and in a client's entry.
+    metadata_at: Where | None = None
 
     def variant(self, w: Workload) -> Phase:
         """The phase that runs this workload: itself, unless a workload mode hands it on."""

@@ -332,8 +332,7 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
 def prep_tables(res: dict[str, Any]) -> list[Table]:
     """Data preparation in shards mode: read, write, metadata."""
     run = _typed(res)
-    agg, rd, wr = res["aggregate"], run.section("read"), run.section("write")
-    meta = agg["metadata"]
+    agg, rd, wr, meta = res["aggregate"], run.section("read"), run.section("write"), run.metadata
     rows = [
         ("clients", str(len(run.clients))),
         ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
@@ -342,19 +341,19 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
         ("write, first / last done", _windows(wr)),
         ("bytes read / written", f"{format_size(rd.bytes)} / {format_size(wr.bytes)}"),
         ("shards written", f"{agg['shards']:,}"),
-        ("metadata ops/s", f"{meta['ops_s']:,.0f} ({meta['total']:,} ops)"),
+        ("metadata ops/s", f"{meta.ops_s:,.0f} ({meta.total:,} ops)"),
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
     ]
     ops = _grid("metadata operations", ("op", "count", "ops/s", "p50", "p99", "max"),
-                [[op, f"{m['count']:,}", f"{m['ops_s']:,.0f}",
-                  *_lat(m["latency"], ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
-                 for op, m in meta["ops"].items()])
+                [[op, f"{m.count:,}", f"{m.ops_s:,.0f}",
+                  *_lat(m.latency, ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
+                 for op, m in meta.ops.items()])
     per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
                                "meta ops/s", "elapsed"),
                 [[str(c.client), f"{c.figures['samples_per_s']:,.0f}",
                   bare_rate(c.io["read"].mib_s), f"{c.io['read'].figures['iops']:,.0f}",
-                  bare_rate(c.io["write"].mib_s), f"{c.figures['metadata']['ops_s']:,.0f}",
+                  bare_rate(c.io["write"].mib_s), f"{c.metadata.ops_s:,.0f}",
                   format_duration(c.elapsed_s)] for c in run.clients])
     return [_table(_where(res, "prep"), rows), ops, per]
 
