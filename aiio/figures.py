@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiio.phases import get_phase, layout_of
-from aiio.result import IoFigures, Result, Where, dig, model, number
+from aiio.result import AuFigures, IoFigures, Result, Where, dig, model, number
 from aiio.units import format_rate
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
     section, beside = headline(run)
     _, ckpt, load = views(res)
     spread = section.per_client_mib_s if section else None
+    au = section.au if section else AuFigures.of(beside)
     out: dict[str, float | None] = {
         "aggregate_mib_s": section.first_done.mib_s if section and section.first_done else None,
         "last_done_mib_s": section.last_done.mib_s if section and section.last_done else None,
@@ -168,8 +169,8 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "client_mib_s_mean": spread.mean if spread else None,
         "cv": spread.cv if spread else None,
         "jain": section.jain if section else None,
-        "au_min": number(beside.get("au_min")),
-        "au_mean": number(beside.get("au_mean")),
+        "au_min": au.min if au else None,
+        "au_mean": au.mean if au else None,
         "samples_per_s": number(beside.get("samples_per_s")),
         # the worst checkpoint: every accelerator waits until the last shard is durable
         "checkpoint_s": number(dig(ckpt, "persist_last_done_s", "max")),

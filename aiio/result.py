@@ -95,6 +95,30 @@ class Spread:
 
 
 @dataclass(frozen=True)
+class AuFigures:
+    """Accelerator utilization over the clients, recorded beside training's reads: the mean,
+    the least busy client's, the goal, and the verdict under its rule (or why there is none)."""
+
+    mean: float | None
+    min: float | None
+    goal: float | None
+    passed: bool | None
+    rule: str
+    note: str | None                 # why there is no verdict (no compute time, no step)
+    below_goal: tuple[Any, ...]      # the clients under the goal
+
+    @classmethod
+    def of(cls, d: Any) -> AuFigures | None:
+        """None unless the figures record AU or why it was not measured."""
+        if not isinstance(d, Mapping) or ("au_mean" not in d and "au_note" not in d):
+            return None
+        passed = d.get("au_pass")
+        return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
+                   passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
+                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()))
+
+
+@dataclass(frozen=True)
 class IoFigures:
     """One named stream of I/O: what one client moved, or the aggregate over the clients."""
 
@@ -115,6 +139,7 @@ class IoFigures:
     series: tuple[float, ...] = ()   # a client's bytes per bucket; an aggregate's MiB/s per s
     bucket_s: float = 1.0            # the series' bucket width
     has_series: bool = False         # a client's: it recorded a byte series, even an empty one
+    au: AuFigures | None = None      # training's: the accelerators' utilization beside its reads
     figures: Mapping[str, Any] = field(default_factory=dict)  # the section as recorded
 
     @classmethod
@@ -132,7 +157,8 @@ class IoFigures:
                    main_latency=_summary(d.get("latency")),
                    histograms=_ops(d.get("histograms")),
                    series=_values(d), bucket_s=_bucket(d),
-                   has_series=_is_byte_series(d.get("series")), figures=d)
+                   has_series=_is_byte_series(d.get("series")), au=AuFigures.of(d),
+                   figures=d)
 
     def p(self, op: str, quantile: str = "p99") -> float | None:
         """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""

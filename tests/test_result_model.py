@@ -280,3 +280,16 @@ def test_a_prep_runs_metadata_operations_read_as_types() -> None:
     assert [c.metadata.ops_s for c in run.clients] == [
         c["metadata"]["ops_s"] for c in doc["clients"]]
     assert result.load(_folder("230529-train-demo-c2")).metadata is None
+
+
+@pytest.mark.parametrize(("name", "section", "where"), [
+    ("230529-train-demo-c2", "read", ()), ("all-demo-c2", "train.read", ("train",))])
+def test_accelerator_utilization_reads_as_a_type_beside_trainings_reads(
+        name: str, section: str, where: tuple[str, ...]) -> None:
+    folder = _folder(name)
+    recorded = result.dig(_doc(folder)["aggregate"], *where)
+    au = result.load(folder).section(section).au
+    assert (au.mean, au.min, au.goal, au.passed, list(au.below_goal)) == (
+        recorded["au_mean"], recorded["au_min"], recorded["au_goal"], recorded["au_pass"],
+        recorded["clients_below_goal"])
+    assert result.load(_folder("checkpoint-demo-c2")).first().au is None

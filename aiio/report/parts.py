@@ -57,13 +57,14 @@ def client_subsections(res: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 class AggSection:
-    """One first-done/last-done aggregate inside a run's aggregate: its label, its dict and
-    the path of keys that leads to it from the aggregate."""
+    """One first-done/last-done aggregate inside a run's aggregate: its label, its typed
+    section, its recorded figures and the path of keys that leads to it from the aggregate."""
 
-    __slots__ = ("label", "figures", "path")
+    __slots__ = ("label", "section", "figures", "path")
 
-    def __init__(self, label: str, figures: Mapping[str, Any], path: tuple[str, ...]) -> None:
-        self.label, self.figures, self.path = label, figures, path
+    def __init__(self, label: str, section: IoFigures, path: tuple[str, ...]) -> None:
+        self.label, self.section, self.path = label, section, path
+        self.figures = section.figures
 
 
 def aggregate_sections(res: Mapping[str, Any]) -> list[AggSection]:
@@ -76,7 +77,7 @@ def aggregate_sections(res: Mapping[str, Any]) -> list[AggSection]:
     for section in run.io.values():
         where = section.path[1:]  # from the aggregate
         if all(isinstance(p, str) for p in where) and section.first_done is not None:
-            out.append(AggSection(path_label(where), section.figures, tuple(map(str, where))))
+            out.append(AggSection(path_label(where), section, tuple(map(str, where))))
     return out
 
 

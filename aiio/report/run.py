@@ -26,7 +26,7 @@ from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
-from aiio.result import IoFigures, Result, dig, model
+from aiio.result import AuFigures, IoFigures, Result, dig, model
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -132,22 +132,24 @@ def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[
     return rows
 
 
-def training_pairs(agg: Mapping[str, Any], label: str = "") -> list[tuple[str, Any]]:
-    if "au_mean" not in agg:
+def training_pairs(au: AuFigures | None, agg: Mapping[str, Any],
+                   label: str = "") -> list[tuple[str, Any]]:
+    """Samples per second, AU against its goal and its verdict, the demand per client: the
+    figures recorded beside training's reads (`agg`), AU among them typed (`au`)."""
+    if au is None or "au_mean" not in agg:
         return []
     label = f"{label} " if label else ""
-    below = agg.get("clients_below_goal") or []
-    if agg.get("au_pass") is None and agg.get("au_note"):  # compute 0, or no measured step
-        verdict = h.join([h.badge("n/a"), f" {agg['au_note']}"])
+    below = list(au.below_goal)
+    if au.passed is None and au.note:  # compute 0, or no measured step
+        verdict = h.join([h.badge("n/a"), f" {au.note}"])
     else:
-        verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
-                          "" if agg.get("au_pass") else
+        verdict = h.join([h.badge("pass" if au.passed else "fail"),
+                          "" if au.passed else
                           f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
         (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
-        (f"{label}AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / "
-                                         f"{h.pct(agg.get('au_min'))} "
-                                         f"({h.pct(agg.get('au_goal'), 0)})"),
+        (f"{label}AU mean / min (goal)", f"{h.pct(au.mean)} / {h.pct(au.min)} "
+                                         f"({h.pct(au.goal, 0)})"),
         (f"{label}AU verdict", h.Cell(verdict)),
         (f"{label}demand per client (batch x sample / compute time)",
          h.mib_s(agg.get("demand_mib_s_per_client"))),
@@ -170,9 +172,9 @@ def headline_section(res: Mapping[str, Any]) -> Html:
     rows: list[tuple[str, Any]] = []
     for sec in sections:
         rows += io_pairs(sec.figures, sec.label)
-        rows += training_pairs(sec.figures, sec.label)
+        rows += training_pairs(sec.section.au, sec.figures, sec.label)
     if not any(sec.figures is agg for sec in sections):
-        rows += training_pairs(agg)
+        rows += training_pairs(AuFigures.of(agg), agg)
     parts = [h.kv_table(rows)] if rows else []
     extra = _rest(agg, sections)
     if extra:

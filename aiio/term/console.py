@@ -21,7 +21,7 @@ from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
-from aiio.result import ClientFigures, IoFigures, Result, Spread, model
+from aiio.result import AuFigures, ClientFigures, IoFigures, Result, Spread, model
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -136,7 +136,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
         ("per client consumed MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
-        *_au_rows(agg),
+        *_au_rows(io.au),
         (f"{run.main_op} latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))),
         ("demand per client (sample bytes)", _demand(agg)),
@@ -161,18 +161,16 @@ def _delivered_rows(run: Result) -> list[tuple[str, str]]:
              f"{bare_rate(d.first_done.mib_s)} / {format_rate(d.last_done.mib_s)}")]
 
 
-def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+def _au_rows(au: AuFigures | None) -> list[tuple[str, str]]:
     """AU mean and min, and the verdict under the rule that decides, or why there is none."""
-    if agg.get("au_mean") is None:
-        return [("AU", agg.get("au_note", "not measured"))]
-    rule = agg.get("au_rule", "min")
-    verdict = ("[green]PASS[/]" if agg["au_pass"] else
-               f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)")
-    rows = [("AU mean / min (goal)",
-             f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
-            (f"AU verdict ({rule} over clients)", verdict)]
-    if agg.get("au_note"):
-        rows.append(("AU note", agg["au_note"]))
+    if au is None or au.mean is None:
+        return [("AU", au.note if au is not None and au.note is not None else "not measured")]
+    verdict = ("[green]PASS[/]" if au.passed else
+               f"[red]FAIL[/] ({len(au.below_goal)} clients below goal)")
+    rows = [("AU mean / min (goal)", f"{au.mean:.1%} / {au.min:.1%} ({au.goal:.0%})"),
+            (f"AU verdict ({au.rule} over clients)", verdict)]
+    if au.note:
+        rows.append(("AU note", au.note))
     return rows
 
 
