@@ -168,6 +168,14 @@ class IoFigures:
         """A client's latency quantile in ns, of its section's main operation."""
         return number(self.main_latency.get(f"{quantile}_ns"))
 
+    def byte_series(self) -> tuple[float, ...]:
+        """A client's recorded bytes per bucket; ValueError when what it recorded is no list
+        (a damaged result), so a reader refuses to draw it rather than draw nothing."""
+        got = dig(self.figures, "series", "bytes")
+        if not isinstance(got, list):
+            raise ValueError(f"the {self.name} byte series is not a list of counts")
+        return tuple(got)
+
 
 def _values(d: Mapping[str, Any]) -> tuple[float, ...]:
     """A client's byte series ({bucket_s, bytes}) or an aggregate's MiB/s per second."""

@@ -67,7 +67,8 @@ def _charts(run: Result, sec: Stream) -> Html:
 
 
 def _byte_series(figures: IoFigures) -> ByteSeries:
-    return ByteSeries.from_dict({"bucket_s": figures.bucket_s, "bytes": list(figures.series)})
+    return ByteSeries.from_dict({"bucket_s": figures.bucket_s,
+                                 "bytes": list(figures.byte_series())})
 
 
 def _end(figures: IoFigures, series: ByteSeries) -> float:

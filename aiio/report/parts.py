@@ -76,7 +76,7 @@ def aggregate_sections(res: Mapping[str, Any]) -> list[AggSection]:
     out = []
     for section in run.io.values():
         where = section.path[1:]  # from the aggregate
-        if all(isinstance(p, str) for p in where) and section.first_done is not None:
+        if all(isinstance(p, str) for p in where) and "first_done" in section.figures:
             out.append(AggSection(path_label(where), section, tuple(map(str, where))))
     return out
 
