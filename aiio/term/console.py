@@ -424,10 +424,10 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
                    [_burst_row(p, _typed(res)) for p in agg["checkpoints"]])
     per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
                                                  "read MiB/s", "read s", "elapsed"),
-                [[str(c["client"]), bare_rate(c["write"]["mib_s"]),
-                  f"{c['write']['seconds']:.2f}", bare_rate(c["read"]["mib_s"]),
-                  f"{c['read']['seconds']:.2f}", format_duration(c["elapsed_s"])]
-                 for c in res["clients"]])
+                [[str(c.client), bare_rate(c.totals["write"].mib_s),
+                  f"{c.totals['write'].elapsed_s:.2f}", bare_rate(c.totals["read"].mib_s),
+                  f"{c.totals['read'].elapsed_s:.2f}", format_duration(c.elapsed_s)]
+                 for c in _typed(res).clients])
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
