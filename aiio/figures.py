@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiio.phases import get_phase, layout_of
-from aiio.result import AuFigures, IoFigures, Result, Where, dig, model, number
+from aiio.result import (
+    AuFigures,
+    IoFigures,
+    Result,
+    Spread,
+    declared_part,
+    dig,
+    model,
+    number,
+)
 from aiio.units import format_rate
 
 if TYPE_CHECKING:
@@ -105,28 +114,8 @@ def _judged(run: Result) -> tuple[Phase, str]:
 def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | None]:
     """Where a result keeps its figures: (the headline's, the checkpoint aggregate, the
     model-load aggregate), wherever the phase (or one of its stages) declares them."""
-    agg = dig(res, "aggregate", default={})
-    phase = layout_of(res)
-    return (headline(res)[1], _part(agg, phase, "checkpoint_at"),
-            _part(agg, phase, "load_at"))
-
-
-def _part(agg: Mapping[str, Any], phase: Phase, member: str) -> Mapping | None:
-    """The part of the aggregate at the path the phase declares in `member`; None without."""
-    at = _at(phase, member)
-    return None if at is None else dig(agg, *at)
-
-
-def _at(phase: Phase, member: str) -> Where | None:
-    """The phase's own path, else the first stage's that has one, behind the stage's name."""
-    own = getattr(phase, member)
-    if own is not None:
-        return own
-    for stage in phase.stages:
-        found = _at(get_phase(stage), member)
-        if found is not None:
-            return (stage, *found)
-    return None
+    return (headline(res)[1], declared_part(res, "checkpoint_at"),
+            declared_part(res, "load_at"))
 
 
 def _read_write_view(agg: Mapping[str, Any], read: IoFigures,
@@ -159,7 +148,7 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
     """Every figure a run result holds; a figure the result lacks is simply absent."""
     run = res if isinstance(res, Result) else model(res)
     section, beside = headline(run)
-    _, ckpt, load = views(res)
+    ckpt, load = run.checkpoint, declared_part(run, "load_at")
     spread = section.per_client_mib_s if section else None
     au = section.au if section else AuFigures.of(beside)
     out: dict[str, float | None] = {
@@ -173,8 +162,8 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "au_mean": au.mean if au else None,
         "samples_per_s": number(beside.get("samples_per_s")),
         # the worst checkpoint: every accelerator waits until the last shard is durable
-        "checkpoint_s": number(dig(ckpt, "persist_last_done_s", "max")),
-        "restore_s": number(dig(ckpt, "restore_last_done_s", "max")),
+        "checkpoint_s": _max(ckpt.persist_last_done_s) if ckpt else None,
+        "restore_s": _max(ckpt.restore_last_done_s) if ckpt else None,
         # from the common start until the last replica has every byte: the fleet is serving
         "load_s": number(dig(load, "last_ready_s")),
         "hero_fraction": _hero_fraction(res),
@@ -184,6 +173,10 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         p99 = section.p(op) if section else None
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _max(spread: Spread | None) -> float | None:
+    return spread.max if spread else None
 
 
 def _hero_fraction(res: dict[str, Any]) -> float | None:

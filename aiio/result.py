@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiio import owner
 from aiio.errors import AiioError
-from aiio.phases import declared, layout_of
+from aiio.phases import declared, get_phase, layout_of
 
 if TYPE_CHECKING:
     from aiio.phases.base import Phase
@@ -241,6 +241,64 @@ class Metadata:
 
 
 @dataclass(frozen=True)
+class CheckpointPlan:
+    """What a run's checkpoints set out to write: each checkpoint's size (and the scale of
+    the model's it stands for), where the size came from, the shape, how many and kept."""
+
+    total_bytes: int | None
+    base_bytes: int | None
+    scale: float | None
+    source: str
+    clients: int | None
+    files_per_client: int | None
+    count: int | None
+    keep: int | None
+
+    @classmethod
+    def of(cls, d: Any) -> CheckpointPlan | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(_int(d.get("total_bytes")), _int(d.get("base_bytes")), number(d.get("scale")),
+                   str(d.get("source", "")), _int(d.get("clients")),
+                   _int(d.get("files_per_client")), _int(d.get("count")), _int(d.get("keep")))
+
+
+@dataclass(frozen=True)
+class CheckpointFigures:
+    """A run's checkpoints over every client (a checkpoint run's, or those during training):
+    the plan, how many completed, the write and restore rates, the times to persist and to
+    restore and the accelerators' stall per checkpoint (each a spread over checkpoints)."""
+
+    plan: CheckpointPlan | None
+    completed: int
+    stall_model: str
+    write_mib_s: float | None
+    persist_first_done_s: Spread | None
+    persist_last_done_s: Spread | None
+    stall_s: Spread | None
+    read_mib_s: float | None         # None: nothing was restored
+    restore_first_done_s: Spread | None
+    restore_last_done_s: Spread | None
+    restore_gap_s_max: float | None
+    au_without_checkpoints_mean: float | None  # training's: its AU had none been taken
+    bursts: tuple[Mapping[str, Any], ...]      # each checkpoint as recorded
+    figures: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, d: Any) -> CheckpointFigures | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(CheckpointPlan.of(d.get("plan")), _int(d.get("completed")) or 0,
+                   str(d.get("stall_model", "synchronous")), number(d.get("write_mib_s")),
+                   Spread.of(d.get("persist_first_done_s")),
+                   Spread.of(d.get("persist_last_done_s")), Spread.of(d.get("stall_s")),
+                   number(d.get("read_mib_s")), Spread.of(d.get("restore_first_done_s")),
+                   Spread.of(d.get("restore_last_done_s")), number(d.get("restore_gap_s_max")),
+                   number(d.get("au_without_checkpoints_mean")),
+                   tuple(b for b in d.get("checkpoints") or () if isinstance(b, Mapping)), d)
+
+
+@dataclass(frozen=True)
 class ResultWarning:
     """Why a number may not be the storage's: a code, its message, the rank it came from."""
 
@@ -327,6 +385,26 @@ def phase_paths(phase: Phase, part: Any, client: bool, base: Where = ()) -> dict
     return {name: (*base, *path) for name, path in phase.io_sections(part, client).items()}
 
 
+def declared_part(doc: Mapping[str, Any], member: str) -> Mapping[str, Any] | None:
+    """The part of a run's aggregate at the path its phase declares in `member`
+    (`checkpoint_at`, `load_at`); None when it declares none or the part is missing."""
+    at = _declared_at(layout_of(doc), member)
+    part = None if at is None else dig(doc, "aggregate", *at)
+    return part if isinstance(part, Mapping) else None
+
+
+def _declared_at(phase: Phase, member: str) -> Where | None:
+    """The phase's own path, else the first stage's that has one, behind the stage's name."""
+    own = getattr(phase, member)
+    if own is not None:
+        return own
+    for stage in phase.stages:
+        found = _declared_at(get_phase(stage), member)
+        if found is not None:
+            return (stage, *found)
+    return None
+
+
 # --- the result ----------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -370,6 +448,11 @@ class Result(Mapping[str, Any]):
         """The operation the phase's latency figure is taken from: as the result records it,
         else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
         return main_op(self.doc)
+
+    @property
+    def checkpoint(self) -> CheckpointFigures | None:
+        """The run's checkpoints, where its phase (or a stage of it) declares them."""
+        return CheckpointFigures.of(declared_part(self.doc, "checkpoint_at"))
 
     @property
     def metadata(self) -> Metadata | None:

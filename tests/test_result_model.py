@@ -293,3 +293,22 @@ def test_accelerator_utilization_reads_as_a_type_beside_trainings_reads(
         recorded["au_mean"], recorded["au_min"], recorded["au_goal"], recorded["au_pass"],
         recorded["clients_below_goal"])
     assert result.load(_folder("checkpoint-demo-c2")).first().au is None
+
+
+@pytest.mark.parametrize(("name", "where"), [("checkpoint-demo-c2", ()),
+                                             ("all-demo-c2", ("train", "checkpoint"))])
+def test_checkpoints_read_as_a_type_where_the_phase_declares_them(
+        name: str, where: tuple[str, ...]) -> None:
+    folder = _folder(name)
+    recorded = result.dig(_doc(folder)["aggregate"], *where)
+    ck = result.load(folder).checkpoint
+    plan = recorded["plan"]
+    assert (ck.plan.total_bytes, ck.plan.scale, ck.plan.count, ck.plan.keep) == (
+        plan["total_bytes"], plan["scale"], plan["count"], plan["keep"])
+    assert (ck.completed, ck.write_mib_s, ck.stall_model) == (
+        recorded["completed"], recorded["write_mib_s"], recorded["stall_model"])
+    assert ck.persist_last_done_s.max == recorded["persist_last_done_s"]["max"]
+    assert ck.stall_s.mean == recorded["stall_s"]["mean"]
+    assert ck.read_mib_s == recorded.get("read_mib_s")
+    assert list(ck.bursts) == recorded["checkpoints"]
+    assert result.load(_folder("load-demo-c2")).checkpoint is None

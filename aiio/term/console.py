@@ -391,43 +391,41 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
 
 def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     """Checkpoint bursts: per checkpoint, and per client."""
-    agg = res["aggregate"]
-    plan = agg["plan"]
-    scale = f" (scale {plan['scale']:g} of {format_size(plan['base_bytes'])})" \
-        if plan["scale"] != 1 else ""
+    run = _typed(res)
+    ck = run.checkpoint
+    plan = ck.plan
+    scale = f" (scale {plan.scale:g} of {format_size(plan.base_bytes)})" \
+        if plan.scale != 1 else ""
     rows = [
-        ("checkpoint", f"{format_size(plan['total_bytes'])}{scale} from {plan['source']}"),
-        ("clients x files", f"{plan['clients']} x {plan['files_per_client']}"),
-        ("checkpoints done", f"{agg['completed']} of {plan['count']} (keep {plan['keep']})"),
+        ("checkpoint", f"{format_size(plan.total_bytes)}{scale} from {plan.source}"),
+        ("clients x files", f"{plan.clients} x {plan.files_per_client}"),
+        ("checkpoints done", f"{ck.completed} of {plan.count} (keep {plan.keep})"),
     ]
-    if agg["completed"]:
+    if ck.completed:
         rows += [
-            ("write (every shard durable)", format_rate(agg['write_mib_s'])),
+            ("write (every shard durable)", format_rate(ck.write_mib_s)),
             ("time to persist, first / last done (mean)",
-             f"{agg['persist_first_done_s']['mean']:.2f} / "
-             f"{agg['persist_last_done_s']['mean']:.2f} s"),
-            (f"accelerator stall per checkpoint ({agg.get('stall_model', 'synchronous')}; "
-             "mean / max)",
-             f"{agg['stall_s']['mean']:.2f} / {agg['stall_s']['max']:.2f} s"),
+             f"{ck.persist_first_done_s.mean:.2f} / {ck.persist_last_done_s.mean:.2f} s"),
+            (f"accelerator stall per checkpoint ({ck.stall_model}; mean / max)",
+             f"{ck.stall_s.mean:.2f} / {ck.stall_s.max:.2f} s"),
         ]
-    if "read_mib_s" in agg:
+    if ck.read_mib_s is not None:
         rows += [
-            ("restore", format_rate(agg['read_mib_s'])),
+            ("restore", format_rate(ck.read_mib_s)),
             ("time to restore, first / last done (mean)",
-             f"{agg['restore_first_done_s']['mean']:.2f} / "
-             f"{agg['restore_last_done_s']['mean']:.2f} s"),
-            ("restore started after the write (max)", f"{agg['restore_gap_s_max']:.2f} s"),
+             f"{ck.restore_first_done_s.mean:.2f} / {ck.restore_last_done_s.mean:.2f} s"),
+            ("restore started after the write (max)", f"{ck.restore_gap_s_max:.2f} s"),
         ]
-    rows += _verify_rows(agg.get("verify"))
+    rows += _verify_rows(ck.figures.get("verify"))
     bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
                                       "fsync p99", "gap", "read MiB/s", "restore last"),
-                   [_burst_row(p, _typed(res)) for p in agg["checkpoints"]])
+                   [_burst_row(p, run) for p in ck.bursts])
     per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
                                                  "read MiB/s", "read s", "elapsed"),
                 [[str(c.client), bare_rate(c.totals["write"].mib_s),
                   f"{c.totals['write'].elapsed_s:.2f}", bare_rate(c.totals["read"].mib_s),
                   f"{c.totals['read'].elapsed_s:.2f}", format_duration(c.elapsed_s)]
-                 for c in _typed(res).clients])
+                 for c in run.clients])
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
@@ -469,20 +467,18 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
 
 def train_checkpoint_table(run: Result) -> Table:
     """What each checkpoint during training cost: stall, read dip, AU lost."""
-    agg = run["aggregate"]
-    ck = agg["checkpoint"]
+    ck, au = run.checkpoint, _main(run).au
     return _grid(
-        f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each, "
-        f"{ck.get('stall_model', 'synchronous').replace('_', '-')} stall; AU "
-        f"{_pct(agg['au_mean'])} with them, {_pct(ck.get('au_without_checkpoints_mean'))} "
-        "without)",
+        f"checkpoints during training ({format_size(ck.plan.total_bytes)} each, "
+        f"{ck.stall_model.replace('_', '-')} stall; AU "
+        f"{_pct(au.mean)} with them, {_pct(ck.au_without_checkpoints_mean)} without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
           bare_rate(run.section(f"checkpoint.{p['n']}.write").mib_s),
           f"{bare_rate(p['read_mib_s_during'])} / {bare_rate(p['read_mib_s_baseline'])}",
           f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
-          _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
+          _pct(p["au_lost"], 0)] for p in ck.bursts])
 
 
 def all_tables(res: dict[str, Any]) -> list[Table]:
