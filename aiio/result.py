@@ -4,9 +4,12 @@ measured, with its one constructor (`new`), loader (`load`) and writer (`save`).
 On disk a result is JSON (docs/RESULTS.md). In memory it is a `Result`: the document as saved,
 read-only, plus typed views of its figures: every named I/O section as `IoFigures` (train's
 reads, prep's read and write, each checkpoint burst's write and read, one type under a name),
-each client's own sections, the warnings, and a sweep's point results. Readers ask for a
-section by name instead of knowing where each phase keeps it; each phase declares where it
-keeps them (`Phase.io_sections`). Results of schema aiio.result/1 load through the same path:
+each client's own sections, totals, other byte series and timed parts, AU beside training's
+reads, the checkpoints, the metadata operations, the phase's main operation, the warnings, and
+a sweep's point results. Readers ask for a section by name instead of knowing where each phase
+keeps it; each phase declares where it keeps them (`Phase.io_sections` and its other
+declarations), and a result records its own index (`io`) for readers that do not know its
+phase. Results of schema aiio.result/1 load through the same path:
 their sections are found from the same layout, which /1 and /2 share.
 """
 
