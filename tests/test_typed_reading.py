@@ -28,7 +28,8 @@ def _pins(*digests: str) -> dict[str, str]:
 
 
 # sha256 (first 16 hex digits) of each section's HTML and of the console's tables, as
-# rendered before the move onto the typed model
+# rendered before the move onto the typed model. A change meant to alter one of these
+# sections or tables recomputes its digests with `rendered(folder)` and says so.
 PINNED: dict[str, dict[str, str]] = {
     "20261130-230529-train-demo-c2":
         _pins("ec71e23969ba58e6", "99e6f0fa450fc0cc", "e3b0c44298fc1c14",
