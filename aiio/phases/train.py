@@ -419,6 +419,7 @@ class TrainPhase(Phase):
     streams_key = ("train", "read_threads")
     accelerators = True
     checkpoint_at = ("checkpoint",)
+    other_series = (("consumed", "consumed_"),)  # what the accelerators consumed, over time
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """The reads (the accelerators' consumed bytes), flat; in the aggregate also the loaders'
