@@ -61,10 +61,11 @@ def _ring(uring_api: Any, depth: int) -> tuple[Any, int]:
 
     On tmpfs (and any file that cannot read without blocking) io_uring hands each read to its
     kernel workers. Without COOP_TASKRUN every worker completion interrupts the reading thread
-    (an IPI, then a task-work run on its way back to user space): measured at 4 KiB, depth 16,
-    on tmpfs, that tripled the reader's CPU per read (about 5 us against 1.6 us with it).
-    With it the completions are posted when the reader enters the kernel to wait, where it
-    reaps them; fio's io_uring engine sets the same flag. Kernels before 5.19 refuse it.
+    (an IPI, then a task-work run on its way back to user space): at 4 KiB, depth 16, on
+    tmpfs, in the runs where it struck, the reader's CPU per read was about 5 us; with the
+    flag it stayed at 1.5 to 2.0 us (docs/PERFORMANCE.md). With it the completions are
+    posted when the reader enters the kernel to wait, where it reaps them; fio's io_uring
+    engine sets the same flag. Kernels before 5.19 refuse it.
     """
     coop = uring_api.IORING_SETUP_COOP_TASKRUN
     try:
