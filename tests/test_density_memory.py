@@ -4,6 +4,7 @@ for, and a loader thread that gets no batch holds none."""
 
 from __future__ import annotations
 
+import os
 import threading
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import pytest
 
 from aiio import dataset as ds
 from aiio.cache_methods import METHOD_DIRECT, METHOD_NONE
+from aiio.clients import ClientContext, run_clients
 from aiio.engine import OpLog, Reader, align_up
 from aiio.phases import train
 from aiio.target import Target
@@ -110,3 +112,43 @@ def test_a_read_larger_than_a_shrunk_buffer_is_refused_not_shortened(tmp_path):
         assert reader.read_file(str(path), 0, 4096) == 4096
     finally:
         reader.close()
+
+
+def _private_kib() -> int:
+    """This process's pages that no other process shares (KiB)."""
+    with open("/proc/self/smaps_rollup") as fh:
+        fields = dict(line.split(":", 1) for line in fh if line.startswith("Private"))
+    return sum(int(v.split()[0]) for v in fields.values())
+
+
+def _bare_fork_private_kib() -> int:
+    """What a child forked from this process holds of its own when it does nothing: the floor
+    any forked client starts from, in this interpreter with this heap."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.write(w, str(_private_kib()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = int(os.read(r, 64))
+    os.close(r)
+    os.waitpid(pid, 0)
+    return got
+
+
+def _report_private(ctx: ClientContext) -> dict:
+    got = _private_kib()
+    ctx.ready_and_wait()
+    return {"private_kib": got}
+
+
+def test_a_client_starts_with_little_more_memory_of_its_own_than_a_bare_fork():
+    # Started as multiprocessing processes, clients held about 1.2 MiB of private pages more
+    # than a plain fork at their first line of phase code (docs/PERFORMANCE.md, Density); a
+    # 1,024-client run pays that 1,024 times. Now about 0.45 MiB more; the bound sits between.
+    bare = _bare_fork_private_kib()
+    results, _ = run_clients(4, _report_private, None)
+    worst = max(r["private_kib"] for r in results)
+    assert worst <= bare + 768, (worst, bare)
