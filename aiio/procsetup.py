@@ -11,7 +11,9 @@ from aiio.errors import AiioError
 
 PR_SET_PDEATHSIG = 1
 PR_SET_TIMERSLACK = 29
-# Descriptors the parent holds per client (its exit sentinel) plus the parent's own, with room.
+# Descriptors per client plus the parent's own, with room. As multiprocessing processes each
+# client cost the parent two (its exit sentinel, a pipe); forked directly (aiio.clients) it
+# costs none; the figure is left as it was, a margin.
 FILES_PER_CLIENT = 2
 FILES_BASE = 256
 
