@@ -179,9 +179,9 @@ StageFn = Callable[[int], None]
 class _Client:
     """One client process, forked directly rather than as a `multiprocessing.Process`: its
     start (pipes, a finalizer and a registry entry per child, made in the parent between
-    forks) and its bootstrap in the child (stdin reopened, after-fork hooks) left every client
-    about 1 MiB of private pages more than a plain fork, a GiB at 1,024 clients. The parent
-    reaps it here; it dies with the parent (`procsetup.die_with_parent`)."""
+    forks) and its bootstrap in the child (stdin reopened, every after-fork hook) left every
+    client about 0.9 MiB of private pages more than a plain fork, nearly a GiB at 1,024
+    clients. The parent reaps it here; it dies with the parent (`procsetup.die_with_parent`)."""
 
     def __init__(self, fn: ClientFn, ctx: ClientContext) -> None:
         self.fn, self.ctx = fn, ctx
@@ -230,8 +230,8 @@ def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
 
     Every object a client touches first after the fork costs it the page that object lies on
     (a reference count changes): the set-up below calls what it needs directly."""
-    # The queue as a fresh child of it expects (multiprocessing's after-fork reset of it; not
-    # its whole registry of the parent's locks and queues, which cost each client ~0.5 MiB).
+    # Reset the result queue as multiprocessing does after a fork, and only it: running every
+    # after-fork hook of the parent's locks and queues cost each client ~0.5 MiB.
     ctx._shared.messages._after_fork()
     # Ctrl-C reaches the whole process group; only the parent handles it, and stops us.
     # `_signal`, not `signal`: the latter's enum conversions touched ~50 pages.
