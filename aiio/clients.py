@@ -202,6 +202,8 @@ class _Client:
     @property
     def exitcode(self) -> int | None:
         """None while it runs; its exit code, or minus the signal that ended it."""
+        if not self.pid:  # never started (its fork failed): waitpid(0) means the whole group
+            return 255
         if self._status is None:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -369,8 +371,13 @@ def _start_all(procs: list) -> None:
     gc.disable()  # no collection between the freeze and the forks
     gc.freeze()
     try:
-        for p in procs:
-            p.start()
+        for i, p in enumerate(procs):
+            try:
+                p.start()
+            except OSError as exc:  # the host's process or memory limit, part way through
+                raise RunAborted(f"could not start client {p.ctx.index}: {exc.strerror} "
+                                 f"({i} of {len(procs)} clients started on this host)", {},
+                                 RunFailed) from None
     finally:
         gc.unfreeze()
         gc.enable()

@@ -110,3 +110,35 @@ def test_a_client_that_has_measured_steps_back_for_those_still_measuring():
     for r in results:
         assert r["while_measuring"] < 19, r  # lowered only once measured
         assert r["sending"] == {"nice": 19, "session": 19}, r
+
+
+def test_a_client_that_cannot_be_forked_ends_the_run_at_once_naming_it(monkeypatch):
+    # fork() fails with EAGAIN or ENOMEM when the host's process or memory limits are reached
+    # part way through hundreds of clients. The run must end with its cause and the clients
+    # already started must be stopped, not waited for one by one at the start gate, and the
+    # clients never started must not be taken for processes (a pid of 0 would make waitpid
+    # and kill act on the whole process group).
+    import os
+
+    from aiio.clients import RunAborted
+    from aiio.errors import RunFailed
+
+    real_fork, forks = os.fork, []
+
+    def fork() -> int:
+        if len(forks) == 3:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    with pytest.raises(RunAborted) as info:
+        run_clients(6, _pid, None)
+    assert info.value.cause is RunFailed
+    assert str(info.value).startswith("could not start client 3: ")
+    assert "Resource temporarily unavailable" in str(info.value)
+    for pid in forks:  # every started client was reaped by the run
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
