@@ -171,6 +171,7 @@ def _release(sh: _Shared, stage: int) -> None:
 
 
 ClientFn = Callable[[ClientContext], dict]
+_HELD_SIGNALS = {_signal.SIGINT, _signal.SIGTERM}  # held back across each client's fork
 TickFn = Callable[[list[int], list[int], float], None]
 ReadyFn = Callable[[], None]
 StageFn = Callable[[int], None]
@@ -190,7 +191,16 @@ class _Client:
 
     def start(self) -> None:
         parent = os.getpid()
-        pid = os.fork()
+        # Ctrl-C reaches the whole process group, and the client is in ours until it has set
+        # itself up: held back across the fork, a Ctrl-C is the parent's alone, and in the
+        # client it meets the handlers _client_main sets (a KeyboardInterrupt raised in the
+        # child's after-fork hooks printed a traceback under the run's one-line message).
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            pid = os.fork()
+        except BaseException:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+            raise
         if pid == 0:  # the client: never return into the parent's code
             code = 1
             try:
@@ -198,6 +208,7 @@ class _Client:
             finally:
                 os._exit(code)
         self.pid = pid
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
 
     @property
     def exitcode(self) -> int | None:
@@ -239,6 +250,7 @@ def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     # `_signal`, not `signal`: the latter's enum conversions touched ~50 pages.
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # not the MPI rank's handler: just end
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)  # held across the fork
     os.close(ctx._shared.gate_w)  # only the parent may hold it, or the gate never opens
     os.close(ctx._shared.halt_w)  # the same for the halt pipe
     procsetup.die_with_parent(parent_pid)

@@ -142,3 +142,33 @@ def test_a_client_that_cannot_be_forked_ends_the_run_at_once_naming_it(monkeypat
     for pid in forks:  # every started client was reaped by the run
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+
+_CTRL_C_AFTER_FORK = """
+import os, signal
+from aiio.clients import run_clients
+
+def ctrl_c():  # a Ctrl-C that reaches a client just after its fork, before its set-up
+    os.kill(os.getpid(), signal.SIGINT)
+
+def client(ctx):
+    ctx.ready_and_wait()
+    return {"index": ctx.index}
+
+os.register_at_fork(after_in_child=ctrl_c)
+print([r["index"] for r in run_clients(3, client, None)[0]])
+"""
+
+
+def test_a_ctrl_c_just_after_a_fork_is_the_parents_alone():
+    # Ctrl-C reaches the whole process group, and a client is in the parent's group until it
+    # sets itself up. One that took the signal in that window raised KeyboardInterrupt inside
+    # the fork's after-fork hooks, printing a traceback under the run's one-line message.
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AFTER_FORK], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 1, 2]"
+    assert "KeyboardInterrupt" not in done.stderr, done.stderr
