@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -191,3 +192,20 @@ def test_compute_is_checked_on_clients_with_only_warm_up_steps():
     clients = [{"client": 0, "measured_steps": 0, "compute_s": 0.0, "step_log": log}]
     (warning,) = compute_warnings(clients, 0.010)
     assert "20.0 ms" in warning["message"]
+
+
+@pytest.mark.parametrize("cache", ["o_direct", "none"])
+def test_a_sample_file_shorter_than_planned_fails_the_run_naming_it(target, results, cache):
+    # A dataset file cut short after generation (another job, a partial copy) left its samples
+    # partly unread; each still counted as a whole sample in the steps and AU, and the run
+    # passed without a word.
+    args = ("run", "--no-report", "--target", str(target), "--results", str(results),
+            "--json", *TINY_ARGS, "--clients", "1", "--cache", cache)
+    assert run_cli(*args).returncode == 0  # generates the dataset
+    cut = sorted((target / "aiio/datasets/demo").glob("d*/f*"))[5]
+    os.truncate(cut, cut.stat().st_size // 2)
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(cut) in proc.stderr and "shorter than" in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout or "{}").get("status", "failed") == "failed"

@@ -22,6 +22,7 @@ from aiio import engine, formats, stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, sleep_until
 from aiio.engine import OpLog, Reader, align_down, align_up, thread_read_bytes
+from aiio.errors import RunFailed
 from aiio.options import RunOptions
 from aiio.phases import train_au, train_checkpoints
 from aiio.phases.base import (
@@ -233,8 +234,12 @@ class Loader:
             if self.native:
                 app += length if self._read_native(reader.log, path, first, (off, length)) else 0
             else:
-                app += sample_bytes(off, length, reader.read_file(path, off, length),
-                                    self.args.method)
+                got = sample_bytes(off, length, reader.read_file(path, off, length),
+                                   self.args.method)
+                # Never a part of a sample counted as the whole; a stop ends a read early
+                if got < length and not self.stop.is_set():
+                    raise RunFailed(short_sample(path, off, length, got))
+                app += got
         return app
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
@@ -247,6 +252,13 @@ class Loader:
             op.nbytes = thread_read_bytes() - before
         self.ctx.add_bytes(op.nbytes)
         return op.nbytes
+
+
+def short_sample(path: str, offset: int, length: int, got: int) -> str:
+    """Why a sample range read came back short: its file changed after generation."""
+    return (f"{path} is shorter than the dataset's index says: {got} of the {length} bytes "
+            f"at offset {offset} were there; the file changed after the dataset was "
+            "generated (remove the dataset folder to generate it again)")
 
 
 def sample_bytes(offset: int, length: int, nread: int, method: str) -> int:
