@@ -13,7 +13,7 @@ from aiio.phases.train import client_batches, shard_bounds
 from aiio.phases.train_steps import StepTotals
 from aiio.target import Target
 
-from .conftest import TINY_ARGS, call_cli, run_cli, tiny_workload
+from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli, tiny_workload
 
 
 @pytest.mark.parametrize("shuffle", ["sample", "file", "off"])
@@ -209,3 +209,23 @@ def test_a_sample_file_shorter_than_planned_fails_the_run_naming_it(target, resu
     assert "Traceback" not in proc.stderr
     assert str(cut) in proc.stderr and "shorter than" in proc.stderr, proc.stderr
     assert json.loads(proc.stdout or "{}").get("status", "failed") == "failed"
+
+
+def test_clients_without_a_sample_are_said_and_do_not_close_the_first_done_window(target,
+                                                                                   results):
+    # More clients than samples: a client with no batch ends at once, and the first-done
+    # window (until the first client finished) closed with it, near 0 s: "16.4 MiB/s over
+    # 0.00 s" as the aggregate, and nothing said of the idle clients.
+    proc = run_cli("run", "--no-report", "--target", str(target), "--results", str(results),
+                   "--json", *TINY_DATA, "--set", "dataset.num_files=2", "--epochs", "1",
+                   "--batch-size", "1", "--clients", "3")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    working = [c for c in res["clients"] if c["samples"]]
+    assert len(working) == 2  # 2 samples over 3 clients
+    window = min(c["elapsed_s"] for c in working)
+    agg = res["aggregate"]
+    assert agg["first_done"]["seconds"] == pytest.approx(window)
+    assert agg["delivered"]["first_done"]["seconds"] == pytest.approx(window)
+    (said,) = [w for w in res["warnings"] if w["code"] == "clients_without_samples"]
+    assert "1 of 3 clients" in said["message"] and "2 samples" in said["message"]

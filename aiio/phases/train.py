@@ -419,8 +419,9 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
     for s in series:
         total.merge(s)
     consumed = sum(c["consumed_bytes"] for c in clients)
+    working = with_samples(clients)
     return {
-        "first_done": stats.first_done(series, ends),
+        "first_done": first_done(working, "consumed_series"),
         "last_done": stats.last_done(series, ends),
         "per_client_mib_s": stats.spread(per_client),
         "jain": stats.jain(per_client) if any(per_client) else 0.0,
@@ -433,10 +434,35 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
             "bytes": delivered["bytes"], "ops": delivered["ops"],
             "device_bytes": delivered["bytes"],
             "app_bytes": sum(c["app_bytes"] for c in clients),
-            **{k: delivered[k] for k in ("first_done", "last_done", "per_client_mib_s", "jain",
+            **{k: delivered[k] for k in ("last_done", "per_client_mib_s", "jain",
                                          "series_mib_s")},
+            "first_done": first_done(working, "series"),
         },
     }
+
+
+def with_samples(clients: list[dict]) -> list[dict]:
+    """The clients that had a sample to read (all of them when none had): one with none ends
+    at once, and would close the first-done window near 0 s."""
+    return [c for c in clients if c.get("samples", 1)] or clients
+
+
+def first_done(clients: list[dict], key: str) -> dict[str, float]:
+    """The first-done aggregate of the clients' byte series under `key`."""
+    return stats.first_done([ByteSeries.from_dict(c[key]) for c in clients],
+                            [c["elapsed_s"] for c in clients])
+
+
+def idle_warnings(clients: list[dict], dataset_samples: int) -> list[dict]:
+    """Clients that had no sample to read: said, and how the figures treat them."""
+    idle = len(clients) - len(with_samples(clients))
+    if not idle:
+        return []
+    return [{"code": "clients_without_samples", "message": (
+        f"{idle} of {len(clients)} clients had no sample to read (the dataset's "
+        f"{dataset_samples:,} samples over {len(clients)} clients): the first-done window "
+        "leaves them out; the per-client spread and Jain fairness count them at 0 MiB/s; "
+        "use a larger dataset or fewer clients")}]
 
 
 class TrainPhase(Phase):
@@ -514,7 +540,8 @@ class TrainPhase(Phase):
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
         return (train_checkpoints.warnings(rc, args.checkpoint, out)
-                + compute_warnings(out["clients"], args.compute_s))
+                + compute_warnings(out["clients"], args.compute_s)
+                + idle_warnings(out["clients"], args.dataset.num_samples))
 
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
         """The dataset is kept for reuse; checkpoints written during training are removed."""
