@@ -203,18 +203,16 @@ def check_bytes(test: str, reported: int, held: dict[str, int], expected: int) -
 
 def skeleton(req: S3SuiteRequest, target: dict[str, Any], method: str,
              version: str) -> dict[str, Any]:
-    return {
-        "schema": result.SCHEMA, "kind": "fio", "phase": None,
-        "id": result.new_id("fio", f"c{req.clients}"), "status": "running", "error": None,
-        "started": now_iso(), "finished": None, "environment": collect_environment(),
-        "target": target, "method": method, "fio_version": version,
-        "options": {"clients": req.clients, "size": req.size, "object_size": req.object_size,
-                    "objects": req.objects, "iodepth": 1, "ioengine": "http",
-                    "http_mode": "s3", "direct": False, "tests": list(req.tests),
-                    "keep": req.keep, "runtime_s": None, "ramp_s": 0.0,
-                    "endpoint": req.access.endpoint, "profile": req.access.profile},
-        "clients_requested": req.clients, "tests": {}, "aggregate": {}, "warnings": [],
-    }
+    """The suite's result as it starts: the one result skeleton with the bucket's options."""
+    return result.new(
+        "fio", result.new_id("fio", f"c{req.clients}"), now_iso(), phase=None,
+        environment=collect_environment(), target=target, method=method, fio_version=version,
+        options={"clients": req.clients, "size": req.size, "object_size": req.object_size,
+                 "objects": req.objects, "iodepth": 1, "ioengine": "http",
+                 "http_mode": "s3", "direct": False, "tests": list(req.tests),
+                 "keep": req.keep, "runtime_s": None, "ramp_s": 0.0,
+                 "endpoint": req.access.endpoint, "profile": req.access.profile},
+        clients_requested=req.clients, tests={}, aggregate={}, warnings=[])
 
 
 def run_s3_suite(req: S3SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
