@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from aiio.cache_methods import METHOD_NULL
+from aiio.cache_methods import METHOD_NULL, METHOD_S3
 from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
@@ -511,7 +511,7 @@ def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
 def fio_table(res: dict[str, Any]) -> Table:
     """One row per hero test: aggregate, per-job spread, fairness and latency."""
     opts = res["options"]
-    mode = ("requests, one object each" if res.get("method") == "s3"
+    mode = ("requests, one object each" if res.get("method") == METHOD_S3
             else "O_DIRECT" if opts["direct"] else "buffered")
     table = Table(title=f"fio hero suite ({res.get('fio_version')}): {res['target']['path']} "
                   f"({res['target']['fstype']}, {mode}, "
