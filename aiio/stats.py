@@ -249,6 +249,16 @@ class Histogram:
         return h
 
 
+def room_for(buckets: np.ndarray, used: int, n: int) -> np.ndarray:
+    """`buckets` with room for n, its first `used` kept: doubled when it grows, so appends
+    stay amortized O(1)."""
+    if n <= len(buckets):
+        return buckets
+    bigger = np.zeros(max(n, 2 * len(buckets)), dtype=buckets.dtype)
+    bigger[:used] = buckets[:used]
+    return bigger
+
+
 class ByteSeries:
     """Bytes completed per fixed time bucket since a client's start; grows as needed."""
 
@@ -262,11 +272,7 @@ class ByteSeries:
         self._n = 0  # buckets in use; the array beyond is spare capacity
 
     def _grow(self, n: int) -> None:
-        """Make room for n buckets, doubling so appends stay amortized O(1)."""
-        if n > len(self._bytes):
-            new = np.zeros(max(n, 2 * len(self._bytes)), dtype=np.int64)
-            new[: self._n] = self._bytes[: self._n]
-            self._bytes = new
+        self._bytes = room_for(self._bytes, self._n, n)
         self._n = max(self._n, n)
 
     def add(self, t_s: float, nbytes: int) -> None:

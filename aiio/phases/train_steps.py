@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from aiio.stats import ByteSeries
+from aiio.stats import ByteSeries, room_for
 
 
 class BusySeries:
@@ -26,10 +26,7 @@ class BusySeries:
         self._n = 0
 
     def _grow(self, n: int) -> None:
-        if n > len(self._sec):
-            bigger = np.zeros(max(n, 2 * len(self._sec)), dtype=np.float64)
-            bigger[: self._n] = self._sec[: self._n]
-            self._sec = bigger
+        self._sec = room_for(self._sec, self._n, n)
         self._n = max(self._n, n)
 
     def add(self, t0_s: float, t1_s: float) -> None:
