@@ -14,6 +14,7 @@ from aiio.report import html
 from aiio.sweep.verdict import Point, judge
 from aiio.term import console, sweep_console
 from aiio.units import format_rate
+from tests.conftest import call_cli
 
 SHOWN = [(1234.56, "1,234.6 MiB/s"), (12.25, "12.2 MiB/s"), (0.0123, "0.0123 MiB/s"),
          (0.0, "0.0 MiB/s"), (1_073_741_824, "1,073,741,824.0 MiB/s")]
@@ -77,3 +78,11 @@ def test_the_scaling_verdict_shows_a_slow_plateau_as_every_other_place():
     assert v.shape == "saturated"
     low, high = (format_rate(v.plateau[k], unit=False) for k in ("min_mib_s", "max_mib_s"))
     assert any(f"({low} to {high})" in s for s in v.statements), v.statements
+
+
+def test_history_shows_a_rate_as_every_other_place():
+    """The stored one-client train run made 3.067 MiB/s: the console and report show 3.1."""
+    done = call_cli("history", "--history", str(STORED / "history.sqlite"))
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "train demo c1 " in line)
+    assert f" {format_rate(3.0671385922276198, unit=False)} " in row, row
