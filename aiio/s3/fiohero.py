@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
-from aiio.fio.suite import HeroTest, _headline
+from aiio.fio.suite import HeroTest, headline
 from aiio.options import RunOptions
 from aiio.s3 import backend
 from aiio.s3.connect import Access, session
@@ -175,7 +175,7 @@ class S3Suite:
 
     def _store(self, name: str, entry: dict[str, Any], held: dict[str, int]) -> None:
         self.out["tests"][name] = {**entry, "objects": held}
-        self.out["aggregate"][name] = _headline(entry["aggregate"])
+        self.out["aggregate"][name] = headline(entry["aggregate"])
 
     def _remove(self) -> None:
         self.target.delete([o["Key"] for o in self.target.objects()
