@@ -259,17 +259,27 @@ def room_for(buckets: np.ndarray, used: int, n: int) -> np.ndarray:
     return bigger
 
 
-class ByteSeries:
-    """Bytes completed per fixed time bucket since a client's start; grows as needed."""
+class Buckets:
+    """Time buckets of one width since a start, of which the first `_n` are in use; the
+    series built on it keep their figures per bucket in an array that grows (`room_for`)."""
 
-    __slots__ = ("bucket_s", "_bytes", "_n")
+    __slots__ = ("bucket_s", "_n")
 
-    def __init__(self, bucket_s: float = 0.1) -> None:
+    def __init__(self, bucket_s: float) -> None:
         if not bucket_s > 0:
             raise ValueError(f"bucket_s must be > 0, got {bucket_s}")
         self.bucket_s = float(bucket_s)
-        self._bytes = np.zeros(64, dtype=np.int64)
         self._n = 0  # buckets in use; the array beyond is spare capacity
+
+
+class ByteSeries(Buckets):
+    """Bytes completed per fixed time bucket since a client's start; grows as needed."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, bucket_s: float = 0.1) -> None:
+        super().__init__(bucket_s)
+        self._bytes = np.zeros(64, dtype=np.int64)
 
     def _grow(self, n: int) -> None:
         self._bytes = room_for(self._bytes, self._n, n)
