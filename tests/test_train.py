@@ -133,6 +133,9 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--clients", "100000"), "memory"),
     (("--set", "train.nope=1"), "unknown key"),
     (("--set", "garbage"), "section.key=value"),
+    # sizes clipped at 1 B rather than mean - 2 stdev: no longer the mean, and a dataset far
+    # larger than the free-space check's (10 GiB on the demo wrote 21 GB in a minute)
+    (("--set", "dataset.sample_size_stdev=300KiB"), "more than half of"),
 ])
 def test_bad_input_is_one_line_exit_2(target, args, fragment):
     proc = call_cli("run", "--target", str(target), "--quiet", *args)
