@@ -232,11 +232,6 @@ class _Client:
         if self.is_alive():
             os.kill(self.pid, signal.SIGKILL)
 
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
-
 
 def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     """Body of a client process: run the phase, send the result or the error; its exit code.
@@ -511,10 +506,22 @@ def _drain(procs: list, shared: _Shared, results: dict, errors: dict, timeout_s:
     _pull_pending(shared, results, errors)
 
 
+REAP_GRACE_S = 2.0  # how long the clients get to exit on their own, all together
+
+
 def _reap(procs: list) -> None:
+    """Wait for the clients to exit, then kill those left, together: a client stuck in a call
+    never sees the stop, and waiting for each in turn held a Ctrl-C 2 s per stuck client."""
+    _join_all(procs, REAP_GRACE_S)
     for p in procs:
-        if p.is_alive():
-            p.join(timeout=2.0)
-        if p.is_alive():
-            p.kill()
-            p.join(timeout=2.0)
+        p.kill()
+    _join_all(procs, REAP_GRACE_S)
+
+
+def _join_all(procs: list, timeout_s: float) -> None:
+    """Reap the clients that exit within `timeout_s`, all under one deadline."""
+    deadline = time.monotonic() + timeout_s
+    alive = [p for p in procs if p.is_alive()]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+        alive = [p for p in alive if p.is_alive()]

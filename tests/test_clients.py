@@ -172,3 +172,53 @@ def test_a_ctrl_c_just_after_a_fork_is_the_parents_alone():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[0, 1, 2]"
     assert "KeyboardInterrupt" not in done.stderr, done.stderr
+
+
+def _stuck_watching_siblings(ctx: ClientContext) -> dict:
+    """Never looks at the stop (a call that hangs); writes a byte to the watch pipe (fd in
+    ctx.args) if it outlives a sibling killed by the parent."""
+    import os
+    import time
+    ctx.ready_and_wait()
+    parent = os.getppid()
+    with open(f"/proc/{parent}/task/{parent}/children") as fh:
+        siblings = [int(p) for p in fh.read().split() if int(p) != os.getpid()]
+    while True:
+        time.sleep(0.02)
+        for pid in siblings:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    dead = fh.read().rsplit(")", 1)[1].split()[0] in "ZX"
+            except FileNotFoundError:
+                dead = True
+            if dead:
+                os.write(ctx.args, b"x")
+                return {}
+
+
+def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
+    # A client stuck in a call (storage that stopped answering) never sees the stop. The
+    # parent waited 2 s for each in turn before killing it: 256 stuck clients held a Ctrl-C
+    # for more than 8 minutes. Once the common grace has passed they are killed together, so
+    # none outlives another.
+    import os
+
+    from aiio.clients import RunAborted
+
+    watch_r, watch_w = os.pipe()
+
+    def ctrl_c(*_):
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(RunAborted):
+            run_clients(4, _stuck_watching_siblings, watch_w, on_tick=ctrl_c, tick_s=0.3)
+        os.set_blocking(watch_r, False)
+        try:
+            seen = os.read(watch_r, 64)
+        except BlockingIOError:
+            seen = b""
+        assert seen == b"", "a stuck client outlived a killed sibling"
+    finally:
+        os.close(watch_r)
+        os.close(watch_w)
