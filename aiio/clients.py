@@ -354,8 +354,10 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         exc.results = results
         raise
     finally:
-        _reap(procs)
+        interrupted = _reap_or_kill(procs)
         shared.close()
+    if interrupted:  # every result is in: keep them, and still stop as asked
+        raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
 
 
@@ -516,6 +518,18 @@ def _reap(procs: list) -> None:
     for p in procs:
         p.kill()
     _join_all(procs, REAP_GRACE_S)
+
+
+def _reap_or_kill(procs: list) -> bool:
+    """Reap the clients; at a Ctrl-C meanwhile kill those left at once. True after one."""
+    try:
+        _reap(procs)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.kill()
+        _join_all(procs, REAP_GRACE_S)
+        return True
+    return False
 
 
 def _join_all(procs: list, timeout_s: float) -> None:

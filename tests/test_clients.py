@@ -222,3 +222,37 @@ def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
     finally:
         os.close(watch_r)
         os.close(watch_w)
+
+
+_CTRL_C_WHILE_REAPING = """
+import os, signal, time
+from aiio.clients import RunAborted, run_clients
+
+def client(ctx):  # sends its result, then stays (exiting slowly, as hundreds at nice 19)
+    ctx.ready_and_wait()
+    q = ctx._shared.messages
+    q.put(("result", ctx.slot, {"index": ctx.index}))
+    q.close()
+    q.join_thread()
+    if ctx.index == 0:
+        time.sleep(0.5)  # the parent has every result by now and waits for the exits
+        os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(60)
+
+try:
+    run_clients(3, client, None)
+    print("finished")
+except RunAborted as exc:
+    print(exc.cause.__name__, sorted(exc.results))
+"""
+
+
+def test_a_ctrl_c_while_the_clients_exit_keeps_every_result():
+    # Every result was in and the parent waited for the clients to exit: a Ctrl-C there left
+    # run_clients as a bare KeyboardInterrupt, and the run was saved as interrupted "before
+    # measuring", without its clients' figures.
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_REAPING], capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == "RunInterrupted [0, 1, 2]", done.stderr
