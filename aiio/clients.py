@@ -399,9 +399,16 @@ def _describe_death(i: int, p: _Client, errors: dict[int, dict], first: int = 0)
         return f"client {n} failed: {errors[i]['message']}"
     code = p.exitcode
     if code is not None and code < 0:
-        name = signal.Signals(-code).name
-        return f"client {n} (pid {p.pid}) was killed by {name}"
+        return f"client {n} (pid {p.pid}) was killed by {_signal_name(-code)}"
     return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
+
+
+def _signal_name(number: int) -> str:
+    """SIGKILL, or "signal 40" for those Python has no name for (the real-time ones)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _handle(msg: tuple, results: dict, errors: dict) -> None:

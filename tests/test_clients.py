@@ -256,3 +256,23 @@ def test_a_ctrl_c_while_the_clients_exit_keeps_every_result():
     done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_REAPING], capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.strip() == "RunInterrupted [0, 1, 2]", done.stderr
+
+
+def _killed_by_a_real_time_signal(ctx: ClientContext) -> dict:
+    import os
+    import signal
+    ctx.ready_and_wait()
+    if ctx.index == 1:
+        os.kill(os.getpid(), signal.SIGRTMIN + 6)  # a job scheduler's, say: ends the process
+    return {"index": ctx.index}
+
+
+def test_a_client_killed_by_a_signal_without_a_name_is_named_by_its_number():
+    # Python names only the classic signals and SIGRTMIN/SIGRTMAX: describing a client ended
+    # by SIGRTMIN+6 raised ValueError in the parent, a traceback instead of the run's error.
+    import signal
+
+    from aiio.clients import RunAborted
+    with pytest.raises(RunAborted, match=rf"client 1 \(pid \d+\) was killed by signal "
+                                         rf"{int(signal.SIGRTMIN) + 6}"):
+        run_clients(3, _killed_by_a_real_time_signal, None)
