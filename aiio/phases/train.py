@@ -421,7 +421,7 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
     consumed = sum(c["consumed_bytes"] for c in clients)
     working = with_samples(clients)
     return {
-        "first_done": first_done(working, "consumed_series"),
+        "first_done": stats.first_done([series[i] for i in working], [ends[i] for i in working]),
         "last_done": stats.last_done(series, ends),
         "per_client_mib_s": stats.spread(per_client),
         "jain": stats.jain(per_client) if any(per_client) else 0.0,
@@ -434,23 +434,16 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
             "bytes": delivered["bytes"], "ops": delivered["ops"],
             "device_bytes": delivered["bytes"],
             "app_bytes": sum(c["app_bytes"] for c in clients),
-            **{k: delivered[k] for k in ("last_done", "per_client_mib_s", "jain",
+            **{k: delivered[k] for k in ("first_done", "last_done", "per_client_mib_s", "jain",
                                          "series_mib_s")},
-            "first_done": first_done(working, "series"),
         },
     }
 
 
-def with_samples(clients: list[dict]) -> list[dict]:
-    """The clients that had a sample to read (all of them when none had): one with none ends
-    at once, and would close the first-done window near 0 s."""
-    return [c for c in clients if c.get("samples", 1)] or clients
-
-
-def first_done(clients: list[dict], key: str) -> dict[str, float]:
-    """The first-done aggregate of the clients' byte series under `key`."""
-    return stats.first_done([ByteSeries.from_dict(c[key]) for c in clients],
-                            [c["elapsed_s"] for c in clients])
+def with_samples(clients: list[dict]) -> list[int]:
+    """Indices of the clients that had a sample to read (all of them when none had): one with
+    none ends at once, and would close the first-done window near 0 s."""
+    return [i for i, c in enumerate(clients) if c.get("samples", 1)] or list(range(len(clients)))
 
 
 def idle_warnings(clients: list[dict], dataset_samples: int) -> list[dict]:
