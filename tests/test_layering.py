@@ -55,3 +55,14 @@ def test_the_alias_guard_sees_an_old_name():
     assert old_name_aliases("from aiio.fio import job as fio\n")
     assert old_name_aliases("import aiio.fio.suite as fio_suite\n")
     assert not old_name_aliases("from aiio.phases import shards\n")
+
+
+# The layers above the runner (docs/ARCHITECTURE.md): it is handed what it needs from them.
+ABOVE_THE_RUNNER = ("aiio.fio", "aiio.sweep", "aiio.accept", "aiio.term", "aiio.report",
+                    "aiio.cli", "aiio.charts")
+
+
+def test_the_runner_imports_nothing_above_it():
+    upward = {m for m in imported_modules("aiio.runner")
+              if any(m == top or m.startswith(top + ".") for top in ABOVE_THE_RUNNER)}
+    assert not upward, upward
