@@ -66,3 +66,9 @@ def test_the_runner_imports_nothing_above_it():
     upward = {m for m in imported_modules("aiio.runner")
               if any(m == top or m.startswith(top + ".") for top in ABOVE_THE_RUNNER)}
     assert not upward, upward
+
+
+def test_charts_import_nothing_of_the_report_they_are_drawn_for():
+    """report/ draws with charts, and a sweep writes chart files with them: charts reaching
+    into report/ would import the whole report package and close a cycle across its edge."""
+    assert not {m for m in imported_modules("aiio.charts") if m.startswith("aiio.report")}
