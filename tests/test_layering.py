@@ -72,3 +72,10 @@ def test_charts_import_nothing_of_the_report_they_are_drawn_for():
     """report/ draws with charts, and a sweep writes chart files with them: charts reaching
     into report/ would import the whole report package and close a cycle across its edge."""
     assert not {m for m in imported_modules("aiio.charts") if m.startswith("aiio.report")}
+
+
+def test_the_object_storage_layer_never_imports_fio():
+    """s3/ sits below fio/: the fio suite against a bucket belongs to fio/ and reaches down."""
+    upward = {f"{p.stem}: {m}" for p in sorted((PACKAGE / "s3").glob("*.py"))
+              for m in imported_modules(f"aiio.s3.{p.stem}") if m.startswith("aiio.fio")}
+    assert not upward, upward

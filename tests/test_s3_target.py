@@ -87,7 +87,7 @@ def test_bad_inputs_each_get_one_line_and_write_nothing(s3_server, s3_bucket):
 
 
 def test_fio_against_a_bucket_names_the_build_it_needs():
-    from aiio.s3.fio import engines
+    from aiio.fio.http_engine import engines
 
     if "http" in engines():
         pytest.skip("this fio has the http engine")
