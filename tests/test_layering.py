@@ -79,3 +79,8 @@ def test_the_object_storage_layer_never_imports_fio():
     upward = {f"{p.stem}: {m}" for p in sorted((PACKAGE / "s3").glob("*.py"))
               for m in imported_modules(f"aiio.s3.{p.stem}") if m.startswith("aiio.fio")}
     assert not upward, upward
+
+
+def test_run_options_import_nothing_of_object_storage():
+    """RunOptions rides in every phase's RunContext: it sits below phases/ and so below s3/."""
+    assert not {m for m in imported_modules("aiio.options") if m.startswith("aiio.s3")}

@@ -23,8 +23,8 @@ from aiio.fio.bucket import (
     skeleton,
 )
 from aiio.fio.http_engine import engines
+from aiio.options import Access
 from aiio.report import render
-from aiio.s3.connect import Access
 from aiio.units import MiB
 from tests.conftest import run_cli
 from tests.test_s3_target import keys, one_line_exit_2
