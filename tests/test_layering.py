@@ -1,5 +1,6 @@
-"""Import direction: the data and target layers never reach up to MPI (aiio.comm); callers
-hand them the hosts to spread work over."""
+"""Import direction (docs/ARCHITECTURE.md, Layers): the data and target layers never reach up
+to MPI (aiio.comm), and the steps up that were taken out stay out; callers hand down what a
+lower layer needs."""
 
 from __future__ import annotations
 
