@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,16 @@ def pytest_configure(config: pytest.Config) -> None:
     bytecode cache of their own, outside the source tree (git ignores .pytest_cache)."""
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         os.environ.setdefault("PYTHONPYCACHEPREFIX", str(REPO / ".pytest_cache" / "pycache"))
+    _interruptible()
+
+
+def _interruptible() -> None:
+    """A suite started in the background of a script (`make test &`) inherits SIGINT ignored,
+    and every process it starts would too: the Ctrl-C tests would see aiio shrug the signal
+    off. A handled signal is reset to its default in a started process; an ignored one is
+    not, so handle it here."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _known_speed(module: object) -> bool:
