@@ -17,11 +17,10 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Two passes: tests marked serial (figures checked against storage of known speed) run alone;
-# the rest run on four workers, which overlap their waits for processes and I/O on 2 cores.
+# One pass on six workers, which overlap their waits for processes, I/O and throttled storage
+# on 2 cores; groups on storage of known speed start first (tests/conftest.py, docs/TESTING.md).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial" -n 4 --dist loadgroup
-	$(BIN)/python -m pytest -q -m serial
+	$(BIN)/python -m pytest -q -n 6 --dist loadgroup --no-loadscope-reorder
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -40,8 +40,7 @@ def _interruptible() -> None:
 
 def _known_speed(module: object) -> bool:
     """A test module that builds storage of known speed: a throttled loop device or the FUSE
-    rate oracle. Its figures are checked against that speed, so nothing else may share the
-    machine's CPUs and disks while it runs."""
+    rate oracle. Its tests mostly wait on that storage's rate."""
     from tests.oracle import mount
     from tests.storage import throttled_disk
 
@@ -50,16 +49,42 @@ def _known_speed(module: object) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite in two passes: tests marked `serial` (storage of known speed,
-    machine-wide state) alone, the rest on parallel workers. For the workers, a module's tests
-    stay together (its module fixtures are built once) and every test that needs the S3 server
-    shares one worker (one server per run)."""
+    """`make test` runs the suite once, on parallel workers. A module's tests stay together
+    (its module fixtures are built once) and every test that needs the S3 server shares one
+    worker (one server per run).
+
+    Modules on storage of known speed (marked `known_speed`) start first, spread over the
+    workers: they wait on a kernel throttle or the rate oracle, not on the CPU, so the other
+    workers' tests fill the CPUs meanwhile. They need no idle machine (docs/TESTING.md gives
+    the runs that show it), and every device, cgroup and oracle mount is a test's own."""
     for item in items:
-        if item.module is not None and _known_speed(item.module):
-            item.add_marker(pytest.mark.serial)
+        if item.module is not None and (_known_speed(item.module)
+                                        or item.get_closest_marker("serial")):
+            item.add_marker(pytest.mark.known_speed)
         if item.get_closest_marker("xdist_group") is None:
             group = "s3" if "s3_server" in item.fixturenames else item.module.__name__
             item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = _longest_waits_first(items)
+
+
+def _group(item: pytest.Item) -> str:
+    return item.get_closest_marker("xdist_group").args[0]
+
+
+def _longest_waits_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The workers take groups in this order (`--no-loadscope-reorder`): groups on storage of
+    known speed first, so their waits overlap the rest instead of trailing it, then the
+    others, most tests first (the order xdist itself would pick). Within a group the order
+    stays as collected; every worker sorts alike, as xdist requires."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[_group(item)] = sizes.get(_group(item), 0) + 1
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        return (item.get_closest_marker("known_speed") is None, -sizes[_group(item)])
+
+    return sorted(items, key=key)
 
 
 @pytest.fixture
