@@ -38,6 +38,8 @@ from tests.oracle import fair
 from tools import crosscheck
 
 REPEATS = 3
+# passes over each 1 GiB tmpfs file per stream run: about 1 s of reading at tmpfs speed
+STREAM_TMPFS_LOOPS = 8
 
 
 @dataclass
@@ -102,27 +104,29 @@ def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
     return jobs_of(run_text(text))
 
 
-def fio_seq_read(files: list[str]) -> float:
+def fio_seq_read(files: list[str], loops: int = 1) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
-    O_DIRECT 1 MiB sequential reader per file."""
-    return seq_read_mib_s(files)["mib_s"]
+    O_DIRECT 1 MiB sequential reader per file, reading it `loops` times."""
+    return seq_read_mib_s(files, loops=loops)["mib_s"]
 
 
 # --- aiio's engine, in real client processes ----------------------------------------------------
 
 def _stream_client(ctx: ClientContext) -> dict:
-    path = ctx.args[ctx.index]
+    files, loops = ctx.args
+    path = str(files[ctx.index])
     log = OpLog(start_ns=0)
     reader = Reader(METHOD_DIRECT, MiB, log)
     start = ctx.ready_and_wait()
     log.start_ns = start
-    nbytes = reader.read_file(str(path))
+    nbytes = sum(reader.read_file(path) for _ in range(loops))
     return {"bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
 
 
-def aiio_seq_read(files: list[str]) -> float:
-    """Aggregate MiB/s (last done) of one aiio client per file, 1 MiB O_DIRECT reads."""
-    results, _ = run_clients(len(files), _stream_client, files)
+def aiio_seq_read(files: list[str], loops: int = 1) -> float:
+    """Aggregate MiB/s (last done) of one aiio client per file, 1 MiB O_DIRECT reads, each
+    client reading its file `loops` times."""
+    results, _ = run_clients(len(files), _stream_client, (files, loops))
     return sum(r["bytes"] for r in results) / MiB / max(r["seconds"] for r in results)
 
 
@@ -293,12 +297,17 @@ def null_overhead_row(ops: int = 1_000_000) -> Row:
                note=f"4 KiB reads, {ops:,} per run, {REPEATS} runs each, medians; no I/O happened")
 
 
-def stream_rows(where: str, folder: Path, file_size: int) -> list[Row]:
+def stream_rows(where: str, folder: Path, file_size: int, loops: int = 1,
+                repeats: int = REPEATS) -> list[Row]:
+    """1 MiB O_DIRECT streams, 1 and 2 clients; each client (fio job) reads its file `loops`
+    times, so that a run on fast storage lasts long enough for its window to be measured
+    (one pass of 1 GiB from tmpfs lasts about 0.12 s, where a scheduler hiccup of a few ms
+    at the start or the end moved the ratio by several per cent)."""
     rows = []
     for clients in (1, 2):
         files = crosscheck.make_files(folder, clients, file_size)
-        ours, theirs = interleaved(lambda f=files: aiio_seq_read(f),
-                                   lambda f=files: fio_seq_read(f))
+        ours, theirs = interleaved(lambda f=files: aiio_seq_read(f, loops),
+                                   lambda f=files: fio_seq_read(f, loops), repeats)
         rows.append(paired_row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}",
                                ours, theirs, "MiB/s", 0.95))
         for f in files:
@@ -469,11 +478,15 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
 
 
 def _fair_fio(mount: Path, clients: int) -> list[float]:
-    """Each fio job's read bandwidth (one 512 KiB file, one stream) over the stream rate."""
+    """Each fio job's read bandwidth over the stream rate. A job reads what an aiio client
+    reads: FILES files of FILE bytes, one open at a time, one after another (each file is a
+    new stream on the oracle, whose open, mid-run, goes through the same FUSE queue as
+    aiio's)."""
     (mount / "fio-data").mkdir()
     jobs = fio_jobs([{"name": "fair", "numjobs": str(clients)}],
                     {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
-                     "size": f"{fair.FILES * fair.FILE // KiB}k", "direct": "1",
+                     "size": f"{fair.FILES * fair.FILE // KiB}k", "nrfiles": str(fair.FILES),
+                     "openfiles": "1", "file_service_type": "sequential", "direct": "1",
                      "ioengine": "psync"})
     return [j["read"]["bw_bytes"] / fair.STREAM for j in jobs]
 
@@ -515,7 +528,7 @@ def _overhead_null() -> list[Row]:
 @figure("stream-tmpfs")
 def _stream_tmpfs() -> list[Row]:
     with tmpfs_dir(3 * GiB) as folder:
-        return stream_rows("tmpfs", folder, 1 * GiB)
+        return stream_rows("tmpfs", folder, 1 * GiB, loops=STREAM_TMPFS_LOOPS, repeats=5)
 
 
 @figure("stream-disk")

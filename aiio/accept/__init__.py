@@ -1,0 +1,1 @@
+"""Acceptance: a spec of figures and limits checked against runs and sweeps; JUnit, history."""

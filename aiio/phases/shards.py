@@ -308,20 +308,20 @@ def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str
         stalls = [w["last_done_s"] for w in writes]
     else:  # each accelerator waits for its own shard
         stalls = [c["checkpoints"][k]["write"]["elapsed_s"] for c in clients for k in range(rounds)]
-    out.update(
-        write_bytes=sum(w["bytes"] for w in writes),
-        write_mib_s=mib_per_s(sum(w["bytes"] for w in writes),
-                              sum(w["last_done_s"] for w in writes)),
-        persist_first_done_s=stats.spread([w["first_done_s"] for w in writes]),
-        persist_last_done_s=stats.spread([w["last_done_s"] for w in writes]),
-        stall_s=stats.spread(stalls))
+    out.update(_over_bursts("write", "persist", writes), stall_s=stats.spread(stalls))
     reads = [p["read"] for p in per if "read" in p]
     if reads:
-        out.update(
-            read_bytes=sum(r["bytes"] for r in reads),
-            read_mib_s=mib_per_s(sum(r["bytes"] for r in reads),
-                                 sum(r["last_done_s"] for r in reads)),
-            restore_first_done_s=stats.spread([r["first_done_s"] for r in reads]),
-            restore_last_done_s=stats.spread([r["last_done_s"] for r in reads]),
-            restore_gap_s_max=max(p["restore_gap_s"] for p in per if "read" in p))
+        out.update(_over_bursts("read", "restore", reads),
+                   restore_gap_s_max=max(p["restore_gap_s"] for p in per if "read" in p))
     return out
+
+
+def _over_bursts(op: str, step: str, bursts: list[dict]) -> dict[str, Any]:
+    """One direction over every checkpoint: bytes, MiB/s over the summed last-done times (each
+    burst's own window, so the pauses between checkpoints count for nothing), and the spread
+    of first and last done."""
+    nbytes = sum(b["bytes"] for b in bursts)
+    return {f"{op}_bytes": nbytes,
+            f"{op}_mib_s": mib_per_s(nbytes, sum(b["last_done_s"] for b in bursts)),
+            f"{step}_first_done_s": stats.spread([b["first_done_s"] for b in bursts]),
+            f"{step}_last_done_s": stats.spread([b["last_done_s"] for b in bursts])}

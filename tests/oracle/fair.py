@@ -5,7 +5,7 @@ from __future__ import annotations
 
 STREAM = 64 * 1024  # bytes/s per open file on the oracle; no global cap
 FILE = 256 * 1024   # bytes per file: 4 s at the stream rate
-FILES = 2           # per client (and per fio job's file of FILES x FILE)
+FILES = 2           # per client, and per fio job (nrfiles, read one after another)
 
 
 def workload(clients: int) -> str:
