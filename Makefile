@@ -17,10 +17,11 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# One pass on six workers, which overlap their waits for processes, I/O and throttled storage
-# on 2 cores; groups on storage of known speed start first (tests/conftest.py, docs/TESTING.md).
+# Two passes (tests/conftest.py, docs/TESTING.md): six workers overlap their waits for
+# processes, I/O and throttled devices on 2 cores; then the FUSE rate oracle's tests run alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 6 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m "not serial" -n 6 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m serial
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -38,29 +38,39 @@ def _interruptible() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _known_speed(module: object) -> bool:
-    """A test module that builds storage of known speed: a throttled loop device or the FUSE
-    rate oracle. Its tests mostly wait on that storage's rate."""
+def _uses(module: object, *helpers: object) -> bool:
+    return any(getattr(module, name, None) in helpers for name in dir(module))
+
+
+def _mark_by_storage(item: pytest.Item) -> None:
+    """`serial` for a module on the FUSE rate oracle (or bindfs), `known_speed` for one on a
+    throttled loop device (see pytest_collection_modifyitems)."""
     from tests.oracle import mount
     from tests.storage import throttled_disk
 
-    return any(getattr(module, name, None) in (throttled_disk, mount.ratefs, mount.bindfs)
-               for name in dir(module))
+    if item.module is None:
+        return
+    if _uses(item.module, mount.ratefs, mount.bindfs):
+        item.add_marker(pytest.mark.serial)
+    elif _uses(item.module, throttled_disk):
+        item.add_marker(pytest.mark.known_speed)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite once, on parallel workers. A module's tests stay together
-    (its module fixtures are built once) and every test that needs the S3 server shares one
-    worker (one server per run).
+    """`make test` runs the suite in two passes.
 
-    Modules on storage of known speed (marked `known_speed`) start first, spread over the
-    workers: they wait on a kernel throttle or the rate oracle, not on the CPU, so the other
-    workers' tests fill the CPUs meanwhile. They need no idle machine (docs/TESTING.md gives
-    the runs that show it), and every device, cgroup and oracle mount is a test's own."""
+    1. On parallel workers, everything not marked `serial`. A module's tests stay together
+       (its module fixtures are built once) and every test that needs the S3 server shares one
+       worker (one server per run). Modules on a blkio-throttled loop device (`known_speed`)
+       start first, spread over the workers: the kernel enforces their rate, and they wait on
+       it, not on the CPU, so the other tests fill the CPUs meanwhile.
+    2. Alone, the `serial` tests: the FUSE rate oracle, a Python daemon that must get the CPU
+       whenever a request comes to deliver its rate (beside the whole suite it fell 12 to 20 %
+       short), and bindfs over a warm folder, whose pages another test's drop of the page
+       cache would take away."""
     for item in items:
-        if item.module is not None and (_known_speed(item.module)
-                                        or item.get_closest_marker("serial")):
-            item.add_marker(pytest.mark.known_speed)
+        _mark_by_storage(item)
         if item.get_closest_marker("xdist_group") is None:
             group = "s3" if "s3_server" in item.fixturenames else item.module.__name__
             item.add_marker(pytest.mark.xdist_group(group))

@@ -13,9 +13,7 @@ from .conftest import REPO
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 REASON = can_build_storage()
-# it drops the page cache machine-wide: never beside the test that needs warm pages
-pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or ""),
-              pytest.mark.xdist_group("page_cache")]
+pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 MiB = 2**20
 DATA = ("--set", "dataset.num_files=40", "--set", "dataset.sample_size=1MiB",
         "--set", "dataset.sample_size_stdev=0", "--set", "dataset.files_per_dir=100")

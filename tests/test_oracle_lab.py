@@ -175,7 +175,6 @@ def test_caching_fuse_client_is_flagged(tmp_path):
 
 
 @pytest.mark.skipif(can_bindfs() is not None, reason=can_bindfs() or "")
-@pytest.mark.xdist_group("page_cache")  # its pages must stay warm: see test_device_confirm
 def test_bindfs_over_a_warm_folder_is_flagged(tmp_path):
     source = tmp_path / "warm"
     source.mkdir()
