@@ -61,8 +61,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """`make test` runs the suite in two passes.
 
     1. On parallel workers, everything not marked `serial`. A module's tests stay together
-       (its module fixtures are built once) and every test that needs the S3 server shares one
-       worker (one server per run). Modules on a blkio-throttled loop device (`known_speed`)
+       when they share a module fixture (built once); the others spread over the workers, so
+       no long module holds up the end of the run. Modules on a blkio-throttled loop device
+       (`known_speed`)
        start first, spread over the workers: the kernel enforces their rate, and they wait on
        it, not on the CPU, so the other tests fill the CPUs meanwhile.
     2. Alone, the `serial` tests: the FUSE rate oracle, a Python daemon that must get the CPU
@@ -71,15 +72,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
        cache would take away."""
     for item in items:
         _mark_by_storage(item)
-        if item.get_closest_marker("xdist_group") is None:
-            group = "s3" if "s3_server" in item.fixturenames else item.module.__name__
-            item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group") is None and _shares_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = _longest_waits_first(items)
 
 
+def _shares_fixtures(item: pytest.Item) -> bool:
+    """The test uses a fixture built once for its module (or class): its module's tests then
+    go to one worker, which builds it once. Other tests go wherever a worker is free, and a
+    session fixture (the S3 server) is built once per worker that needs it."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else []
+    return any(d[-1].scope in ("module", "class", "package") for d in defs if d)
+
+
 def _group(item: pytest.Item) -> str:
-    return item.get_closest_marker("xdist_group").args[0]
+    mark = item.get_closest_marker("xdist_group")
+    return mark.args[0] if mark else item.nodeid
 
 
 def _longest_waits_first(items: list[pytest.Item]) -> list[pytest.Item]:
