@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiio.phases import get_phase, layout_of
-from aiio.result import IoFigures, Result, Where, dig, model, number
+from aiio.result import (
+    AuFigures,
+    IoFigures,
+    Result,
+    Spread,
+    declared_part,
+    dig,
+    model,
+    number,
+)
 from aiio.units import format_rate
 
 if TYPE_CHECKING:
@@ -79,9 +88,10 @@ def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any
     phase, stage = _judged(run)
     agg = dig(run, "aggregate", default={})
     if phase.judged_on == "read_plus_write":  # two streams, judged as one
-        if not isinstance(dig(agg, "read"), Mapping):
+        read = run.section(f"{stage}read")
+        if read is None:
             return None, agg
-        view = _read_write_view(agg)
+        view = _read_write_view(agg, read, run.section(f"{stage}write"))
         return IoFigures.of("read+write", ("aggregate",), view), view
     if phase.judged_on == "persist":
         bursts = [s for s in run.sections(f"{stage}checkpoint.") if s.name.endswith(".write")]
@@ -104,61 +114,43 @@ def _judged(run: Result) -> tuple[Phase, str]:
 def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | None]:
     """Where a result keeps its figures: (the headline's, the checkpoint aggregate, the
     model-load aggregate), wherever the phase (or one of its stages) declares them."""
-    agg = dig(res, "aggregate", default={})
-    phase = layout_of(res)
-    return (headline(res)[1], _part(agg, phase, "checkpoint_at"),
-            _part(agg, phase, "load_at"))
+    return (headline(res)[1], declared_part(res, "checkpoint_at"),
+            declared_part(res, "load_at"))
 
 
-def _part(agg: Mapping[str, Any], phase: Phase, member: str) -> Mapping | None:
-    """The part of the aggregate at the path the phase declares in `member`; None without."""
-    at = _at(phase, member)
-    return None if at is None else dig(agg, *at)
-
-
-def _at(phase: Phase, member: str) -> Where | None:
-    """The phase's own path, else the first stage's that has one, behind the stage's name."""
-    own = getattr(phase, member)
-    if own is not None:
-        return own
-    for stage in phase.stages:
-        found = _at(get_phase(stage), member)
-        if found is not None:
-            return (stage, *found)
-    return None
-
-
-def _read_write_view(agg: Mapping[str, Any]) -> dict[str, Any]:
+def _read_write_view(agg: Mapping[str, Any], read: IoFigures,
+                     write: IoFigures | None) -> dict[str, Any]:
     """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
     read plus write; the per-client spread and fairness are the reads' (every client reads)
     in shards mode, each client's reads plus writes for randrw; latency holds both directions'
     operations."""
-    read, write = agg["read"], agg.get("write") or {}
     # randrw keeps each client's reads plus writes beside them
-    view = {**read, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
+    view = {**read.figures, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
     for window in ("first_done", "last_done"):
-        mib_s = [number(dig(part, window, "mib_s")) for part in (read, write)]
-        if mib_s[0] is not None:
-            view[window] = {**read[window], "mib_s": mib_s[0] + (mib_s[1] or 0.0)}
-    view["latency"] = {**(write.get("latency") or {}), **(read.get("latency") or {})}
+        got = getattr(read, window)
+        if got is not None:
+            also = getattr(write, window, None)
+            view[window] = {**read.figures[window],
+                            "mib_s": got.mib_s + (also.mib_s if also else 0.0)}
+    view["latency"] = {**(write.latency if write else {}), **read.latency}
     return view
 
 
-def _latency_op(section: IoFigures | None, res: Mapping[str, Any],
-               op: str | None) -> str | None:
+def _latency_op(section: IoFigures | None, run: Result, op: str | None) -> str | None:
     """The operation the p99 figure is taken from: `op`, else the phase's main operation."""
     latency = section.latency if section else {}
     if op:
         return op if op in latency else None
-    main = layout_of(res).main_op
-    return main if main in latency else next(iter(latency), None)
+    return run.main_op if run.main_op in latency else next(iter(latency), None)
 
 
 def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[str, float]:
     """Every figure a run result holds; a figure the result lacks is simply absent."""
-    section, beside = headline(res)
-    _, ckpt, load = views(res)
+    run = res if isinstance(res, Result) else model(res)
+    section, beside = headline(run)
+    ckpt, load = run.checkpoint, declared_part(run, "load_at")
     spread = section.per_client_mib_s if section else None
+    au = section.au if section else AuFigures.of(beside)
     out: dict[str, float | None] = {
         "aggregate_mib_s": section.first_done.mib_s if section and section.first_done else None,
         "last_done_mib_s": section.last_done.mib_s if section and section.last_done else None,
@@ -166,21 +158,25 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "client_mib_s_mean": spread.mean if spread else None,
         "cv": spread.cv if spread else None,
         "jain": section.jain if section else None,
-        "au_min": number(beside.get("au_min")),
-        "au_mean": number(beside.get("au_mean")),
+        "au_min": au.min if au else None,
+        "au_mean": au.mean if au else None,
         "samples_per_s": number(beside.get("samples_per_s")),
         # the worst checkpoint: every accelerator waits until the last shard is durable
-        "checkpoint_s": number(dig(ckpt, "persist_last_done_s", "max")),
-        "restore_s": number(dig(ckpt, "restore_last_done_s", "max")),
+        "checkpoint_s": _max(ckpt.persist_last_done_s) if ckpt else None,
+        "restore_s": _max(ckpt.restore_last_done_s) if ckpt else None,
         # from the common start until the last replica has every byte: the fleet is serving
         "load_s": number(dig(load, "last_ready_s")),
         "hero_fraction": _hero_fraction(res),
     }
-    op = _latency_op(section, res, latency_op)
+    op = _latency_op(section, run, latency_op)
     if op is not None:
         p99 = section.p(op) if section else None
         out["p99_ms"] = p99 / 1e6 if p99 is not None else None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _max(spread: Spread | None) -> float | None:
+    return spread.max if spread else None
 
 
 def _hero_fraction(res: dict[str, Any]) -> float | None:

@@ -1,13 +1,14 @@
 """The memory a client needs, and the refusal of client counts a host cannot hold.
 
-The figures are measured, not guessed: a demo train client (two loader threads, 1 MiB reads)
-in a 64-client run held 5.2 MiB of memory of its own (USS: the pages an added client costs;
-everything else it shares with the parent). 1.3 MiB of that were the pages of its two read
-buffers that the reads touched; the rest, about 4 MiB, is the interpreter's pages the client
-copies, its own objects and its thread stacks. docs/PERFORMANCE.md ("Memory per client") has
-the command that measures it. A client's buffers and threads are counted from the workload at
-their full size, and the whole is given a margin of 1.5 for what one run does not show
-(other formats' libraries, longer runs' logs).
+The figures are measured, not guessed: a demo train client (two loader threads, 1 MiB
+transfers) in a 256-client run held 4.86 MiB of memory of its own (USS: the pages an added
+client costs; everything else it shares with the parent). 1.29 MiB of that were its two read
+buffers (each the largest demo file, 644 KiB, as it is below the transfer size); the rest,
+3.6 MiB, is the interpreter's pages the client copies, its own objects and its thread stacks.
+docs/PERFORMANCE.md ("Memory per client", and "Where a client's memory goes") has how it was
+measured. A client's buffers and threads are counted from the workload at the full transfer
+size (a dataset of large files needs it), and the whole is given a margin of 1.5 for what one
+run does not show (other formats' libraries, longer runs' logs).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from aiio.errors import AiioError
 from aiio.units import MiB, format_size
 from aiio.workload import Workload
 
-CLIENT_BASE_BYTES = 4 * MiB   # measured, without the buffers (see above)
+CLIENT_BASE_BYTES = 4 * MiB   # measured 3.6 MiB without the buffers (see above)
 THREAD_BYTES = 256 * 1024     # one I/O thread's stack pages and operation log
 PARENT_BYTES = 128 * MiB      # the parent process (measured about 60 MiB), once per host
 MARGIN = 1.5                  # over the measured figures

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import multiprocessing as mp
 import os
 import resource
 import signal
@@ -12,24 +11,37 @@ from aiio.errors import AiioError
 
 PR_SET_PDEATHSIG = 1
 PR_SET_TIMERSLACK = 29
-# Descriptors the parent holds per client (its exit sentinel) plus the parent's own, with room.
+# Descriptors per client plus the parent's own, with room. As multiprocessing processes each
+# client cost the parent two (its exit sentinel, a pipe); forked directly (aiio.clients) it
+# costs none; the figure is left as it was, a margin.
 FILES_PER_CLIENT = 2
 FILES_BASE = 256
 
 
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+# Loaded once, in the parent: a client that loaded it again made its own copy of the objects
+# ctypes builds for it, private pages in each of hundreds of clients.
+_LIBC = _libc()
+
+
 def _prctl(option: int, value: int) -> bool:
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
+        return _LIBC is not None and _LIBC.prctl(option, value, 0, 0, 0) == 0
+    except AttributeError:
         return False
 
 
-def die_with_parent() -> None:
-    """Ask Linux to kill this client if its parent dies (a killed MPI rank must not leave
-    clients running, holding the launcher's output pipes open)."""
+def die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to kill this client if its parent (`parent_pid`) dies (a killed MPI rank must
+    not leave clients running, holding the launcher's output pipes open)."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    parent = mp.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
+    if os.getppid() != parent_pid:
         os._exit(1)  # the parent died before the request took effect
 
 

@@ -4,26 +4,30 @@ measured, with its one constructor (`new`), loader (`load`) and writer (`save`).
 On disk a result is JSON (docs/RESULTS.md). In memory it is a `Result`: the document as saved,
 read-only, plus typed views of its figures: every named I/O section as `IoFigures` (train's
 reads, prep's read and write, each checkpoint burst's write and read, one type under a name),
-each client's own sections, the warnings, and a sweep's point results. Readers ask for a
-section by name instead of knowing where each phase keeps it; each phase declares where it
-keeps them (`Phase.io_sections`). Results of schema aiio.result/1 load through the same path:
+each client's own sections, totals, other byte series and timed parts, AU beside training's
+reads, the checkpoints, the metadata operations, the phase's main operation, the warnings, and
+a sweep's point results. Readers ask for a section by name instead of knowing where each phase
+keeps it; each phase declares where it keeps them (`Phase.io_sections` and its other
+declarations), and a result records its own index (`io`) for readers that do not know its
+phase. Results of schema aiio.result/1 load through the same path:
 their sections are found from the same layout, which /1 and /2 share.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiio import owner
 from aiio.errors import AiioError
-from aiio.phases import layout_of
+from aiio.phases import declared, get_phase, layout_of
 
 if TYPE_CHECKING:
     from aiio.phases.base import Phase
@@ -94,6 +98,30 @@ class Spread:
 
 
 @dataclass(frozen=True)
+class AuFigures:
+    """Accelerator utilization over the clients, recorded beside training's reads: the mean,
+    the least busy client's, the goal, and the verdict under its rule (or why there is none)."""
+
+    mean: float | None
+    min: float | None
+    goal: float | None
+    passed: bool | None
+    rule: str
+    note: str | None                 # why there is no verdict (no compute time, no step)
+    below_goal: tuple[Any, ...]      # the clients under the goal
+
+    @classmethod
+    def of(cls, d: Any) -> AuFigures | None:
+        """None unless the figures record AU or why it was not measured."""
+        if not isinstance(d, Mapping) or ("au_mean" not in d and "au_note" not in d):
+            return None
+        passed = d.get("au_pass")
+        return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
+                   passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
+                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()))
+
+
+@dataclass(frozen=True)
 class IoFigures:
     """One named stream of I/O: what one client moved, or the aggregate over the clients."""
 
@@ -113,6 +141,8 @@ class IoFigures:
     histograms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     series: tuple[float, ...] = ()   # a client's bytes per bucket; an aggregate's MiB/s per s
     bucket_s: float = 1.0            # the series' bucket width
+    has_series: bool = False         # a client's: it recorded a byte series, even an empty one
+    au: AuFigures | None = None      # training's: the accelerators' utilization beside its reads
     figures: Mapping[str, Any] = field(default_factory=dict)  # the section as recorded
 
     @classmethod
@@ -129,7 +159,9 @@ class IoFigures:
                    jain=number(d.get("jain")), latency=_ops(d.get("latency")),
                    main_latency=_summary(d.get("latency")),
                    histograms=_ops(d.get("histograms")),
-                   series=_values(d), bucket_s=_bucket(d), figures=d)
+                   series=_values(d), bucket_s=_bucket(d),
+                   has_series=_is_byte_series(d.get("series")), au=AuFigures.of(d),
+                   figures=d)
 
     def p(self, op: str, quantile: str = "p99") -> float | None:
         """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""
@@ -139,12 +171,24 @@ class IoFigures:
         """A client's latency quantile in ns, of its section's main operation."""
         return number(self.main_latency.get(f"{quantile}_ns"))
 
+    def byte_series(self) -> tuple[float, ...]:
+        """A client's recorded bytes per bucket; ValueError when what it recorded is no list
+        (a damaged result), so a reader refuses to draw it rather than draw nothing."""
+        got = dig(self.figures, "series", "bytes")
+        if not isinstance(got, list):
+            raise ValueError(f"the {self.name} byte series is not a list of counts")
+        return tuple(got)
+
 
 def _values(d: Mapping[str, Any]) -> tuple[float, ...]:
     """A client's byte series ({bucket_s, bytes}) or an aggregate's MiB/s per second."""
     series = d.get("series")
     got = series.get("bytes") if isinstance(series, Mapping) else d.get("series_mib_s")
     return tuple(got) if isinstance(got, list) else ()
+
+
+def _is_byte_series(value: Any) -> bool:
+    return isinstance(value, Mapping) and "bucket_s" in value and "bytes" in value
 
 
 def _bucket(d: Mapping[str, Any]) -> float:
@@ -169,6 +213,95 @@ def _summary(value: Any) -> Mapping[str, float]:
 
 
 @dataclass(frozen=True)
+class MetadataOp:
+    """One type of metadata operation (list, stat, open, create, unlink): how many, how many
+    per second, and its latency summary (ns)."""
+
+    count: int | None
+    ops_s: float | None
+    latency: Mapping[str, float]
+
+    def p(self, quantile: str = "p99") -> float | None:
+        return number(self.latency.get(f"{quantile}_ns"))
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The metadata operations of a run or of one client: all of them, and per type."""
+
+    total: int | None
+    ops_s: float | None
+    ops: Mapping[str, MetadataOp]
+
+    @classmethod
+    def of(cls, d: Any) -> Metadata | None:
+        if not isinstance(d, Mapping):
+            return None
+        ops = {op: MetadataOp(_int(m.get("count")), number(m.get("ops_s")),
+                              _summary(m.get("latency")))
+               for op, m in _ops(d.get("ops")).items()}
+        return cls(_int(d.get("total")), number(d.get("ops_s")), ops)
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """What a run's checkpoints set out to write: each checkpoint's size (and the scale of
+    the model's it stands for), where the size came from, the shape, how many and kept."""
+
+    total_bytes: int | None
+    base_bytes: int | None
+    scale: float | None
+    source: str
+    clients: int | None
+    files_per_client: int | None
+    count: int | None
+    keep: int | None
+
+    @classmethod
+    def of(cls, d: Any) -> CheckpointPlan | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(_int(d.get("total_bytes")), _int(d.get("base_bytes")), number(d.get("scale")),
+                   str(d.get("source", "")), _int(d.get("clients")),
+                   _int(d.get("files_per_client")), _int(d.get("count")), _int(d.get("keep")))
+
+
+@dataclass(frozen=True)
+class CheckpointFigures:
+    """A run's checkpoints over every client (a checkpoint run's, or those during training):
+    the plan, how many completed, the write and restore rates, the times to persist and to
+    restore and the accelerators' stall per checkpoint (each a spread over checkpoints)."""
+
+    plan: CheckpointPlan | None
+    completed: int
+    stall_model: str
+    write_mib_s: float | None
+    persist_first_done_s: Spread | None
+    persist_last_done_s: Spread | None
+    stall_s: Spread | None
+    read_mib_s: float | None         # None: nothing was restored
+    restore_first_done_s: Spread | None
+    restore_last_done_s: Spread | None
+    restore_gap_s_max: float | None
+    au_without_checkpoints_mean: float | None  # training's: its AU had none been taken
+    bursts: tuple[Mapping[str, Any], ...]      # each checkpoint as recorded
+    figures: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, d: Any) -> CheckpointFigures | None:
+        if not isinstance(d, Mapping):
+            return None
+        return cls(CheckpointPlan.of(d.get("plan")), _int(d.get("completed")) or 0,
+                   str(d.get("stall_model", "synchronous")), number(d.get("write_mib_s")),
+                   Spread.of(d.get("persist_first_done_s")),
+                   Spread.of(d.get("persist_last_done_s")), Spread.of(d.get("stall_s")),
+                   number(d.get("read_mib_s")), Spread.of(d.get("restore_first_done_s")),
+                   Spread.of(d.get("restore_last_done_s")), number(d.get("restore_gap_s_max")),
+                   number(d.get("au_without_checkpoints_mean")),
+                   tuple(b for b in d.get("checkpoints") or () if isinstance(b, Mapping)), d)
+
+
+@dataclass(frozen=True)
 class ResultWarning:
     """Why a number may not be the storage's: a code, its message, the rank it came from."""
 
@@ -184,8 +317,19 @@ class ResultWarning:
 
 
 @dataclass(frozen=True)
+class TimedPart:
+    """A timed part of a client's run, in seconds since the common start: a checkpoint burst,
+    its write or restore, or the client itself when it started late (a staggered replica)."""
+
+    path: Where                      # from the client's entry; () for the client itself
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
 class ClientFigures:
-    """One client's own figures: who it was, its totals, and its named I/O sections."""
+    """One client's own figures: who it was, its totals, its named I/O sections, the streams
+    its per-client figures show (`totals`), its other byte series and its timed parts."""
 
     client: int | None
     host: str
@@ -196,6 +340,10 @@ class ClientFigures:
     bytes: int | None
     io: Mapping[str, IoFigures]
     figures: Mapping[str, Any]       # the client's entry as recorded
+    totals: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.client_totals
+    series: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.other_series
+    events: tuple[TimedPart, ...] = ()
+    metadata: Metadata | None = None                                # Phase.metadata_at
 
 
 # --- where the I/O sections are: each phase declares its own (Phase.io_sections) -------------
@@ -206,7 +354,25 @@ def io_paths(doc: Mapping[str, Any]) -> dict[str, Where]:
         return {name: ("tests", name, "aggregate") for name in dig(doc, "tests", default={})}
     if not _is_run(doc):
         return {}
+    saved = _saved_paths(doc, "aggregate")
+    if saved is not None:
+        return saved
     return phase_paths(layout_of(doc), dig(doc, "aggregate", default={}), False, ("aggregate",))
+
+
+def client_paths(doc: Mapping[str, Any], client: Mapping[str, Any]) -> dict[str, Where]:
+    """Name -> path of each I/O section inside one client's entry of a run result."""
+    saved = _saved_paths(doc, "client")
+    return saved if saved is not None else phase_paths(layout_of(doc), client, True)
+
+
+def _saved_paths(doc: Mapping[str, Any], side: str) -> dict[str, Where] | None:
+    """The paths a result's own index records, for a phase this aiio does not know (a known
+    phase's declaration is read instead: it finds every client's own bursts)."""
+    index = dig(doc, "io", side)
+    if declared(doc) or not isinstance(index, Mapping):
+        return None
+    return {str(name): tuple(path) for name, path in index.items() if isinstance(path, list)}
 
 
 def _is_run(doc: Mapping[str, Any]) -> bool:
@@ -220,6 +386,26 @@ def phase_paths(phase: Phase, part: Any, client: bool, base: Where = ()) -> dict
     if not isinstance(part, Mapping) or not part:
         return {}
     return {name: (*base, *path) for name, path in phase.io_sections(part, client).items()}
+
+
+def declared_part(doc: Mapping[str, Any], member: str) -> Mapping[str, Any] | None:
+    """The part of a run's aggregate at the path its phase declares in `member`
+    (`checkpoint_at`, `load_at`); None when it declares none or the part is missing."""
+    at = _declared_at(layout_of(doc), member)
+    part = None if at is None else dig(doc, "aggregate", *at)
+    return part if isinstance(part, Mapping) else None
+
+
+def _declared_at(phase: Phase, member: str) -> Where | None:
+    """The phase's own path, else the first stage's that has one, behind the stage's name."""
+    own = getattr(phase, member)
+    if own is not None:
+        return own
+    for stage in phase.stages:
+        found = _declared_at(get_phase(stage), member)
+        if found is not None:
+            return (stage, *found)
+    return None
 
 
 # --- the result ----------------------------------------------------------------------------
@@ -260,6 +446,22 @@ class Result(Mapping[str, Any]):
     def id(self) -> str:
         return str(self.doc.get("id", ""))
 
+    @property
+    def main_op(self) -> str:
+        """The operation the phase's latency figure is taken from: as the result records it,
+        else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
+        return main_op(self.doc)
+
+    @property
+    def checkpoint(self) -> CheckpointFigures | None:
+        """The run's checkpoints, where its phase (or a stage of it) declares them."""
+        return CheckpointFigures.of(declared_part(self.doc, "checkpoint_at"))
+
+    @property
+    def metadata(self) -> Metadata | None:
+        """The run's metadata operations over every client (Phase.metadata_at)."""
+        return _metadata(layout_of(self.doc), dig(self.doc, "aggregate", default={}))
+
     def section(self, name: str) -> IoFigures | None:
         return self.io.get(name)
 
@@ -273,10 +475,14 @@ class Result(Mapping[str, Any]):
         return next(iter(self.sections(prefix)), None)
 
 
+def main_op(doc: Mapping[str, Any]) -> str:
+    """A result's (a run's or a sweep's) main operation, as `Result.main_op`."""
+    return str(dig(doc, "io", "main_op") or layout_of(doc).main_op)
+
+
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:
     """The typed result of a document (either schema)."""
-    phase = layout_of(doc) if _is_run(doc) else None
-    clients = tuple(_client(phase, c) for c in dig(doc, "clients", default=[])
+    clients = tuple(_client(doc, c) for c in dig(doc, "clients", default=[])
                     if isinstance(c, Mapping)) if _is_run(doc) else ()
     points = tuple(model(p["result"]) for p in dig(doc, "points", default=[])
                    if isinstance(dig(p, "result"), Mapping))
@@ -290,12 +496,57 @@ def _sections(doc: Mapping[str, Any], paths: Mapping[str, Where]) -> dict[str, I
             if isinstance(dig(doc, *path), Mapping)}
 
 
-def _client(phase: Phase, c: Mapping[str, Any]) -> ClientFigures:
+def _client(doc: Mapping[str, Any], c: Mapping[str, Any]) -> ClientFigures:
+    paths = client_paths(doc, c)
+    phase = layout_of(doc)
     return ClientFigures(client=c.get("client"), host=str(c.get("host", "")),
                          rank=int(c.get("rank") or 0), pid=c.get("pid"),
                          elapsed_s=number(c.get("elapsed_s")), cpu_s=number(c.get("cpu_s")),
-                         bytes=_int(c.get("bytes")),
-                         io=_sections(c, phase_paths(phase, c, True)), figures=c)
+                         bytes=_int(c.get("bytes")), io=_sections(c, paths), figures=c,
+                         totals=_sections(c, phase.client_totals(c) if declared(doc) else
+                                          {n: p for n, p in paths.items() if len(p) == 1}),
+                         series=_other_series(phase, c), events=_events(c, paths.values()),
+                         metadata=_metadata(phase, c))
+
+
+def _metadata(phase: Phase, part: Mapping[str, Any]) -> Metadata | None:
+    """The metadata figures where the phase keeps them in `part` (its aggregate, an entry)."""
+    return None if phase.metadata_at is None else Metadata.of(dig(part, *phase.metadata_at))
+
+
+def _other_series(phase: Phase, c: Mapping[str, Any]) -> dict[str, IoFigures]:
+    """The byte series a client keeps beside its I/O sections, each seen as a section of its
+    own: its figures are those of the entry under the series' key prefix."""
+    out = {}
+    for name, prefix in phase.other_series:
+        own = {k[len(prefix):]: v for k, v in c.items() if k.startswith(prefix)}
+        if _is_byte_series(own.get("series")):
+            out[name] = IoFigures.of(name, (), own)
+    return out
+
+
+def _events(c: Mapping[str, Any], sections: Iterable[Where]) -> tuple[TimedPart, ...]:
+    """The client's timed parts: itself when it has a start of its own (ending at its
+    elapsed_s), then each I/O section with a start and an end, each after the entries around
+    it that have theirs (a checkpoint burst, stall included, before its write)."""
+    out: list[TimedPart] = []
+    start, end = _finite(c.get("start_s")), _finite(c.get("elapsed_s"))
+    if start is not None and end is not None and end >= start:
+        out.append(TimedPart((), start, end))
+    for path in sections:
+        for n in range(1, len(path) + 1):
+            part, where = dig(c, *path[:n]), path[:n]
+            if not isinstance(part, Mapping) or any(e.path == where for e in out):
+                continue
+            start, end = _finite(part.get("start_s")), _finite(part.get("end_s"))
+            if start is not None and end is not None and end >= start:
+                out.append(TimedPart(where, start, end))
+    return tuple(out)
+
+
+def _finite(value: Any) -> float | None:
+    got = number(value)
+    return got if got is not None and math.isfinite(got) else None
 
 
 # --- the one constructor, loader and writer ------------------------------------------------
@@ -342,11 +593,13 @@ def save(result: Result | dict[str, Any], folder: Path) -> Path:
 
 
 def _index(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the I/O sections are: the aggregate's, and the first client's (all alike)."""
+    """Where the I/O sections are: the aggregate's, and the first client's (all alike); and
+    the operation the phase's latency figure is taken from, for readers that do not know it."""
     first = next((c for c in dig(doc, "clients", default=[]) if isinstance(c, Mapping)), {})
-    clients = phase_paths(layout_of(doc), first, True) if _is_run(doc) else {}
+    clients = client_paths(doc, first) if _is_run(doc) and first else {}
+    main = {"main_op": main_op(doc)} if doc.get("phase") else {}
     return {"aggregate": {k: list(v) for k, v in io_paths(doc).items()},
-            "client": {k: list(v) for k, v in clients.items()}}
+            "client": {k: list(v) for k, v in clients.items()}, **main}
 
 
 def _json_default(value: Any) -> Any:

@@ -75,6 +75,20 @@ def test_every_request_counted_timed_and_correct(folder: Path, depth: int) -> No
 
 
 @needs_ring
+def test_completions_wait_for_the_reader_to_enter_the_kernel() -> None:
+    """On tmpfs io_uring hands reads to its kernel workers; without COOP_TASKRUN each worker
+    completion interrupts the reading thread (an IPI and a task-work run per request). With
+    it, completions are posted when the reader next enters the kernel to wait, as fio's
+    io_uring engine sets up its ring."""
+    import uring_api
+    reader = DepthReader(4, BLOCK, OpLog(0))
+    try:
+        assert reader.setup_flags & uring_api.IORING_SETUP_COOP_TASKRUN
+    finally:
+        reader.close()
+
+
+@needs_ring
 def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None:
     path, data = _file(folder, 10 * BLOCK + 100)
     log, seen = OpLog(0), []

@@ -45,6 +45,27 @@ def test_read_file_counts_every_byte_and_call(tmp_path):
     assert ops == 6
 
 
+def test_ranges_of_changing_lengths_read_the_files_bytes(tmp_path):
+    """read_range keeps the buffer list of the last length it read: ranges of other lengths
+    in between still read exactly their bytes, each call timed, and the reader closes."""
+    data = os.urandom(256 * 1024)
+    (tmp_path / "data.bin").write_bytes(data)
+    log, seen = OpLog(start_ns=0), []
+    reader = Reader(_method(tmp_path), 64 * 1024, log)
+    reader.check = lambda view, n, pos: seen.append(bytes(view[:n]) == data[pos:pos + n])
+    fd = reader.open(str(tmp_path / "data.bin"))
+    try:
+        ranges = [(0, 128 * 1024), (8192, 4096), (0, 128 * 1024), (12288, 100), (4096, 8192)]
+        got = [reader.read_range(fd, off, n) for off, n in ranges]
+    finally:
+        os.close(fd)
+    reader.close()
+    hist, _, _, nbytes = merge_logs([log])
+    if reader.method == METHOD_DIRECT:  # the 100-byte range is widened to its 4 KiB block
+        assert got == [128 * 1024, 4096, 128 * 1024, 4096, 8192]
+    assert nbytes == sum(got) and all(seen) and len(seen) == hist["read"].count == 7
+
+
 def test_direct_range_is_widened_to_blocks(tmp_path):
     if not probe_direct_io(tmp_path)[0]:
         pytest.skip("this filesystem refuses O_DIRECT")

@@ -8,11 +8,15 @@ the model under test.
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from aiio import result
+from aiio.phases import REGISTRY
+from aiio.phases.base import Phase
 
 from .conftest import TINY_ARGS, run_cli
 
@@ -135,7 +139,7 @@ def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -
     assert doc["schema"] == "aiio.result/2"
     assert doc["io"] == {"aggregate": {"read": ["aggregate", "read"],
                                        "write": ["aggregate", "write"]},
-                         "client": {"read": ["read"], "write": ["write"]}}
+                         "client": {"read": ["read"], "write": ["write"]}, "main_op": "read"}
     res = result.load(folder)
     for name, path in doc["io"]["aggregate"].items():
         recorded = result.dig(doc, *path)
@@ -193,3 +197,118 @@ def test_the_report_shows_each_flat_clients_own_latency(name: str) -> None:
     for entry in _doc(folder)["clients"]:
         for key in ("p50_ns", "p99_ns", "max_ns"):
             assert format_latency_ns(entry["latency"][key]) in clients
+
+
+class _ScribblePhase(Phase):
+    """A phase that writes: its one stream under its own key, its latency figure the writes'."""
+
+    name = "scribble"
+    main_op = "write"
+
+    def io_sections(self, part, client):
+        return {"scribble": ("scribble",)}
+
+
+def _scribble_result() -> dict:
+    window = {"seconds": 2.0, "bytes": 8 * 2**20, "mib_s": 4.0}
+    lat = {op: {"count": 8, "p50_ns": p99 // 5, "p99_ns": p99, "max_ns": 2 * p99}
+           for op, p99 in (("read", 3_000_000), ("write", 7_000_000))}
+    return {"kind": "run", "phase": "scribble", "status": "ok",
+            "aggregate": {"scribble": {"first_done": window, "last_done": window,
+                                       "latency": lat, "bytes": 8 * 2**20}},
+            "clients": [{"client": 0, "scribble": {"bytes": 8 * 2**20, "mib_s": 4.0,
+                                                   "latency": lat["write"]}}]}
+
+
+def test_a_result_of_a_phase_this_aiio_does_not_know_keeps_its_sections_and_main_op(
+        tmp_path: Path, monkeypatch) -> None:
+    """A result records where its sections are and which operation its latency figure is
+    taken from, so a reader that does not know its phase still finds both."""
+    from aiio import figures
+
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "scribble_phase", types.SimpleNamespace(PHASE=_ScribblePhase()))
+        m.setitem(REGISTRY, "scribble", "scribble_phase")
+        result.save(_scribble_result(), tmp_path)
+    run = result.load(tmp_path)
+    assert run.main_op == "write"
+    assert list(run.io) == ["scribble"] and list(run.clients[0].io) == ["scribble"]
+    assert figures.run_figures(run)["p99_ms"] == 7.0
+
+
+@pytest.mark.parametrize(("name", "op"), [("230529-train-demo-c2", "read"),
+                                          ("checkpoint-demo-c2", "write"),
+                                          ("all-demo-c2", "read"), ("fio-c2", "read")])
+def test_a_result_saved_before_it_recorded_its_main_op_takes_its_phases(name: str,
+                                                                         op: str) -> None:
+    assert result.load(_folder(name)).main_op == op
+
+
+def test_a_clients_timed_parts_totals_and_other_series_read_as_types() -> None:
+    """What the report's timeline, per-client columns and bandwidth charts read beside the I/O
+    sections: each client's timed parts, the streams its row shows, training's consumed
+    bytes."""
+    ckpt = _folder("checkpoint-demo-c2")
+    for client, entry in zip(result.load(ckpt).clients, _doc(ckpt)["clients"], strict=True):
+        assert [(e.path, e.start_s, e.end_s) for e in client.events] == [
+            (("checkpoints", k, side), b[side]["start_s"], b[side]["end_s"])
+            for k, b in enumerate(entry["checkpoints"]) for side in ("write", "read")]
+        assert {n: (t.mib_s, t.bytes) for n, t in client.totals.items()} == {
+            side: (entry[side]["mib_s"], entry[side]["bytes"]) for side in ("write", "read")}
+    load = _folder("load-demo-c2")
+    for client, entry in zip(result.load(load).clients, _doc(load)["clients"], strict=True):
+        assert [(e.path, e.start_s, e.end_s) for e in client.events] == [
+            ((), entry["start_s"], entry["elapsed_s"])]
+        assert client.totals == {} and client.series == {}
+    train = _folder("230529-train-demo-c2")
+    for client, entry in zip(result.load(train).clients, _doc(train)["clients"], strict=True):
+        consumed = client.series["consumed"]
+        assert list(consumed.series) == entry["consumed_series"]["bytes"]
+        assert (consumed.mib_s, consumed.elapsed_s) == (entry["consumed_mib_s"],
+                                                        entry.get("consumed_elapsed_s"))
+    both = result.load(_folder("all-demo-c2")).clients[0]
+    assert list(both.totals) == ["train.read", "load.read"]
+
+
+def test_a_prep_runs_metadata_operations_read_as_types() -> None:
+    folder = _folder("prep-demo-c2")
+    doc, run = _doc(folder), result.load(folder)
+    recorded = doc["aggregate"]["metadata"]
+    assert (run.metadata.total, run.metadata.ops_s) == (recorded["total"], recorded["ops_s"])
+    assert {op: (m.count, m.ops_s, m.p("p99")) for op, m in run.metadata.ops.items()} == {
+        op: (m["count"], m["ops_s"], m["latency"]["p99_ns"]) for op, m in recorded["ops"].items()}
+    assert [c.metadata.ops_s for c in run.clients] == [
+        c["metadata"]["ops_s"] for c in doc["clients"]]
+    assert result.load(_folder("230529-train-demo-c2")).metadata is None
+
+
+@pytest.mark.parametrize(("name", "section", "where"), [
+    ("230529-train-demo-c2", "read", ()), ("all-demo-c2", "train.read", ("train",))])
+def test_accelerator_utilization_reads_as_a_type_beside_trainings_reads(
+        name: str, section: str, where: tuple[str, ...]) -> None:
+    folder = _folder(name)
+    recorded = result.dig(_doc(folder)["aggregate"], *where)
+    au = result.load(folder).section(section).au
+    assert (au.mean, au.min, au.goal, au.passed, list(au.below_goal)) == (
+        recorded["au_mean"], recorded["au_min"], recorded["au_goal"], recorded["au_pass"],
+        recorded["clients_below_goal"])
+    assert result.load(_folder("checkpoint-demo-c2")).first().au is None
+
+
+@pytest.mark.parametrize(("name", "where"), [("checkpoint-demo-c2", ()),
+                                             ("all-demo-c2", ("train", "checkpoint"))])
+def test_checkpoints_read_as_a_type_where_the_phase_declares_them(
+        name: str, where: tuple[str, ...]) -> None:
+    folder = _folder(name)
+    recorded = result.dig(_doc(folder)["aggregate"], *where)
+    ck = result.load(folder).checkpoint
+    plan = recorded["plan"]
+    assert (ck.plan.total_bytes, ck.plan.scale, ck.plan.count, ck.plan.keep) == (
+        plan["total_bytes"], plan["scale"], plan["count"], plan["keep"])
+    assert (ck.completed, ck.write_mib_s, ck.stall_model) == (
+        recorded["completed"], recorded["write_mib_s"], recorded["stall_model"])
+    assert ck.persist_last_done_s.max == recorded["persist_last_done_s"]["max"]
+    assert ck.stall_s.mean == recorded["stall_s"]["mean"]
+    assert ck.read_mib_s == recorded.get("read_mib_s")
+    assert list(ck.bursts) == recorded["checkpoints"]
+    assert result.load(_folder("load-demo-c2")).checkpoint is None

@@ -31,6 +31,7 @@ from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
 from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
+from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
 from aiio.units import GiB, KiB, MiB
@@ -216,15 +217,20 @@ def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
 
 
 def _small_client(ctx: ClientContext) -> dict:
-    """Prep's read of one small sample: stat, then open, read, close (`Reader.read_file`)."""
+    """Prep's read of one small sample: stat, then open, read, close (`Reader.read_file`),
+    the stat timed as prep times it."""
     paths = ctx.args
-    reader = Reader(METHOD_DIRECT, MiB, OpLog(start_ns=0))
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_DIRECT, MiB, log)
     start = ctx.ready_and_wait()
+    cpu0 = time.process_time()
     nbytes = 0
     for path in paths:
-        nbytes += reader.read_file(path, 0, os.stat(path).st_size)
+        nbytes += reader.read_file(path, 0, engine_stat(log, path).st_size)
+    cpu = time.process_time() - cpu0
     reader.close()
-    return {"files": len(paths), "bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9}
+    return {"files": len(paths), "bytes": nbytes, "seconds": (time.monotonic_ns() - start) / 1e9,
+            "cpu_s": cpu}
 
 
 def aiio_small_files(paths: list[str]) -> float:
@@ -232,6 +238,7 @@ def aiio_small_files(paths: list[str]) -> float:
     r = results[0]
     if r["bytes"] != SMALL_FILE * len(paths):
         raise SystemExit(f"small files: read {r['bytes']} bytes, not {SMALL_FILE * len(paths)}")
+    CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["files"] * 1e6)
     return r["files"] / r["seconds"]
 
 
@@ -248,6 +255,8 @@ def fio_small_files(folder: Path, count: int) -> float:
     text = render({}, [("small", job)])
     (out,) = jobs_of(run_text(text))
     files = out["read"]["io_bytes"] / SMALL_FILE
+    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    CPU_US.setdefault("fio", []).append(cpu_s / files * 1e6)
     return files / (out["read"]["runtime"] / 1000)
 
 
@@ -365,11 +374,16 @@ def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float =
 def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
     fio_small_files(folder, count)  # lays the files out, so both sides read them cold alike
     paths = [str(folder / f"small.0.{i}") for i in range(count)]
+    CPU_US.clear()
     # a pass lasts well under a second: twice the repeats
     ours, theirs = interleaved(lambda: aiio_small_files(paths),
                                lambda: fio_small_files(folder, count), 2 * REPEATS)
-    return [paired_row(f"small files 128 KiB (open, read, close), 1 client, {where}",
-                       ours, theirs, "files/s", 0.8)]
+    row = paired_row(f"small files 128 KiB (open, read, close), 1 client, {where}",
+                     ours, theirs, "files/s", 0.8)
+    row.note = ("CPU per file (median): aiio "
+                f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
+                f"{statistics.median(CPU_US['fio']):.2f} us")
+    return [row]
 
 
 DENSITY_MEMORY = {64: 0.5 * GiB, 256: 1.5 * GiB, 1024: 4 * GiB}  # summed PSS targets

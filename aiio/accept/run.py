@@ -14,7 +14,7 @@ from typing import Any
 from aiio import result as results
 from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
-from aiio.figures import FIGURES, run_figures, sweep_figures, views
+from aiio.figures import FIGURES, headline, run_figures, sweep_figures
 from aiio.history import History, Record, regressions, run_record, sweep_record, target_key
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI
@@ -83,7 +83,8 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
              "restore_s": f"phase {res.get('phase')} restored no checkpoint",
              "load_s": f"phase {res.get('phase')} loaded no model",
              "au_min": f"phase {res.get('phase')} has no accelerators"}
-    note = (views(res)[0] or {}).get("au_note")
+    section = headline(res)[0]
+    note = section.au.note if section is not None and section.au is not None else None
     if note:  # training without an AU figure says why (compute 0, no measured step)
         hints["au_min"] = note
     hints["au_mean"] = hints["au_min"]

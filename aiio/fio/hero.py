@@ -15,7 +15,7 @@ from typing import Any
 from aiio import result
 from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
-from aiio.figures import views
+from aiio.figures import headline
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
 from aiio.result import Result, dig
@@ -257,21 +257,19 @@ def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[st
     sides = pairing.sides(run)
     test = compare_test(run)
     fio = fio_res.section(test) if fio_res is not None else None
-    agg = views(run)[0]  # where the phase keeps them (randrw: its mix)
+    mine = headline(run)[0]  # where the phase keeps them (randrw: its mix)
     op = TEST_OP.get(test, "read")
-    spread, fspread = agg.get("per_client_mib_s") or {}, fio and fio.per_client_mib_s
-    lat = (agg.get("latency") or {}).get(op) or {}
-    flat = (fio.figures.get("latency") or {}) if fio else {}
+    spread, fspread = mine and mine.per_client_mib_s, fio and fio.per_client_mib_s
     rows = [("clients / fio jobs", len(run.get("clients", [])),
              len(dig(fio_res, "tests", test, "clients", default=[])) if fio else None, None),
             ("aggregate MiB/s (the % of hero figure)", sides[0].phase_mib_s if sides else None,
              fio and fio.mib_s, "MiB/s"),
-            ("aggregate MiB/s, first done", (agg.get("first_done") or {}).get("mib_s"),
+            ("aggregate MiB/s, first done", mine and mine.first_done and mine.first_done.mib_s,
              fio and fio.mib_s, "MiB/s"),
-            ("per client MiB/s, mean", spread.get("mean"), fspread and fspread.mean, "MiB/s"),
-            ("per client MiB/s, min", spread.get("min"), fspread and fspread.min, "MiB/s"),
-            (f"{op} latency p50", lat.get("p50_ns"), flat.get("p50_ns"), "ns"),
-            (f"{op} latency p99", lat.get("p99_ns"), flat.get("p99_ns"), "ns")]
+            ("per client MiB/s, mean", spread and spread.mean, fspread and fspread.mean, "MiB/s"),
+            ("per client MiB/s, min", spread and spread.min, fspread and fspread.min, "MiB/s"),
+            (f"{op} latency p50", mine and mine.p(op, "p50"), fio and fio.main_p("p50"), "ns"),
+            (f"{op} latency p99", mine and mine.p(op, "p99"), fio and fio.main_p("p99"), "ns")]
     out = []
     for name, mine, theirs, unit in rows:
         pct = percent(mine, theirs) if unit == "MiB/s" and mine is not None and theirs else None

@@ -67,7 +67,7 @@ def sides(res: Mapping[str, Any]) -> list[Side]:
 
 def main_op_side(phase: Phase, run: Result) -> list[Side]:
     """A phase with the common aggregate: its main operation's last done."""
-    return [Side(phase.main_op, phase.hero_test, _last_done(run.first()))]
+    return [Side(run.main_op, phase.hero_test, _last_done(run.first()))]
 
 
 def direction_sides(phase: Phase, run: Result) -> list[Side]:

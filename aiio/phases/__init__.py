@@ -39,10 +39,15 @@ def get_phase(name: str) -> Phase:
 def layout_of(res: Mapping[str, Any]) -> Phase:
     """The phase that laid out a run result's figures (`phase_of`); a phase this aiio does not
     know reads with the contract's defaults."""
-    if res.get("phase") in REGISTRY:
+    if declared(res):
         return phase_of(res)
     from aiio.phases.base import UndeclaredPhase
     return UndeclaredPhase()
+
+
+def declared(res: Mapping[str, Any]) -> bool:
+    """Whether this aiio knows the phase of a result (else it reads the result's own index)."""
+    return res.get("phase") in REGISTRY
 
 
 def with_stages(phase: Phase) -> list[Phase]:

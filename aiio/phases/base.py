@@ -77,6 +77,11 @@ class Phase(Protocol):
     # Where in its aggregate its checkpoint aggregate and its model-load aggregate sit.
     checkpoint_at: Where | None = None
     load_at: Where | None = None
+    # Byte series its clients keep in their flat entry beside the I/O sections, in no section
+    # of their own: (name, key prefix). Training's consumed bytes ("consumed_series").
+    other_series: tuple[tuple[str, str], ...] = ()
+    # Where its metadata operations' figures sit, in its aggregate and in a client's entry.
+    metadata_at: Where | None = None
 
     def variant(self, w: Workload) -> Phase:
         """The phase that runs this workload: itself, unless a workload mode hands it on."""
@@ -90,6 +95,13 @@ class Phase(Protocol):
         """Name -> path inside `part` (its aggregate, or one client's entry when `client`) of
         each named I/O section: by default one stream of reads kept flat, as io_aggregate's."""
         return {"read": ()}
+
+    def client_totals(self, entry: Mapping[str, Any]) -> dict[str, Where]:
+        """Name -> path in one client's entry of each stream its per-client figures show
+        beside the client's own: by default its I/O sections one key below the entry (prep's
+        read and write, a lifecycle stage's)."""
+        return {name: path for name, path in self.io_sections(entry, True).items()
+                if len(path) == 1}
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Refuse impossible values in one line, before anything is written."""

@@ -109,6 +109,10 @@ class CheckpointPhase(Phase):
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return burst_sections(part, ("write", "read"))
 
+    def client_totals(self, entry: Mapping[str, Any]) -> dict[str, Where]:
+        """Each client's writes and restores over every checkpoint."""
+        return {"write": ("write",), "read": ("read",)}
+
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Impossible sizes fail before anything is written."""
         shards.checkpoint_bytes(w)

@@ -310,6 +310,7 @@ class PrepPhase(Phase):
     judged_on = "read_plus_write"
     sweep_extras = (("samples_per_s", "samples/s", "1/s"), ("metadata_ops_s", "meta ops/s", "1/s"))
     hero_pairing = "direction_sides"
+    metadata_at = ("metadata",)
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return read_write_sections(part)

@@ -21,7 +21,7 @@ from aiio import dataset as ds
 from aiio import engine, formats, stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, sleep_until
-from aiio.engine import OpLog, Reader, align_down, thread_read_bytes
+from aiio.engine import OpLog, Reader, align_down, align_up, thread_read_bytes
 from aiio.options import RunOptions
 from aiio.phases import train_au, train_checkpoints
 from aiio.phases.base import (
@@ -137,6 +137,7 @@ class Loader:
         self.armed = threading.Semaphore(0)  # one release per thread holding its first batch
         self.start_ns = 0
         self.logs: list[OpLog] = []
+        self.readers: list[Reader] = []  # those of the threads that got a batch
         self.app_bytes = [0] * t.read_threads  # sample bytes delivered, per loader thread
         self.errors: list[BaseException] = []
         self.finished = 0  # loader threads that ran out of batches
@@ -144,6 +145,10 @@ class Loader:
                         for i in range(t.read_threads)]
         self.native = t.reader == "native"
         self.fmt = formats.get_format(args.dataset.params.format)
+        # No range read goes past its file: the largest file bounds the buffer each thread
+        # needs (local files; object storage's readers size their own).
+        self.largest = (0 if args.reader is not None
+                        else align_up(int(args.dataset.index()["file_sizes"].max())))
 
     def start(self, start_ns: int) -> None:
         """Hand the threads the common start instant, ahead of it; each waits for it."""
@@ -167,16 +172,29 @@ class Loader:
         with self.lock:
             return next(self.batches, None)
 
+    def _make_reader(self, log: OpLog) -> Reader:
+        transfer = self.args.workload.train.transfer_size
+        if self.args.reader is not None:
+            reader = self.args.reader(self.args.method, transfer, log, self.ctx.add_bytes)
+        else:
+            reader = Reader(self.args.method, transfer, log, self.ctx.add_bytes,
+                            largest=self.largest)
+        reader.stop = self.stop
+        self.readers.append(reader)
+        return reader
+
     def _work(self) -> None:
         me = self.threads.index(threading.current_thread())
         log = self.logs[me]
-        make = self.args.reader or Reader
-        reader = make(self.args.method, self.args.workload.train.transfer_size, log,
-                      self.ctx.add_bytes)
-        reader.stop = self.stop
+        reader = None
         try:
             try:
                 batch = self._take()
+                # Only a thread with a batch to read gets a reader and its buffer (populated
+                # here, before the start): half the clients of a 1,024-client demo run have
+                # no sample at all.
+                if isinstance(batch, Batch):
+                    reader = self._make_reader(log)
             finally:
                 self.armed.release()  # also after an error: prepare() must not wait forever
             self.go.wait()
@@ -193,7 +211,8 @@ class Loader:
             self.errors.append(exc)
             self.ready.put(None)
         finally:
-            reader.close()
+            if reader is not None:
+                reader.close()
 
     def _take(self) -> Batch | None | object:
         """A read-ahead permit, then the next batch (None: no more); STOPPED at a stop."""
@@ -419,6 +438,7 @@ class TrainPhase(Phase):
     streams_key = ("train", "read_threads")
     accelerators = True
     checkpoint_at = ("checkpoint",)
+    other_series = (("consumed", "consumed_"),)  # what the accelerators consumed, over time
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """The reads (the accelerators' consumed bytes), flat; in the aggregate also the loaders'

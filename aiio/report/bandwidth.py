@@ -10,48 +10,48 @@ from aiio import charts
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.html import Html
-from aiio.report.parts import IOSection, events, io_sections
+from aiio.report.parts import Stream, events, io_sections
+from aiio.result import ClientFigures, IoFigures, Result, model
 from aiio.stats import ByteSeries
 
 MAX_TIMELINE_CLIENTS = 32  # rows beyond this would be too thin to read
 
 
 def bandwidth_section(res: Mapping[str, Any]) -> Html:
-    clients = list(res.get("clients") or [])
-    sections = io_sections(clients)
+    run = res if isinstance(res, Result) else model(res)
+    sections = io_sections(run)
     if not sections:
-        if any(events(c) for c in clients):
+        if any(c.events for c in run.clients):
             return Html("")  # burst-only phases are drawn on the timeline
         return h.section("Bandwidth over time", h.notice(
             "warn", "No client recorded a time series of bytes."), anchor="bandwidth")
-    parts = [_charts(res, clients, s) for s in sections]
+    parts = [_charts(run, s) for s in sections]
     return h.section("Bandwidth over time", *parts, anchor="bandwidth",
                      note="Bytes each client's system calls returned, per interval, since the "
                           "common start; the dashed lines mark when the first and the last "
                           "client finished.")
 
 
-def _charts(res: Mapping[str, Any], clients: Sequence[Mapping[str, Any]],
-            sec: IOSection) -> Html:
+def _charts(run: Result, sec: Stream) -> Html:
     own = []
-    for c in clients:
-        d = sec.value(c, "series")
-        if sr.is_series(d):
-            s = ByteSeries.from_dict(d)
-            own.append((c, s, sr.end_of(sec.of(c) or {}, sec.prefix + "elapsed_s", s)))
+    for c in run.clients:
+        figures = sec.of(c)
+        if figures is not None:
+            s = _byte_series(figures)
+            own.append((c, s, _end(figures, s)))
     ends = [e for _, _, e in own]
     end = max(ends)
     step = sr.step_for(end, own[0][1].bucket_s)
     unit = "per second" if step == 1.0 else f"per {step:g} s interval"
-    lines = [(f"client {c.get('client', '?')}", *sr.rates(s, e, step)) for c, s, e in own]
-    by_mean = sorted(zip(lines, [h.finite(sec.value(c, "mib_s")) or 0 for c, _, _ in own],
+    lines = [(f"client {_id(c)}", *sr.rates(s, e, step)) for c, s, e in own]
+    by_mean = sorted(zip(lines, [h.finite(_mib_s(c, sec)) or 0 for c, _, _ in own],
                          strict=True), key=lambda t: t[1])
     highlight = [by_mean[0][0][0], by_mean[-1][0][0]]
     total = ByteSeries(own[0][1].bucket_s)
     for _, s, _ in own:
         total.merge(s)
     marks = [(min(ends), "first done"), (end, "last done")] if len(own) > 1 else []
-    what = f"{sec.label or res.get('phase') or ''} ".lstrip()
+    what = f"{sec.label or run.phase} ".lstrip()
     agg = charts.time_lines([("all clients", *sr.rates(total, end, step))],
                             title=f"aggregate {what}bandwidth", ylabel=f"MiB/s ({unit})",
                             marks=marks, steps=True,
@@ -66,15 +66,36 @@ def _charts(res: Mapping[str, Any], clients: Sequence[Mapping[str, Any]],
     return h.figures(agg, per)
 
 
+def _byte_series(figures: IoFigures) -> ByteSeries:
+    return ByteSeries.from_dict({"bucket_s": figures.bucket_s,
+                                 "bytes": list(figures.byte_series())})
+
+
+def _end(figures: IoFigures, series: ByteSeries) -> float:
+    """A stream's own end time (its elapsed_s); its last bucket when that was not recorded."""
+    end = figures.elapsed_s
+    return end if end is not None and end > 0 else series.end_s
+
+
+def _mib_s(c: ClientFigures, sec: Stream) -> float | None:
+    figures = sec.of(c)
+    return figures.mib_s if figures is not None else None
+
+
+def _id(c: ClientFigures) -> Any:
+    return "?" if c.client is None else c.client
+
+
 def timeline_section(res: Mapping[str, Any]) -> Html:
     """When each client did what: one row per client, one bar per timed event."""
-    clients = sorted((c for c in res.get("clients") or [] if events(c)),
-                     key=lambda c: h.finite(c.get("client")) or 0)
+    run = res if isinstance(res, Result) else model(res)
+    clients = sorted((c for c in run.clients if c.events),
+                     key=lambda c: h.finite(c.client) or 0)
     if not clients:
         return Html("")
     shown = clients[:MAX_TIMELINE_CLIENTS]
-    phase = str(res.get("phase") or "run")
-    rows = [(f"client {c.get('client', '?')}",
+    phase = run.phase or "run"
+    rows = [(f"client {_id(c)}",
              [(label or phase, start, end) for label, start, end in events(c)]) for c in shown]
     cut = "" if len(shown) == len(clients) else f" (the first {len(shown)} of {len(clients)})"
     chart = charts.timeline(rows, title=f"{phase} timeline per client",
@@ -84,11 +105,11 @@ def timeline_section(res: Mapping[str, Any]) -> Html:
                      anchor="timeline")
 
 
-def _events_table(clients: Sequence[Mapping[str, Any]], phase: str) -> Html:
+def _events_table(clients: Sequence[ClientFigures], phase: str) -> Html:
     body = []
     for c in clients:
         for label, start, end in events(c):
-            body.append([h.num(str(c.get("client", "?")), c.get("client")), label or phase,
+            body.append([h.num(str(_id(c)), c.client), label or phase,
                          h.num(h.seconds(start), start), h.num(h.seconds(end), end),
                          h.num(h.seconds(end - start), end - start)])
     return h.details(f"every event ({len(body)})", h.table(

@@ -24,9 +24,9 @@ from aiio.report.common import (
 from aiio.report.hosts import hosts_section
 from aiio.report.html import Html
 from aiio.report.latency import latency_section
-from aiio.report.parts import IOSection, aggregate_sections, client_subsections
+from aiio.report.parts import aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
-from aiio.result import Result, dig, model
+from aiio.result import AuFigures, IoFigures, Result, dig, model
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -132,22 +132,24 @@ def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[
     return rows
 
 
-def training_pairs(agg: Mapping[str, Any], label: str = "") -> list[tuple[str, Any]]:
-    if "au_mean" not in agg:
+def training_pairs(au: AuFigures | None, agg: Mapping[str, Any],
+                   label: str = "") -> list[tuple[str, Any]]:
+    """Samples per second, AU against its goal and its verdict, the demand per client: the
+    figures recorded beside training's reads (`agg`), AU among them typed (`au`)."""
+    if au is None or "au_mean" not in agg:
         return []
     label = f"{label} " if label else ""
-    below = agg.get("clients_below_goal") or []
-    if agg.get("au_pass") is None and agg.get("au_note"):  # compute 0, or no measured step
-        verdict = h.join([h.badge("n/a"), f" {agg['au_note']}"])
+    below = list(au.below_goal)
+    if au.passed is None and au.note:  # compute 0, or no measured step
+        verdict = h.join([h.badge("n/a"), f" {au.note}"])
     else:
-        verdict = h.join([h.badge("pass" if agg.get("au_pass") else "fail"),
-                          "" if agg.get("au_pass") else
+        verdict = h.join([h.badge("pass" if au.passed else "fail"),
+                          "" if au.passed else
                           f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
         (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
-        (f"{label}AU mean / min (goal)", f"{h.pct(agg.get('au_mean'))} / "
-                                         f"{h.pct(agg.get('au_min'))} "
-                                         f"({h.pct(agg.get('au_goal'), 0)})"),
+        (f"{label}AU mean / min (goal)", f"{h.pct(au.mean)} / {h.pct(au.min)} "
+                                         f"({h.pct(au.goal, 0)})"),
         (f"{label}AU verdict", h.Cell(verdict)),
         (f"{label}demand per client (batch x sample / compute time)",
          h.mib_s(agg.get("demand_mib_s_per_client"))),
@@ -170,9 +172,9 @@ def headline_section(res: Mapping[str, Any]) -> Html:
     rows: list[tuple[str, Any]] = []
     for sec in sections:
         rows += io_pairs(sec.figures, sec.label)
-        rows += training_pairs(sec.figures, sec.label)
+        rows += training_pairs(sec.section.au, sec.figures, sec.label)
     if not any(sec.figures is agg for sec in sections):
-        rows += training_pairs(agg)
+        rows += training_pairs(AuFigures.of(agg), agg)
     parts = [h.kv_table(rows)] if rows else []
     extra = _rest(agg, sections)
     if extra:
@@ -253,24 +255,27 @@ def clients_section(res: Mapping[str, Any]) -> Html:
         return h.section("Per client", h.notice("warn", "No client reported any figures."),
                          anchor="clients")
     cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
-    latency = _flat_latency(res if isinstance(res, Result) else model(res))
+    run = res if isinstance(res, Result) else model(res)
+    latency = _flat_latency(run)
     lats = [c for c in LAT_COLUMNS if any(c[1] in latency.get(id(x), {}) for x in clients)]
-    subs = [IOSection(k, (k,)) for k in client_subsections(clients)]  # 'read', 'write', ...
+    subs = client_subsections(run)  # 'read', 'write', ...
+    totals = {id(c.figures): c.totals for c in run.clients}
     extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
                     and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
     headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats),
-               *(f"{s.label} {w}" for s in subs for w in ("MiB/s", "bytes", "p99")), *extra]
+               *(f"{label} {w}" for label, _ in subs for w in ("MiB/s", "bytes", "p99")),
+               *extra]
     speed = (lambda x: h.finite(x.get("mib_s"))) if "mib_s" in {c[1] for c in cols} else \
-        (lambda x: h.finite(subs[0].value(x, "mib_s")) if subs else None)
+        (lambda x: h.finite(_total(totals, x, subs[0][1]).mib_s) if subs else None)
     rows = []
     for x in sorted(clients, key=lambda x: speed(x) or 0.0):
         row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
         row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
         lat = latency.get(id(x), {})
         row += [h.num(h.latency(lat.get(k)), lat.get(k)) for _, k in lats]
-        for sec in subs:
-            got, size, p99 = (sec.value(x, "mib_s"), sec.value(x, "bytes"),
-                              dig(sec.value(x, "latency"), "p99_ns"))
+        for _, name in subs:
+            total = _total(totals, x, name)
+            got, size, p99 = total.mib_s, total.bytes, total.main_p("p99")
             row += [h.num(h.mib_s(got), got), h.num(h.size(size), size),
                     h.num(h.latency(p99), p99)]
         row += [h.num(h.by_name(k, x.get(k)), x.get(k)) for k in extra]
@@ -278,6 +283,12 @@ def clients_section(res: Mapping[str, Any]) -> Html:
     return h.section("Per client", h.table(headers, rows, sortable=True),
                      note="Slowest client first; click a column heading to sort by it. "
                           "Latency is per system call.", anchor="clients")
+
+
+def _total(totals: Mapping[int, Mapping[str, IoFigures]], entry: Mapping[str, Any],
+           name: str) -> IoFigures:
+    """A client's (by its entry) figures of one stream its row shows; none recorded: empty."""
+    return totals.get(id(entry), {}).get(name) or IoFigures.of(name, (), {})
 
 
 def _flat_latency(run: Result) -> dict[int, Mapping[str, Any]]:

@@ -50,15 +50,6 @@ def _fold_stub(edges: list[float], values: list[float],
     return edges[:-2] + [edges[-1]], values[:-2] + [merged]
 
 
-def end_of(figures: Mapping[str, Any], key: str, series: ByteSeries) -> float:
-    """A section's own end time (its elapsed_s); its last bucket when that was not recorded."""
-    try:
-        end = float(figures.get(key))
-    except (TypeError, ValueError):
-        return series.end_s
-    return end if end > 0 else series.end_s
-
-
 def octave_bins(buckets: Sequence[tuple[float, float, int]],
                 per_octave: int = 8) -> list[tuple[float, float, int]]:
     """Histogram buckets regrouped into bins of 1/per_octave of a power of two, by each bucket's

@@ -23,7 +23,7 @@ from aiio.report.common import (
 )
 from aiio.report.html import Html
 from aiio.report.run import clients_section
-from aiio.result import dig
+from aiio.result import dig, main_op
 
 EXPECTED = {
     "points": "the measured client counts (no point finished)",
@@ -65,7 +65,8 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         guarded("verdict", verdict_section, res.get("verdict")),
         warnings_section(sweep_warnings(res), "sweep", res.get("status") == "ok"),
         missing_notice(res, EXPECTED),
-        guarded("scaling", scaling_section, data, dig(res, "sweep", "threshold")),
+        guarded("scaling", scaling_section, data, dig(res, "sweep", "threshold"),
+                main_op(res)),
         guarded("measured", measured_section, _base(res), clients_text(res, data)),
         guarded("sweep parameters", parameters_section, res.get("sweep")),
         guarded("points", points_section, points(res)),
@@ -193,13 +194,15 @@ def _row(n: int, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # --- charts and table ---------------------------------------------------------------------
 
-def scaling_section(data: Sequence[Mapping[str, Any]], threshold: Any = None) -> Html:
+def scaling_section(data: Sequence[Mapping[str, Any]], threshold: Any = None,
+                    op: str = "read") -> Html:
+    """The scaling charts and table; latency is the phase's main operation's (`op`)."""
     data = [r for r in data if h.finite(r.get("aggregate_mib_s")) is not None]
     if not data:
         return h.section("Scaling", h.notice("warn", "No client count has aggregate figures."),
                          anchor="scaling")
     return h.section("Scaling", h.figures(*scaling_charts(data, h.finite(threshold))),
-                     table(data),
+                     table(data, op),
                      anchor="scaling",
                      note="Aggregate: all clients' bytes over the window in which every "
                           "client was running (first done), mean over repeats.")
@@ -264,13 +267,13 @@ def _efficiency_chart(data: Sequence[Mapping[str, Any]],
                                      "are below the threshold.")
 
 
-def _lat(r: Mapping[str, Any], key: str) -> Any:
+def _lat(r: Mapping[str, Any], key: str, main: str) -> Any:
     lat = r.get("latency") or {}
-    op = "read" if "read" in lat else next(iter(lat), None)
+    op = main if main in lat else next(iter(lat), None)
     return dig(lat, op, key) if op else None
 
 
-def table(data: Sequence[Mapping[str, Any]]) -> Html:
+def table(data: Sequence[Mapping[str, Any]], op: str = "read") -> Html:
     headers = ["clients", "repeats", "aggregate first done", "last done", "efficiency E(N)",
                "consistency C(N)", "per client mean", "slowest client", "fastest client",
                "CV", "Jain", "AU mean", "AU lowest", "p50", "p99", "client CPU busy",
@@ -286,8 +289,8 @@ def table(data: Sequence[Mapping[str, Any]]) -> Html:
         row += [h.num(h.number(cv, 3), cv), h.num(h.number(r.get("jain"), 3), r.get("jain")),
                 h.num(h.pct(r.get("au_mean")), r.get("au_mean")),
                 h.num(h.pct(r.get("au_min")), r.get("au_min")),
-                h.num(h.latency(_lat(r, "p50_ns")), _lat(r, "p50_ns")),
-                h.num(h.latency(_lat(r, "p99_ns")), _lat(r, "p99_ns")),
+                h.num(h.latency(_lat(r, "p50_ns", op)), _lat(r, "p50_ns", op)),
+                h.num(h.latency(_lat(r, "p99_ns", op)), _lat(r, "p99_ns", op)),
                 h.num(h.number(r.get("cpu_percent"), 0, "%"), r.get("cpu_percent")),
                 h.plain(r.get("warnings") or "")]
         body.append(row)

@@ -127,8 +127,9 @@ def result_warnings(runs: Any) -> tuple[str, ...]:
 
 def _au_pass(run: Result, au_goal: float, where: str) -> bool:
     """The run's own verdict, or every client's AU against the goal when it has none."""
-    verdict = dig(run, "aggregate", "au_pass")
-    if isinstance(verdict, bool):
+    reads = run.section("read")
+    verdict = reads.au.passed if reads is not None and reads.au is not None else None
+    if verdict is not None:
         return verdict
     clients = _get(run, "clients", where)
     return bool(clients) and all(_number(c, "au", where) >= au_goal for c in clients)
@@ -141,7 +142,7 @@ def measured_checkpoint(res: Result, where: str) -> MeasuredCheckpoint:
     warnings = result_warnings(run for _, run in runs)
     best: MeasuredCheckpoint | None = None
     for n, run in runs:
-        rate = number(dig(run, "aggregate", "write_mib_s"))
+        rate = run.checkpoint.write_mib_s if run.checkpoint is not None else None
         if rate is not None and rate > 0:
             if best is None or rate > best.write_mib_s:
                 best = MeasuredCheckpoint(where, n, rate, warnings=warnings)

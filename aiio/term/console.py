@@ -21,7 +21,7 @@ from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
-from aiio.result import ClientFigures, IoFigures, Result, Spread, model
+from aiio.result import AuFigures, ClientFigures, IoFigures, Result, Spread, model
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -127,7 +127,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     head.add_column("figure")
     head.add_column("value", justify="right")
     fd, ld, spread = io.first_done, io.last_done, io.per_client_mib_s
-    lat = io.latency.get("read", {})
+    lat = io.latency.get(run.main_op, {})
     rows = [
         ("clients", f"{len(run.clients)}"),
         ("consumed, first done", f"{format_rate(fd.mib_s)} over {fd.seconds:.2f} s"),
@@ -136,8 +136,8 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
         ("per client consumed MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
         ("samples/s", f"{agg['samples_per_s']:,.1f}"),
-        *_au_rows(agg),
-        ("read latency p50 / p99 / max",
+        *_au_rows(io.au),
+        (f"{run.main_op} latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))),
         ("demand per client (sample bytes)", _demand(agg)),
     ]
@@ -161,18 +161,16 @@ def _delivered_rows(run: Result) -> list[tuple[str, str]]:
              f"{bare_rate(d.first_done.mib_s)} / {format_rate(d.last_done.mib_s)}")]
 
 
-def _au_rows(agg: dict[str, Any]) -> list[tuple[str, str]]:
+def _au_rows(au: AuFigures | None) -> list[tuple[str, str]]:
     """AU mean and min, and the verdict under the rule that decides, or why there is none."""
-    if agg.get("au_mean") is None:
-        return [("AU", agg.get("au_note", "not measured"))]
-    rule = agg.get("au_rule", "min")
-    verdict = ("[green]PASS[/]" if agg["au_pass"] else
-               f"[red]FAIL[/] ({len(agg['clients_below_goal'])} clients below goal)")
-    rows = [("AU mean / min (goal)",
-             f"{agg['au_mean']:.1%} / {agg['au_min']:.1%} ({agg['au_goal']:.0%})"),
-            (f"AU verdict ({rule} over clients)", verdict)]
-    if agg.get("au_note"):
-        rows.append(("AU note", agg["au_note"]))
+    if au is None or au.mean is None:
+        return [("AU", au.note if au is not None and au.note is not None else "not measured")]
+    verdict = ("[green]PASS[/]" if au.passed else
+               f"[red]FAIL[/] ({len(au.below_goal)} clients below goal)")
+    rows = [("AU mean / min (goal)", f"{au.mean:.1%} / {au.min:.1%} ({au.goal:.0%})"),
+            (f"AU verdict ({au.rule} over clients)", verdict)]
+    if au.note:
+        rows.append(("AU note", au.note))
     return rows
 
 
@@ -324,7 +322,7 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
         ("aggregate, first / last done", f"{bare_rate(fd.mib_s)} / {format_rate(ld.mib_s)}"),
         ("per client MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
-        (f"{phase.main_op} latency p50 / p99", _lat(io.latency.get(phase.main_op))),
+        (f"{run.main_op} latency p50 / p99", _lat(io.latency.get(run.main_op))),
     ]
     return [_table(_where(res, phase.name), rows), client_table(res)]
 
@@ -332,8 +330,7 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
 def prep_tables(res: dict[str, Any]) -> list[Table]:
     """Data preparation in shards mode: read, write, metadata."""
     run = _typed(res)
-    agg, rd, wr = res["aggregate"], run.section("read"), run.section("write")
-    meta = agg["metadata"]
+    agg, rd, wr, meta = res["aggregate"], run.section("read"), run.section("write"), run.metadata
     rows = [
         ("clients", str(len(run.clients))),
         ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
@@ -342,19 +339,19 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
         ("write, first / last done", _windows(wr)),
         ("bytes read / written", f"{format_size(rd.bytes)} / {format_size(wr.bytes)}"),
         ("shards written", f"{agg['shards']:,}"),
-        ("metadata ops/s", f"{meta['ops_s']:,.0f} ({meta['total']:,} ops)"),
+        ("metadata ops/s", f"{meta.ops_s:,.0f} ({meta.total:,} ops)"),
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
     ]
     ops = _grid("metadata operations", ("op", "count", "ops/s", "p50", "p99", "max"),
-                [[op, f"{m['count']:,}", f"{m['ops_s']:,.0f}",
-                  *_lat(m["latency"], ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
-                 for op, m in meta["ops"].items()])
+                [[op, f"{m.count:,}", f"{m.ops_s:,.0f}",
+                  *_lat(m.latency, ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
+                 for op, m in meta.ops.items()])
     per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
                                "meta ops/s", "elapsed"),
                 [[str(c.client), f"{c.figures['samples_per_s']:,.0f}",
                   bare_rate(c.io["read"].mib_s), f"{c.io['read'].figures['iops']:,.0f}",
-                  bare_rate(c.io["write"].mib_s), f"{c.figures['metadata']['ops_s']:,.0f}",
+                  bare_rate(c.io["write"].mib_s), f"{c.metadata.ops_s:,.0f}",
                   format_duration(c.elapsed_s)] for c in run.clients])
     return [_table(_where(res, "prep"), rows), ops, per]
 
@@ -394,43 +391,41 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
 
 def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     """Checkpoint bursts: per checkpoint, and per client."""
-    agg = res["aggregate"]
-    plan = agg["plan"]
-    scale = f" (scale {plan['scale']:g} of {format_size(plan['base_bytes'])})" \
-        if plan["scale"] != 1 else ""
+    run = _typed(res)
+    ck = run.checkpoint
+    plan = ck.plan
+    scale = f" (scale {plan.scale:g} of {format_size(plan.base_bytes)})" \
+        if plan.scale != 1 else ""
     rows = [
-        ("checkpoint", f"{format_size(plan['total_bytes'])}{scale} from {plan['source']}"),
-        ("clients x files", f"{plan['clients']} x {plan['files_per_client']}"),
-        ("checkpoints done", f"{agg['completed']} of {plan['count']} (keep {plan['keep']})"),
+        ("checkpoint", f"{format_size(plan.total_bytes)}{scale} from {plan.source}"),
+        ("clients x files", f"{plan.clients} x {plan.files_per_client}"),
+        ("checkpoints done", f"{ck.completed} of {plan.count} (keep {plan.keep})"),
     ]
-    if agg["completed"]:
+    if ck.completed:
         rows += [
-            ("write (every shard durable)", format_rate(agg['write_mib_s'])),
+            ("write (every shard durable)", format_rate(ck.write_mib_s)),
             ("time to persist, first / last done (mean)",
-             f"{agg['persist_first_done_s']['mean']:.2f} / "
-             f"{agg['persist_last_done_s']['mean']:.2f} s"),
-            (f"accelerator stall per checkpoint ({agg.get('stall_model', 'synchronous')}; "
-             "mean / max)",
-             f"{agg['stall_s']['mean']:.2f} / {agg['stall_s']['max']:.2f} s"),
+             f"{ck.persist_first_done_s.mean:.2f} / {ck.persist_last_done_s.mean:.2f} s"),
+            (f"accelerator stall per checkpoint ({ck.stall_model}; mean / max)",
+             f"{ck.stall_s.mean:.2f} / {ck.stall_s.max:.2f} s"),
         ]
-    if "read_mib_s" in agg:
+    if ck.read_mib_s is not None:
         rows += [
-            ("restore", format_rate(agg['read_mib_s'])),
+            ("restore", format_rate(ck.read_mib_s)),
             ("time to restore, first / last done (mean)",
-             f"{agg['restore_first_done_s']['mean']:.2f} / "
-             f"{agg['restore_last_done_s']['mean']:.2f} s"),
-            ("restore started after the write (max)", f"{agg['restore_gap_s_max']:.2f} s"),
+             f"{ck.restore_first_done_s.mean:.2f} / {ck.restore_last_done_s.mean:.2f} s"),
+            ("restore started after the write (max)", f"{ck.restore_gap_s_max:.2f} s"),
         ]
-    rows += _verify_rows(agg.get("verify"))
+    rows += _verify_rows(ck.figures.get("verify"))
     bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
                                       "fsync p99", "gap", "read MiB/s", "restore last"),
-                   [_burst_row(p, _typed(res)) for p in agg["checkpoints"]])
+                   [_burst_row(p, run) for p in ck.bursts])
     per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
                                                  "read MiB/s", "read s", "elapsed"),
-                [[str(c["client"]), bare_rate(c["write"]["mib_s"]),
-                  f"{c['write']['seconds']:.2f}", bare_rate(c["read"]["mib_s"]),
-                  f"{c['read']['seconds']:.2f}", format_duration(c["elapsed_s"])]
-                 for c in res["clients"]])
+                [[str(c.client), bare_rate(c.totals["write"].mib_s),
+                  f"{c.totals['write'].elapsed_s:.2f}", bare_rate(c.totals["read"].mib_s),
+                  f"{c.totals['read'].elapsed_s:.2f}", format_duration(c.elapsed_s)]
+                 for c in run.clients])
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
@@ -472,20 +467,18 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
 
 def train_checkpoint_table(run: Result) -> Table:
     """What each checkpoint during training cost: stall, read dip, AU lost."""
-    agg = run["aggregate"]
-    ck = agg["checkpoint"]
+    ck, au = run.checkpoint, _main(run).au
     return _grid(
-        f"checkpoints during training ({format_size(ck['plan']['total_bytes'])} each, "
-        f"{ck.get('stall_model', 'synchronous').replace('_', '-')} stall; AU "
-        f"{_pct(agg['au_mean'])} with them, {_pct(ck.get('au_without_checkpoints_mean'))} "
-        "without)",
+        f"checkpoints during training ({format_size(ck.plan.total_bytes)} each, "
+        f"{ck.stall_model.replace('_', '-')} stall; AU "
+        f"{_pct(au.mean)} with them, {_pct(ck.au_without_checkpoints_mean)} without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
         [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
           bare_rate(run.section(f"checkpoint.{p['n']}.write").mib_s),
           f"{bare_rate(p['read_mib_s_during'])} / {bare_rate(p['read_mib_s_baseline'])}",
           f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
-          _pct(p["au_lost"], 0)] for p in ck["checkpoints"]])
+          _pct(p["au_lost"], 0)] for p in ck.bursts])
 
 
 def all_tables(res: dict[str, Any]) -> list[Table]:
@@ -525,12 +518,10 @@ def fio_table(res: dict[str, Any]) -> Table:
                   f"{opts['clients']} jobs, {opts['ioengine']} iodepth {opts['iodepth']})")
     for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
         table.add_column(col, justify="left" if col == "test" else "right")
-    for name, test in res.get("tests", {}).items():
-        agg = test["aggregate"]
-        spread, lat = agg.get("per_client_mib_s", {}), agg.get("latency", {})
-        table.add_row(name, bare_rate(agg["mib_s"]),
-                      f"{agg['iops']:,.0f}",
-                      f"{spread.get('min', 0):,.1f} / {spread.get('max', 0):,.1f}",
-                      f"{agg.get('jain', 0):.3f}", format_latency_ns(lat.get("p50_ns")),
-                      format_latency_ns(lat.get("p99_ns")))
+    for name, test in _typed(res).io.items():
+        spread = test.per_client_mib_s
+        table.add_row(name, bare_rate(test.mib_s), f"{test.figures['iops']:,.0f}",
+                      f"{spread.min if spread else 0:,.1f} / {spread.max if spread else 0:,.1f}",
+                      f"{test.jain or 0:.3f}", format_latency_ns(test.main_p("p50")),
+                      format_latency_ns(test.main_p("p99")))
     return table

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
+from aiio.result import main_op
 from aiio.sweep import per_point
 from aiio.sweep.verdict import efficiency_text
 from aiio.term.console import print_warnings
@@ -66,11 +67,12 @@ def client_table(sweep: dict[str, Any]) -> Table:
     table = Table(title=_title(sweep, "per client"))
     for c in ("clients", "mean MiB/s", "min", "max", "CV", "Jain", "op", "p50", "p99"):
         table.add_column(c, justify="right")
+    main = main_op(sweep)
     for r in sweep["table"]:
         pc = r["per_client_mib_s"]
-        # the phase's data operation (read, else write: checkpoints), not its metadata calls
-        op = next((o for o in ("read", "write") if o in r["latency"]),
-                  next(iter(r["latency"]), "-"))
+        # the phase's data operation (read for training, write for checkpoints), not its
+        # metadata calls
+        op = main if main in r["latency"] else next(iter(r["latency"]), "-")
         lat = r["latency"].get(op, {})
         table.add_row(str(r["clients"]), f"{pc['mean']:,.1f}", f"{pc['min']:,.1f}",
                       f"{pc['max']:,.1f}", f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,

@@ -1,0 +1,137 @@
+"""Reading results through the typed model leaves what a reader shows unchanged: the report's
+sections that read I/O figures and the console's tables, rendered from every stored result,
+match what they showed when these readers still found the figures by their shape."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from aiio import charts, report, result
+from aiio.term import console as tc
+from aiio.term import sweep_console as sc
+
+STORED = Path(__file__).parent / "data" / "results-v1"
+# the page's sections whose figures come from the result's I/O sections, clients and events
+SECTIONS = ("headline", "bandwidth", "timeline", "latency", "clients")
+
+
+def _pins(*digests: str) -> dict[str, str]:
+    return dict(zip((*SECTIONS, "console"), digests, strict=True))
+
+
+# sha256 (first 16 hex digits) of each section's HTML and of the console's tables, as
+# rendered before the move onto the typed model. A change meant to alter one of these
+# sections or tables recomputes its digests with `rendered(folder)` and says so.
+PINNED: dict[str, dict[str, str]] = {
+    "20261130-230529-train-demo-c2":
+        _pins("ec71e23969ba58e6", "99e6f0fa450fc0cc", "e3b0c44298fc1c14",
+              "53fe941c1154cc12", "521d52843dd59233", "a3f1184ff9eb3b9d"),
+    "20261130-230534-prep-demo-c2":
+        _pins("438ccc24b7d7833b", "0b7cd3bb71cc0187", "e3b0c44298fc1c14",
+              "a1c02872bc06176b", "018ed0cf5ce1f53d", "9d5dc2f0103f1a2e"),
+    "20261130-230539-checkpoint-demo-c2":
+        _pins("9af0aac2e0d1daae", "e3b0c44298fc1c14", "6a6767d56b19f726",
+              "1efec9e22b5ee80a", "e1e9b7d1ed30fc5c", "88c88a17b3bc1b6e"),
+    "20261130-230542-load-demo-c2":
+        _pins("4319c4d60729e50c", "4cf40727de5cd16e", "643245d0e265873e",
+              "6ba5b48bec76e309", "dfef474663274c33", "13af0b2a8da430bf"),
+    "20261130-230544-all-demo-c2":
+        _pins("791d91ec557a0ad4", "252d76f9fab14e29", "c5bcb094c833db6d",
+              "9ac60b0d837b983b", "7c09071e33ac4433", "4f6a36561e2dfca8"),
+    "20261130-230552-fio-c2":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "e3b0c44298fc1c14", "5b27da489550c642"),
+    "20261130-230558-scale-train-demo-c1_2":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "faeabac888ff1d96", "1a65c1e5c80bb187"),
+    "20261130-230558-scale-train-demo-c1_2/points/20261130-230558-train-demo-c1":
+        _pins("97330ba31b7c8e2d", "f9a43586a6dba7aa", "e3b0c44298fc1c14",
+              "3683d4d1bf7b7674", "faeabac888ff1d96", "7137bdebe80408c0"),
+    "20261130-230558-scale-train-demo-c1_2/points/20261130-230601-train-demo-c2":
+        _pins("efaa7bab974d6ecd", "cc7cf087ad4212af", "e3b0c44298fc1c14",
+              "26c36e5a2afc3adb", "652976675226a01b", "3d733c5379a9ef49"),
+    "20261130-230606-accept-tiny":
+        _pins("e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14",
+              "e3b0c44298fc1c14", "e3b0c44298fc1c14", "e3b0c44298fc1c14"),
+    "20261130-230606-train-demo-c2":
+        _pins("4d8adeb992d8ab8e", "47cd7c24078501b1", "e3b0c44298fc1c14",
+              "08446114be22a8a5", "dc3c5863e415e682", "432e40f2dd2f0532"),
+}
+
+
+def _folders() -> list[Path]:
+    return sorted(p.parent for p in STORED.rglob("result.json"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _section(page: str, anchor: str) -> str:
+    found = re.search(rf'<section id="{anchor}">.*?</section>', page, re.S)
+    return found.group(0) if found else ""
+
+
+def _console(res: result.Result) -> str:
+    con = Console(record=True, width=160, file=io.StringIO(), color_system=None)
+    doc = dict(res.doc)
+    if res.kind == "run":
+        tables = tc.phase_tables(doc)
+    elif res.kind == "fio":
+        tables = [tc.fio_table(doc)]
+    elif res.kind == "sweep":
+        tables = [sc.aggregate_table(doc), sc.client_table(doc)]
+    else:
+        tables = []
+    for table in tables:
+        con.print(table)
+    return con.export_text()
+
+
+def rendered(folder: Path) -> dict[str, str]:
+    """Digests of the pinned page sections and of the console tables of one stored result."""
+    charts._ids = itertools.count(1)  # chart ids count up per process: start each page alike
+    res = result.load(folder)
+    page = report.render(res)
+    return {**{s: _digest(_section(page, s)) for s in SECTIONS}, "console": _digest(_console(res))}
+
+
+def _name(folder: Path) -> str:
+    return str(folder.relative_to(STORED))
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=_name)
+def test_the_page_and_console_of_a_stored_result_are_unchanged(folder: Path) -> None:
+    assert rendered(folder) == PINNED[_name(folder)]
+
+
+def _writing_sweep() -> dict:
+    """The stored sweep as one of a phase whose latency figure is its writes, which its
+    points timed beside their reads."""
+    sweep = json.loads((STORED / "20261130-230558-scale-train-demo-c1_2" /
+                        "result.json").read_text())
+    sweep.update(phase="scribble", io={"main_op": "write"})
+    for row in sweep["table"]:
+        row["latency"]["write"] = {"count": 9, "p50_ns": 7e6, "p99_ns": 8e6, "max_ns": 9e6}
+    return sweep
+
+
+def test_a_sweeps_client_table_shows_the_latency_of_the_phases_main_operation() -> None:
+    table = sc.client_table(_writing_sweep())
+    cells = {c.header: list(c.cells) for c in table.columns}
+    assert cells["op"] == ["write", "write"]
+    assert cells["p50"] == ["7.00 ms"] * 2 and cells["p99"] == ["8.00 ms"] * 2
+
+
+def test_a_sweeps_page_shows_the_latency_of_the_phases_main_operation() -> None:
+    page = report.render(result.model(_writing_sweep()))
+    scaling = _section(page, "scaling")
+    assert scaling.count("8.00 ms") == 2 and scaling.count("7.00 ms") == 2
