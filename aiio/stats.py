@@ -249,24 +249,40 @@ class Histogram:
         return h
 
 
-class ByteSeries:
-    """Bytes completed per fixed time bucket since a client's start; grows as needed."""
+def room_for(buckets: np.ndarray, used: int, n: int) -> np.ndarray:
+    """`buckets` with room for n, its first `used` kept: doubled when it grows, so appends
+    stay amortized O(1)."""
+    if n <= len(buckets):
+        return buckets
+    bigger = np.zeros(max(n, 2 * len(buckets)), dtype=buckets.dtype)
+    bigger[:used] = buckets[:used]
+    return bigger
 
-    __slots__ = ("bucket_s", "_bytes", "_n")
 
-    def __init__(self, bucket_s: float = 0.1) -> None:
+class Buckets:
+    """Time buckets of one width since a start, of which the first `_n` are in use; the
+    series built on it keep their figures per bucket in an array that grows (`room_for`)."""
+
+    __slots__ = ("bucket_s", "_n")
+
+    def __init__(self, bucket_s: float) -> None:
         if not bucket_s > 0:
             raise ValueError(f"bucket_s must be > 0, got {bucket_s}")
         self.bucket_s = float(bucket_s)
-        self._bytes = np.zeros(64, dtype=np.int64)
         self._n = 0  # buckets in use; the array beyond is spare capacity
 
+
+class ByteSeries(Buckets):
+    """Bytes completed per fixed time bucket since a client's start; grows as needed."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, bucket_s: float = 0.1) -> None:
+        super().__init__(bucket_s)
+        self._bytes = np.zeros(64, dtype=np.int64)
+
     def _grow(self, n: int) -> None:
-        """Make room for n buckets, doubling so appends stay amortized O(1)."""
-        if n > len(self._bytes):
-            new = np.zeros(max(n, 2 * len(self._bytes)), dtype=np.int64)
-            new[: self._n] = self._bytes[: self._n]
-            self._bytes = new
+        self._bytes = room_for(self._bytes, self._n, n)
         self._n = max(self._n, n)
 
     def add(self, t_s: float, nbytes: int) -> None:

@@ -17,14 +17,16 @@ PACKAGE = Path(aiio.__file__).parent
 CLOCKS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time", "time_ns",
           "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime",
           "clock_gettime_ns"}
-# Modules that measure: every phase, and object storage's phases and its request layer.
-MEASURING = sorted([*PACKAGE.glob("phases/*.py"), *PACKAGE.glob("s3/*.py")])
+# Modules that measure: every phase, and object storage's phases and its request layer; and
+# the example phase built outside the package, which a new phase is copied from.
+EXAMPLE_PHASE = Path(__file__).parent / "readback_phase.py"
+MEASURING = sorted([*PACKAGE.glob("phases/*.py"), *PACKAGE.glob("s3/*.py")]) + [EXAMPLE_PHASE]
 # Not measuring: starting a local S3 server waits for it with a deadline of its own.
 NOT_MEASURING = {"s3/localserver.py"}
 
 
 def _rel(path: Path) -> str:
-    return str(path.relative_to(PACKAGE))
+    return str(path.relative_to(PACKAGE if path.is_relative_to(PACKAGE) else PACKAGE.parent))
 
 
 def _clock_reads(tree: ast.AST) -> list[str]:

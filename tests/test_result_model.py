@@ -18,7 +18,7 @@ from aiio import result
 from aiio.phases import REGISTRY
 from aiio.phases.base import Phase
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli
 
 STORED = Path(__file__).parent / "data" / "results-v1"
 
@@ -149,7 +149,7 @@ def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -
 
 def test_a_result_of_an_unknown_schema_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text(json.dumps({"schema": "aiio.result/9", "kind": "run"}))
-    proc = run_cli("report", str(tmp_path))
+    proc = call_cli("report", str(tmp_path))
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
     assert "not an aiio result (schema aiio.result/1 or aiio.result/2)" in line

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from aiio import result
 from aiio.errors import RunFailed
 from aiio.fio import job
 from aiio.report import render
@@ -22,6 +23,7 @@ from aiio.s3.fiohero import (
     credentials,
     endpoint_options,
     job_text,
+    skeleton,
 )
 from aiio.units import MiB
 from tests.conftest import run_cli
@@ -122,3 +124,12 @@ def test_a_fio_without_the_http_engine_names_the_build(s3_bucket):
         pytest.skip("needs a fio without the http engine (Debian's package)")
     one_line_exit_2(run_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", plain),
                     "no http engine", "libcurl", "--fio")
+
+
+def test_the_bucket_suite_result_starts_as_every_result_does():
+    """One constructor: the bucket suite's result has every field a result starts with,
+    its writer included (a reader tells a suite that died from one still running)."""
+    req = S3SuiteRequest("s3://bucket/p", Access(), clients=1, size=4 * MiB, object_size=MiB)
+    doc = skeleton(req, {"path": "s3://bucket/p"}, "s3", "fio-3.38")
+    assert set(result.new("fio", "id", "started", phase=None)) <= set(doc)
+    assert doc["writer"]["pid"] == os.getpid()

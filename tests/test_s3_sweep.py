@@ -70,7 +70,7 @@ def test_acceptance_takes_endpoint_and_profile(s3_server, s3_bucket, results, tm
     assert proc.returncode == 0, proc.stderr
     run = json.loads(next(results.glob("*checkpoint*/result.json")).read_text())
     assert run["options"]["s3"] == {"endpoint": s3_server.endpoint, "profile": "bench"}
-    missing = run_cli(*args, "--endpoint", s3_server.endpoint, "--profile", "nobody", env=env)
+    missing = call_cli(*args, "--endpoint", s3_server.endpoint, "--profile", "nobody", env=env)
     assert missing.returncode == 2 and "profile" in missing.stderr, missing.stderr
 
 

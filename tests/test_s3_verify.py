@@ -4,7 +4,7 @@ as the GET bodies arrive, so an object that comes back with wrong bytes is caugh
 from __future__ import annotations
 
 from aiio.units import MiB
-from tests.conftest import run_cli, saved_result
+from tests.conftest import call_cli, run_cli, saved_result
 
 LOAD = ("--clients", "2", "--set", f"load.size={6 * MiB}", "--set", "load.files=3",
         "--set", "load.threads=2", "--no-history", "--no-report", "-q")
@@ -59,8 +59,8 @@ def test_load_verify_passes_on_intact_objects(s3_server, s3_bucket, results):
 
 
 def test_train_on_a_bucket_refuses_verify_as_on_a_mount(s3_server, s3_bucket, results):
-    proc = run_cli("run", "--phase", "train", "--verify", "--target", f"s3://{s3_bucket}/t",
-                   "--results", str(results), "--no-history", "-q")
+    proc = call_cli("run", "--phase", "train", "--verify", "--target", f"s3://{s3_bucket}/t",
+                    "--results", str(results), "--no-history", "-q")
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "--verify" in proc.stderr
     assert s3_server.client().list_objects_v2(Bucket=s3_bucket).get("KeyCount", 0) == 0

@@ -10,6 +10,7 @@ import click
 from aiio.cli.common import emit_json
 from aiio.errors import ConfigError
 from aiio.history import watched
+from aiio.units import format_rate
 
 SPARKS = "▁▂▃▄▅▆▇█"
 EDGES = 2  # the table's left and right edge
@@ -142,6 +143,8 @@ def _value(figure: str, value: float | None) -> str:
         return "-"
     if FIGURES[figure].unit == "%":
         return f"{value:.1%}"
+    if FIGURES[figure].unit == "MiB/s":
+        return format_rate(value, unit=False)
     return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 

@@ -9,27 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from aiio.stats import ByteSeries
+from aiio.stats import Buckets, ByteSeries, room_for
 
 
-class BusySeries:
+class BusySeries(Buckets):
     """Seconds of emulated compute per time bucket since the common start; a step that spans
     bucket edges is split exactly across them. Same bucket width as the byte series."""
 
-    __slots__ = ("bucket_s", "_sec", "_n")
+    __slots__ = ("_sec",)
 
     def __init__(self, bucket_s: float = 0.1) -> None:
-        if not bucket_s > 0:
-            raise ValueError(f"bucket_s must be > 0, got {bucket_s}")
-        self.bucket_s = float(bucket_s)
+        super().__init__(bucket_s)
         self._sec = np.zeros(64, dtype=np.float64)
-        self._n = 0
 
     def _grow(self, n: int) -> None:
-        if n > len(self._sec):
-            bigger = np.zeros(max(n, 2 * len(self._sec)), dtype=np.float64)
-            bigger[: self._n] = self._sec[: self._n]
-            self._sec = bigger
+        self._sec = room_for(self._sec, self._n, n)
         self._n = max(self._n, n)
 
     def add(self, t0_s: float, t1_s: float) -> None:

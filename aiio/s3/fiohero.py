@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
-from aiio.fio.suite import HeroTest, _headline
+from aiio.fio.suite import HeroTest, headline
 from aiio.options import RunOptions
 from aiio.s3 import backend
 from aiio.s3.connect import Access, session
@@ -175,7 +175,7 @@ class S3Suite:
 
     def _store(self, name: str, entry: dict[str, Any], held: dict[str, int]) -> None:
         self.out["tests"][name] = {**entry, "objects": held}
-        self.out["aggregate"][name] = _headline(entry["aggregate"])
+        self.out["aggregate"][name] = headline(entry["aggregate"])
 
     def _remove(self) -> None:
         self.target.delete([o["Key"] for o in self.target.objects()
@@ -203,18 +203,16 @@ def check_bytes(test: str, reported: int, held: dict[str, int], expected: int) -
 
 def skeleton(req: S3SuiteRequest, target: dict[str, Any], method: str,
              version: str) -> dict[str, Any]:
-    return {
-        "schema": result.SCHEMA, "kind": "fio", "phase": None,
-        "id": result.new_id("fio", f"c{req.clients}"), "status": "running", "error": None,
-        "started": now_iso(), "finished": None, "environment": collect_environment(),
-        "target": target, "method": method, "fio_version": version,
-        "options": {"clients": req.clients, "size": req.size, "object_size": req.object_size,
-                    "objects": req.objects, "iodepth": 1, "ioengine": "http",
-                    "http_mode": "s3", "direct": False, "tests": list(req.tests),
-                    "keep": req.keep, "runtime_s": None, "ramp_s": 0.0,
-                    "endpoint": req.access.endpoint, "profile": req.access.profile},
-        "clients_requested": req.clients, "tests": {}, "aggregate": {}, "warnings": [],
-    }
+    """The suite's result as it starts: the one result skeleton with the bucket's options."""
+    return result.new(
+        "fio", result.new_id("fio", f"c{req.clients}"), now_iso(), phase=None,
+        environment=collect_environment(), target=target, method=method, fio_version=version,
+        options={"clients": req.clients, "size": req.size, "object_size": req.object_size,
+                 "objects": req.objects, "iodepth": 1, "ioengine": "http",
+                 "http_mode": "s3", "direct": False, "tests": list(req.tests),
+                 "keep": req.keep, "runtime_s": None, "ramp_s": 0.0,
+                 "endpoint": req.access.endpoint, "profile": req.access.profile},
+        clients_requested=req.clients, tests={}, aggregate={}, warnings=[])
 
 
 def run_s3_suite(req: S3SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:

@@ -217,7 +217,8 @@ def _statements(v: Verdict, points: Sequence[Point], accelerator: str) -> list[s
     if v.shape == "saturated":
         p = v.plateau
         out.append(f"saturated: the aggregate stays at about {format_rate(p['mib_s'])} "
-                   f"({p['min_mib_s']:,.1f} to {p['max_mib_s']:,.1f}) from "
+                   f"({format_rate(p['min_mib_s'], unit=False)} to "
+                   f"{format_rate(p['max_mib_s'], unit=False)}) from "
                    f"{_clients(p['from_clients'])} on; adding clients only divides it")
     elif v.shape == "degrading":
         out.append(f"degrading: the aggregate peaks at {format_rate(v.peak['mib_s'])} with "

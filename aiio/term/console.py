@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from aiio.cache_methods import METHOD_NULL
+from aiio.cache_methods import METHOD_NULL, METHOD_S3
 from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
@@ -180,7 +180,7 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 def _demand(agg: dict[str, Any]) -> str:
     value = agg.get("demand_mib_s_per_client")
-    return agg.get("demand_note", "-") if value is None else f"{value:,.1f} MiB/s"
+    return agg.get("demand_note", "-") if value is None else format_rate(value)
 
 
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
@@ -273,9 +273,10 @@ def _lat(summary: Mapping[str, Any] | None, keys: tuple[str, ...] = ("p50_ns", "
     return " / ".join(format_latency_ns(summary.get(k)) for k in keys)
 
 
-def _spread3(s: Spread | Mapping[str, Any], fmt: str = "{:,.1f}") -> str:
+def _spread3(s: Spread | Mapping[str, Any], fmt: Callable[[float], str] = bare_rate) -> str:
+    """Mean / min / max, rates by default."""
     s = s if isinstance(s, Spread) else Spread.of(s)
-    return " / ".join(fmt.format(v) for v in (s.mean, s.min, s.max))
+    return " / ".join(fmt(v) for v in (s.mean, s.min, s.max))
 
 
 def _typed(res: Mapping[str, Any]) -> Result:
@@ -374,7 +375,7 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
         ("read / write MiB/s", f"{bare_rate(agg['read_mib_s'])} / {bare_rate(agg['write_mib_s'])}"),
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
-        ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}")),
+        ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}".format)),
     ] + _verify_rows(agg.get("verify"))
     per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
                                "elapsed"),
@@ -454,7 +455,7 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
         ("all replicas ready", f"{agg['last_ready_s']:.2f} s"),
         ("aggregate, first / last done", _windows(io)),
         ("per replica MiB/s (mean / min / max)", _spread3(agg["per_replica_mib_s"])),
-        ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s")),
+        ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s".format)),
         ("read latency p50 / p99", _lat(io.latency.get("read"))),
     ] + _verify_rows(agg.get("verify"))
     per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
@@ -511,7 +512,7 @@ def phase_tables(res: dict[str, Any], stage: str | None = None) -> list[Table]:
 def fio_table(res: dict[str, Any]) -> Table:
     """One row per hero test: aggregate, per-job spread, fairness and latency."""
     opts = res["options"]
-    mode = ("requests, one object each" if res.get("method") == "s3"
+    mode = ("requests, one object each" if res.get("method") == METHOD_S3
             else "O_DIRECT" if opts["direct"] else "buffered")
     table = Table(title=f"fio hero suite ({res.get('fio_version')}): {res['target']['path']} "
                   f"({res['target']['fstype']}, {mode}, "
@@ -519,9 +520,9 @@ def fio_table(res: dict[str, Any]) -> Table:
     for col in ("test", "MiB/s", "IOPS", "per job MiB/s min / max", "Jain", "p50", "p99"):
         table.add_column(col, justify="left" if col == "test" else "right")
     for name, test in _typed(res).io.items():
-        spread = test.per_client_mib_s
+        low, high = (s.min, s.max) if (s := test.per_client_mib_s) else (0, 0)
         table.add_row(name, bare_rate(test.mib_s), f"{test.figures['iops']:,.0f}",
-                      f"{spread.min if spread else 0:,.1f} / {spread.max if spread else 0:,.1f}",
+                      f"{bare_rate(low)} / {bare_rate(high)}",
                       f"{test.jain or 0:.3f}", format_latency_ns(test.main_p("p50")),
                       format_latency_ns(test.main_p("p99")))
     return table

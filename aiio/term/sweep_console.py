@@ -15,7 +15,7 @@ from aiio.sweep import per_point
 from aiio.sweep.verdict import efficiency_text
 from aiio.term.console import print_warnings
 from aiio.term.screen import out_console
-from aiio.units import format_latency_ns
+from aiio.units import format_latency_ns, format_rate
 
 
 def _title(sweep: dict[str, Any], what: str) -> str:
@@ -41,13 +41,13 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
         table.add_column(c, justify="right")
     t = sweep["sweep"]["threshold"]
     for r in rows:
-        cells = [str(r["clients"]), f"{r.get('first_done_mib_s', r['aggregate_mib_s']):,.1f}",
-                 f"{r['last_done_mib_s']:,.1f}",
+        cells = [str(r["clients"]), _rate(r.get("first_done_mib_s", r["aggregate_mib_s"])),
+                 _rate(r["last_done_mib_s"]),
                  _mark(r["efficiency"], t, text=efficiency_text(r["efficiency"], t)),
                  _mark(r["consistency"], t, text=efficiency_text(r["consistency"], t))]
         if repeats > 1:
             s = r["aggregate_spread"]
-            cells.insert(2, f"{s['min']:,.1f}..{s['max']:,.1f}")
+            cells.insert(2, f"{_rate(s['min'])}..{_rate(s['max'])}")
         if has_au:
             cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"],
                                                    text=f"{r['au_min']:.1%}")]
@@ -55,6 +55,11 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
         cells.append(f"{r['cpu_percent']:.0f}")
         table.add_row(*cells)
     return table
+
+
+def _rate(mib_s: float) -> str:
+    """A rate under a MiB/s heading, as every table shows one."""
+    return format_rate(mib_s, unit=False)
 
 
 def _figure(value: float) -> str:
@@ -74,8 +79,8 @@ def client_table(sweep: dict[str, Any]) -> Table:
         # metadata calls
         op = main if main in r["latency"] else next(iter(r["latency"]), "-")
         lat = r["latency"].get(op, {})
-        table.add_row(str(r["clients"]), f"{pc['mean']:,.1f}", f"{pc['min']:,.1f}",
-                      f"{pc['max']:,.1f}", f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,
+        table.add_row(str(r["clients"]), _rate(pc["mean"]), _rate(pc["min"]),
+                      _rate(pc["max"]), f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,
                       format_latency_ns(lat.get("p50_ns", 0)),
                       format_latency_ns(lat.get("p99_ns", 0)))
     return table
