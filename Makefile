@@ -17,10 +17,10 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Two passes: tests marked serial (figures checked against storage of known speed) run alone;
-# the rest run on four workers, which overlap their waits for processes and I/O on 2 cores.
+# Two passes (tests/conftest.py, docs/TESTING.md): six workers overlap their waits for
+# processes, I/O and throttled devices on 2 cores; then the FUSE rate oracle's tests run alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial" -n 4 --dist loadgroup
+	$(BIN)/python -m pytest -q -m "not serial" -n 6 --dist loadgroup --no-loadscope-reorder
 	$(BIN)/python -m pytest -q -m serial
 
 bench: $(STAMP)

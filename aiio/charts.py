@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aiio.markup import Html, esc, tag
 from aiio.phases import layout_of
-from aiio.report.html import Html, esc, tag
 from aiio.units import format_latency_ns, format_rate
 
 WIDTH_IN, HEIGHT_IN = 6.4, 3.3

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -19,7 +19,6 @@ from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged
-from aiio.fio import hero
 from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
 from aiio.phases.base import RunContext
@@ -29,6 +28,16 @@ from aiio.target import Target, TargetInfo, check_shared, probe
 from aiio.ui import UI, QuietUI
 from aiio.wallclock import now_iso, now_unix
 from aiio.workload import Workload
+
+
+class Hero(Protocol):
+    """What a run is set against, handed down by the layer that knows fio's results."""
+
+    def live(self, target_path: str, phase: str) -> dict[str, Any] | None:
+        """The fio figure the live view shows beside the run's rate; None when there is none."""
+
+    def entry(self, res: dict[str, Any]) -> dict[str, Any]:
+        """The `hero` field of the finished result: what was paired with what."""
 
 
 @dataclass
@@ -41,9 +50,9 @@ class RunRequest:
     options: RunOptions = RunOptions()
     # Called with (result, folder) once result.json is saved, also for a partial result.
     on_saved: Callable[[dict[str, Any], Path], None] | None = None
-    # Where the fio results to pair with live (None: results_dir). A sweep saves its points in
-    # <sweep>/points/, but its fio results sit in the folder the sweep was given.
-    hero_dir: str | None = None
+    # The fio results the run is set against (fio.hero.Pairing). None: no hero in the live view
+    # and no `hero` field in the result.
+    hero: Hero | None = None
 
 
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
@@ -58,7 +67,9 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
-    heroes = hero.fio_results(req.hero_dir or req.results_dir)  # read once, before measuring
+    # asked here, before measuring: the fio results are read once, and what lands meanwhile
+    # pairs with nothing
+    shown = req.hero.live(str(target.path), phase.name) if req.hero else None
     rc = RunContext(w, target, info, method, clients, req.options, note=ui.note,
                     progress=ui.progress, ranks=world())
     out = _skeleton(req, info, method)
@@ -86,7 +97,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
                                            else "")
         ui.start(title, phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if phase.accelerators else None,
-                 hero=hero.latest_hero(heroes, str(target.path), phase.name))
+                 hero=shown)
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
@@ -102,7 +113,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += honesty.true_of(
             out["method"], _warnings(rc, args, out) + phase.warnings(rc, args, out))
-        out["hero"] = hero.pair_entry(out, heroes)
+        if req.hero:
+            out["hero"] = req.hero.entry(out)
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"

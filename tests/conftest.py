@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,30 +26,85 @@ def pytest_configure(config: pytest.Config) -> None:
     bytecode cache of their own, outside the source tree (git ignores .pytest_cache)."""
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         os.environ.setdefault("PYTHONPYCACHEPREFIX", str(REPO / ".pytest_cache" / "pycache"))
+    _interruptible()
 
 
-def _known_speed(module: object) -> bool:
-    """A test module that builds storage of known speed: a throttled loop device or the FUSE
-    rate oracle. Its figures are checked against that speed, so nothing else may share the
-    machine's CPUs and disks while it runs."""
+def _interruptible() -> None:
+    """A suite started in the background of a script (`make test &`) inherits SIGINT ignored,
+    and every process it starts would too: the Ctrl-C tests would see aiio shrug the signal
+    off. A handled signal is reset to its default in a started process; an ignored one is
+    not, so handle it here."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _uses(module: object, *helpers: object) -> bool:
+    return any(getattr(module, name, None) in helpers for name in dir(module))
+
+
+def _mark_by_storage(item: pytest.Item) -> None:
+    """`serial` for a module on the FUSE rate oracle (or bindfs), `known_speed` for one on a
+    throttled loop device (see pytest_collection_modifyitems)."""
     from tests.oracle import mount
     from tests.storage import throttled_disk
 
-    return any(getattr(module, name, None) in (throttled_disk, mount.ratefs, mount.bindfs)
-               for name in dir(module))
+    if item.module is None:
+        return
+    if _uses(item.module, mount.ratefs, mount.bindfs):
+        item.add_marker(pytest.mark.serial)
+    elif _uses(item.module, throttled_disk):
+        item.add_marker(pytest.mark.known_speed)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite in two passes: tests marked `serial` (storage of known speed,
-    machine-wide state) alone, the rest on parallel workers. For the workers, a module's tests
-    stay together (its module fixtures are built once) and every test that needs the S3 server
-    shares one worker (one server per run)."""
+    """`make test` runs the suite in two passes.
+
+    1. On parallel workers, everything not marked `serial`. A module's tests stay together
+       when they share a module fixture (built once); the others spread over the workers, so
+       no long module holds up the end of the run. Modules on a blkio-throttled loop device
+       (`known_speed`)
+       start first, spread over the workers: the kernel enforces their rate, and they wait on
+       it, not on the CPU, so the other tests fill the CPUs meanwhile.
+    2. Alone, the `serial` tests: the FUSE rate oracle, a Python daemon that must get the CPU
+       whenever a request comes to deliver its rate (beside the whole suite it fell 12 to 20 %
+       short), and bindfs over a warm folder, whose pages another test's drop of the page
+       cache would take away."""
     for item in items:
-        if item.module is not None and _known_speed(item.module):
-            item.add_marker(pytest.mark.serial)
-        if item.get_closest_marker("xdist_group") is None:
-            group = "s3" if "s3_server" in item.fixturenames else item.module.__name__
-            item.add_marker(pytest.mark.xdist_group(group))
+        _mark_by_storage(item)
+        if item.get_closest_marker("xdist_group") is None and _shares_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = _longest_waits_first(items)
+
+
+def _shares_fixtures(item: pytest.Item) -> bool:
+    """The test uses a fixture built once for its module (or class): its module's tests then
+    go to one worker, which builds it once. Other tests go wherever a worker is free, and a
+    session fixture (the S3 server) is built once per worker that needs it."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else []
+    return any(d[-1].scope in ("module", "class", "package") for d in defs if d)
+
+
+def _group(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return mark.args[0] if mark else item.nodeid
+
+
+def _longest_waits_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The workers take groups in this order (`--no-loadscope-reorder`): groups on storage of
+    known speed first, so their waits overlap the rest instead of trailing it, then the
+    others, most tests first (the order xdist itself would pick). Within a group the order
+    stays as collected; every worker sorts alike, as xdist requires."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[_group(item)] = sizes.get(_group(item), 0) + 1
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        return (item.get_closest_marker("known_speed") is None, -sizes[_group(item)])
+
+    return sorted(items, key=key)
 
 
 @pytest.fixture

@@ -311,8 +311,13 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
         extra='duration = "1.5s"\nset.train.compute_time = { h100 = 0.02 }\n')
         .replace("clients = 2", "clients = [1, 2]").replace("epochs = 1\n", ""))
     proc = _accept(spec, target, results)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     (check,) = _accept_result(results)["checks"]
+    # Whether the figures reach 5 % is the machine's speed, not what this checks: on a machine
+    # loaded by other work the 2-client point's AU measured 4 % (compute_ran_long,
+    # client_cpu_saturated). Checked: the verdict follows the figures, either way.
+    held = all(check["measured"][k] >= 0.05 for k in ("au_min", "scaling_efficiency_min"))
+    assert (check["status"], proc.returncode) == (("pass", 0) if held else ("fail", 1)), check
     sweep = json.loads((results / check["result_id"] / "result.json").read_text())
     assert sweep["kind"] == "sweep" and [p["clients"] for p in sweep["points"]] == [1, 2]
     # the efficiency judged is the sweep's own, and the other figures are the 2-client run's

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from aiio import runner
+from aiio.fio import hero
 from aiio.ui import QuietUI
 
 from .conftest import tiny_workload
@@ -41,7 +42,8 @@ class FioLandsDuringTheRun(QuietUI):
 
 def test_pairing_uses_the_fio_results_read_before_measuring(target, results):
     ui = FioLandsDuringTheRun(results, target)
-    req = runner.RunRequest("train", tiny_workload(train__epochs=40), str(target), str(results))
+    req = runner.RunRequest("train", tiny_workload(train__epochs=40), str(target), str(results),
+                            hero=hero.Pairing(results))
     res, _ = runner.run(req, ui)
     assert (results / LATE).exists(), "the run ended before its first tick"
     assert ui.heroes == [None]  # the live view had no hero ...

@@ -1,5 +1,6 @@
-"""Import direction: the data and target layers never reach up to MPI (aiio.comm); callers
-hand them the hosts to spread work over."""
+"""Import direction (docs/ARCHITECTURE.md, Layers): the data and target layers never reach up
+to MPI (aiio.comm), and the steps up that were taken out stay out; callers hand down what a
+lower layer needs."""
 
 from __future__ import annotations
 
@@ -55,3 +56,51 @@ def test_the_alias_guard_sees_an_old_name():
     assert old_name_aliases("from aiio.fio import job as fio\n")
     assert old_name_aliases("import aiio.fio.suite as fio_suite\n")
     assert not old_name_aliases("from aiio.phases import shards\n")
+
+
+# The layers of docs/ARCHITECTURE.md, top to bottom (a module in none is in the bottom rows).
+LAYERS = {"cli": 9, "term": 8, "report": 8, "accept": 7, "sweep": 6, "fio": 5, "runner": 4,
+          "hosts": 4, "s3": 3, "phases": 2}
+# The bends that are meant, importer module -> part (ARCHITECTURE, Layers): readers asking the
+# phase registry how a phase lays out and is judged, the registry finding object phases
+# (phases/__init__), checkpoint figures read through the sweep's one accessor.
+MEANT = {("aiio.result", "aiio.phases"), ("aiio.figures", "aiio.phases"),
+         ("aiio.charts", "aiio.phases"), ("aiio.phases", "aiio.s3"),
+         ("aiio.fio.pairing", "aiio.sweep")}
+
+
+def layer(module: str) -> tuple[str, int]:
+    """The top-level part of aiio a module belongs to, and how high that part sits."""
+    part = module.split(".")[1]
+    return f"aiio.{part}", LAYERS.get(part, 1)
+
+
+def _names(node: ast.AST) -> list[str]:
+    """The aiio modules (or names within them) one import statement imports."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.startswith("aiio.")]
+    if isinstance(node, ast.ImportFrom) and node.module == "aiio":
+        return [f"aiio.{a.name}" for a in node.names]  # from aiio import runner
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aiio."):
+        return [node.module]
+    return []
+
+
+def upward_imports(package: Path) -> set[str]:
+    """'importer -> imported' for every import of a module of a higher layer."""
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        parts = [p for p in path.relative_to(package).with_suffix("").parts if p != "__init__"]
+        if not parts or parts == ["__main__"]:
+            continue  # the package and its entry point stand above everything
+        module = ".".join(("aiio", *parts))
+        part, height = layer(module)
+        for name in (n for node in ast.walk(ast.parse(path.read_text())) for n in _names(node)):
+            other, other_height = layer(name)
+            if other != part and other_height > height and (module, other) not in MEANT:
+                found.add(f"{module} -> {name}")
+    return found
+
+
+def test_no_import_runs_upward_but_the_meant_bends():
+    assert not upward_imports(PACKAGE)

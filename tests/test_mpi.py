@@ -261,6 +261,9 @@ def test_scale_sweep_across_three_ranks(target, results):
             run["aggregate"]["bytes"] > 0
 
 
+HOST_START_SKEW_S = 0.02  # the hosts' start instants, apart by far less on one machine
+
+
 @needs_mpi
 def test_synchronous_checkpoints_during_training_across_ranks(target, results):
     """The barrier of a synchronous checkpoint spans every host; a duration-bound run still
@@ -278,5 +281,13 @@ def test_synchronous_checkpoints_during_training_across_ranks(target, results):
         for k, p in enumerate(ck["checkpoints"]):
             for c in res["clients"]:
                 r = c["checkpoints"][k]
-                assert r["start_s"] + r["own_shard_s"] + r["wait_for_others_s"] \
-                    >= p["write"]["end_s"]
+                opened = r["start_s"] + r["own_shard_s"] + r["wait_for_others_s"]
+                # On its host's clock: after every shard written on that host was durable.
+                own_host = [o["checkpoints"][k]["write"]["end_s"] for o in res["clients"]
+                            if o["rank"] == c["rank"]]
+                assert opened >= max(own_host), (k, c["client"])
+                # Each host counts from its own start, and the hosts start within rank 0's
+                # message latency and a 1 ms poll of each other (aiio/hosts.py): against the
+                # other host's shards the order holds up to that. Compared exactly, a barrier
+                # opened 0.3 ms "before" the other host's last shard, once in six runs.
+                assert opened >= p["write"]["end_s"] - HOST_START_SKEW_S, (k, c["client"])

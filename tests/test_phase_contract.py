@@ -117,7 +117,8 @@ def test_prep_in_randrw_mode_runs_the_randrw_phase() -> None:
 # --- end to end ---------------------------------------------------------------------------
 
 def _run(phase: str, w: Workload, target: Path, results: Path) -> dict:
-    res, folder = runner.run(runner.RunRequest(phase, w, str(target), str(results)))
+    res, folder = runner.run(runner.RunRequest(phase, w, str(target), str(results),
+                                               hero=hero.Pairing(results)))
     assert res["status"] == "ok"
     return result.load(folder)
 
@@ -187,7 +188,8 @@ def test_a_randrw_run_is_held_against_the_random_mix_only(target: Path, results:
     [fio_folder] = [p for p in results.iterdir() if "-fio-" in p.name]
     w = tiny_workload(prep__mode="randrw", prep__file_size="2MiB", prep__duration="200ms")
     ui = _HeroUI()
-    res, folder = runner.run(runner.RunRequest("prep", w, str(target), str(results)), ui)
+    res, folder = runner.run(runner.RunRequest("prep", w, str(target), str(results),
+                                               hero=hero.Pairing(results)), ui)
     assert ui.hero is None
     assert res["hero"]["test"] == "rand_mix" and "percent" not in res["hero"]
     capsys.readouterr()

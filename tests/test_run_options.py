@@ -9,8 +9,7 @@ import pytest
 
 from aiio.accept.run import load_spec
 from aiio.errors import ConfigError
-from aiio.options import RunOptions
-from aiio.s3.connect import Access
+from aiio.options import Access, RunOptions
 
 CHECK = """[spec]
 name = "t"

@@ -13,10 +13,7 @@ import pytest
 from aiio import result
 from aiio.errors import RunFailed
 from aiio.fio import job
-from aiio.report import render
-from aiio.s3.connect import Access
-from aiio.s3.fio import engines
-from aiio.s3.fiohero import (
+from aiio.fio.bucket import (
     S3_TESTS,
     S3SuiteRequest,
     check_bytes,
@@ -25,6 +22,9 @@ from aiio.s3.fiohero import (
     job_text,
     skeleton,
 )
+from aiio.fio.http_engine import engines
+from aiio.options import Access
+from aiio.report import render
 from aiio.units import MiB
 from tests.conftest import run_cli
 from tests.test_s3_target import keys, one_line_exit_2

@@ -5,7 +5,7 @@ its payload before the timed write."""
 from __future__ import annotations
 
 from aiio.engine import OpLog, Timed
-from aiio.s3.connect import Access
+from aiio.options import Access
 from aiio.s3.objectio import ObjectIO, ObjectWriter
 from aiio.units import MiB
 

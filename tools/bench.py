@@ -21,9 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -34,6 +35,7 @@ from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
+from aiio.result import load
 from aiio.units import GiB, KiB, MiB
 from tests.oracle import fair
 from tools import crosscheck
@@ -410,8 +412,8 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
                 out.seek(0)
                 raise SystemExit(f"{clients}-client run failed: {out.read().strip()}")
         wall = time.monotonic() - t0
-        (result_file,) = reports.glob("*/result.json")
-        res = json.loads(result_file.read_text())
+        result_file = _result_file(reports)
+        res = load(result_file)
         size = result_file.stat().st_size
     startup = res["timing"]["command_to_first_io_s"]
     fidelity = _compute_fidelity(res)
@@ -430,7 +432,13 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
     ]
 
 
-def _compute_fidelity(res: dict) -> float:
+def _result_file(results: Path) -> Path:
+    """The result.json of the one run saved under `results` (read with aiio.result.load)."""
+    (path,) = results.glob("*/result.json")
+    return path
+
+
+def _compute_fidelity(res: Mapping[str, Any]) -> float:
     """Mean measured compute per step over every recorded step, divided by the asked time."""
     train = res["workload"]["train"]
     asked = train["compute_time"][train["accelerator"]]
@@ -481,11 +489,11 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int) -> list[float]:
     (mount / "aiio-data").mkdir()
     proc = subprocess.run([sys.executable, "-m", "aiio", "run", "--workload", str(spec),
                            "--clients", str(clients), "--target", str(mount / "aiio-data"),
-                           "--results", str(tmp / "r"), "--json", "--quiet", "--no-history",
+                           "--results", str(tmp / "r"), "--quiet", "--no-history",
                            "--no-report"], capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"fairness-oracle: aiio run failed: {proc.stderr.strip()[-500:]}")
-    res = json.loads(proc.stdout)
+    res = load(_result_file(tmp / "r"))
     if len(res["clients"]) != clients:
         raise SystemExit(f"fairness-oracle: {len(res['clients'])} of {clients} client results")
     return [c["mib_s"] * MiB / fair.STREAM for c in res["clients"]]
@@ -611,7 +619,7 @@ def _run_phase(phase: str, target: Path, sets: list[tuple[str, str, str]]) -> di
 
     with tempfile.TemporaryDirectory(prefix="aiio-bench-results-") as results:
         res, _ = runner.run(runner.RunRequest(phase, load_workload("demo", sets), str(target),
-                                              results, "o_direct"))
+                                              results, METHOD_DIRECT))
     return res
 
 

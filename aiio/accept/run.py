@@ -99,11 +99,13 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
 def _measure_run(check: Check, target: str, results_dir: str, ui: UI,
                  saved: list[Saved]) -> Measured:
     from aiio import runner
+    from aiio.fio import hero
 
     # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
                             check.options,
-                            on_saved=lambda res, folder: saved.append((res, folder)))
+                            on_saved=lambda res, folder: saved.append((res, folder)),
+                            hero=hero.Pairing(results_dir))
     res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
                     res.get("warnings", []), figure_hints(res), folder=folder.name)

@@ -90,7 +90,7 @@ def _s3(target: str, access, clients: int, size: str, object_size: str | None, p
     """fio's http engine against the bucket: PUT, then GET, each object once."""
     from click.core import ParameterSource
 
-    from aiio.s3.fiohero import S3_TESTS, S3SuiteRequest, run_s3_suite
+    from aiio.fio.bucket import S3_TESTS, S3SuiteRequest, run_s3_suite
     from aiio.term.console import RichUI
     from aiio.units import MiB, parse_size
 

@@ -59,6 +59,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
     from aiio import runner
     from aiio.errors import RunFailed
+    from aiio.fio import hero
     from aiio.options import RunOptions
     from aiio.phases import get_phase
     from aiio.term.console import RichUI, phase_tables, print_result
@@ -89,7 +90,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
             written.extend(write_report(res, folder))
 
     req = runner.RunRequest(phase, workload, target, results, method, options,
-                            on_saved=on_saved)
+                            on_saved=on_saved, hero=hero.Pairing(results))
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it

@@ -19,7 +19,7 @@ def s3_options(func):
 
 def access_for(target: str, endpoint: str | None, profile: str | None):
     """The S3 access of an s3:// target; None for a directory, which takes neither option."""
-    from aiio.s3.connect import Access
+    from aiio.options import Access
     from aiio.s3.location import is_s3
 
     if is_s3(target):

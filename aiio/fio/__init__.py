@@ -1,1 +1,2 @@
-"""fio beside aiio: the hero suite, the job closest to a phase, and each run set against fio."""
+"""fio beside aiio: the hero suite (also against an s3:// bucket, bucket.py), the job closest to
+a phase, and each run set against fio."""

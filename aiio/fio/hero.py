@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,26 @@ def latest_hero(found: Found, target_path: str, phase: str, test: str | None = N
                 "fio_version": res.get("fio_version"), "method": res.get("method"),
                 "finished": res.get("finished")}
     return None
+
+
+class Pairing:
+    """The fio results in one folder a run is set against, read once, on first use."""
+
+    def __init__(self, results_dir: str | os.PathLike) -> None:
+        self.results_dir = results_dir
+
+    @cached_property
+    def found(self) -> Found:
+        """The folder's successful fio results, read the first time they are asked for."""
+        return fio_results(self.results_dir)
+
+    def live(self, target_path: str, phase: str) -> dict[str, Any] | None:
+        """The hero the live view shows: the latest fio result on this target for the phase."""
+        return latest_hero(self.found, target_path, phase)
+
+    def entry(self, res: dict[str, Any]) -> dict[str, Any]:
+        """The finished result's `hero` field, paired with the results read at first use."""
+        return pair_entry(res, self.found)
 
 
 def percent(value: float, hero: float) -> float | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiio import charts
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,
@@ -21,7 +22,6 @@ from aiio.report.common import (
     status_notice,
     warnings_section,
 )
-from aiio.report.html import Html
 from aiio.result import dig
 
 EXPECTED = {"checks": "the checks and their verdicts (none was recorded)"}

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiio import charts
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
-from aiio.report.html import Html
 from aiio.report.parts import Stream, events, io_sections
 from aiio.result import ClientFigures, IoFigures, Result, model
 from aiio.stats import ByteSeries

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiio.cache_methods import MEANING
+from aiio.markup import Html
 from aiio.report import html as h
-from aiio.report.html import Html
 from aiio.result import dig
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiio.fio.pairing import phases_beside
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,
@@ -18,7 +19,6 @@ from aiio.report.common import (
     target_pairs,
     warnings_section,
 )
-from aiio.report.html import Html
 from aiio.result import dig
 
 KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished",

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiio import charts
+from aiio.markup import Html
 from aiio.report import html as h
-from aiio.report.html import Html
 from aiio.result import dig
 
 

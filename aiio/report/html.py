@@ -1,4 +1,5 @@
-"""HTML building blocks for the report: escaping, tables, notices and the self-contained page.
+"""HTML building blocks for the report: tables, notices and the self-contained page (the
+escaping rule, `Html`, `esc` and `tag`, is `aiio.markup`, which the charts share).
 
 Everything a page needs is inline (styles, one small sorting script, SVG charts). A Content
 Security Policy forbids fetching anything, so a report behaves the same offline, from a mail
@@ -9,40 +10,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from aiio.markup import Html, esc, join, tag
 from aiio.units import format_duration, format_latency_ns, format_rate, format_size
-
-
-class Html(str):
-    """Markup that is already safe; every other string is escaped when placed in a page."""
-
-    __slots__ = ()
-
-    def __add__(self, other: object) -> Html:
-        return Html(str.__add__(self, esc(other)))
-
-
-def esc(value: Any) -> Html:
-    """Escape any value for HTML text or attributes; Html passes through."""
-    if isinstance(value, Html):
-        return value
-    return Html(html.escape(str(value), quote=True))
-
-
-def join(parts: Iterable[Any]) -> Html:
-    return Html("".join(esc(p) for p in parts))
-
-
-def tag(name: str, body: Any = "", **attrs: Any) -> Html:
-    """<name attrs>body</name>; attribute names use _ for - and a trailing _ for keywords."""
-    text = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"'
-                   for k, v in attrs.items() if v is not None)
-    return Html(f"<{name}{text}>{esc(body)}</{name}>")
-
 
 # --- numbers with their units -------------------------------------------------------------
 

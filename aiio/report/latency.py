@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiio import charts
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
-from aiio.report.html import Html
 from aiio.report.parts import histogram_sets
 
 DATA_OPS = ("read", "write")

@@ -10,6 +10,7 @@ from typing import Any
 from aiio import charts
 from aiio.cache_methods import METHOD_NULL
 from aiio.honesty import NO_IO
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.bandwidth import bandwidth_section, timeline_section
@@ -22,7 +23,6 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.hosts import hosts_section
-from aiio.report.html import Html
 from aiio.report.latency import latency_section
 from aiio.report.parts import aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict

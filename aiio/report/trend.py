@@ -12,8 +12,8 @@ from typing import Any
 
 from aiio import charts
 from aiio.figures import FIGURES
+from aiio.markup import Html
 from aiio.report import html as h
-from aiio.report.html import Html
 
 
 def when(value: Any) -> dt.datetime | None:

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiio.figures import FIGURES, run_figures
+from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import status_notice
-from aiio.report.html import Html
 from aiio.result import dig
 
 # The figures shown as cards, in this order, when the result has them.

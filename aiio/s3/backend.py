@@ -7,8 +7,7 @@ from typing import Any
 
 from aiio.cache_methods import METHOD_S3
 from aiio.errors import ConfigError
-from aiio.options import RunOptions
-from aiio.s3.connect import Access
+from aiio.options import Access, RunOptions
 from aiio.s3.target import S3Target
 from aiio.target import TargetInfo
 

@@ -4,40 +4,15 @@ every retry and throttling answer counted instead of silently absorbed."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from aiio.errors import ConfigError, TargetError
+from aiio.errors import TargetError
+from aiio.options import Access
 
 # Checks before a run fail fast: a wrong endpoint must not hang for minutes of retries.
 CHECK_TIMEOUT_S = 5.0
 THROTTLE_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
                   "TooManyRequests", "ServiceUnavailable"}
-
-
-@dataclass(frozen=True)
-class Access:
-    """How to reach the service: endpoint URL (None: AWS config/env) and profile name."""
-
-    endpoint: str | None = None
-    profile: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.endpoint:
-            check_endpoint(self.endpoint, "endpoint", ConfigError)
-
-
-def check_endpoint(url: str, name: str, error: type[Exception]) -> None:
-    """Refuse what botocore would take apart with a traceback or a bare "not a valid URI"."""
-    parts = urlsplit(url)
-    try:
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise error(f"{name} {url!r} is not an S3 service URL; write it as http://HOST:PORT "
-                    "or https://HOST:PORT")
 
 
 class RequestCounts:

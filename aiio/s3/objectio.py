@@ -20,7 +20,8 @@ from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
 from aiio.engine import OpLog, Writer, now_ns
 from aiio.errors import ConfigError
-from aiio.s3.connect import Access, RequestCounts, make_client
+from aiio.options import Access
+from aiio.s3.connect import RequestCounts, make_client
 from aiio.units import MiB, format_size
 from aiio.workload import MAX_PARTS
 

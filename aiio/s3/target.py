@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 from aiio import __version__
 from aiio.errors import TargetError
+from aiio.options import Access
 from aiio.s3 import location
-from aiio.s3.connect import Access, make_client
+from aiio.s3.connect import make_client
 
 DELETE_BATCH = 1000  # the most keys one DeleteObjects request may carry
 

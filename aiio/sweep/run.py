@@ -17,6 +17,7 @@ from typing import Any
 
 from aiio import memcheck, result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.fio import hero
 from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.stats import spread
@@ -231,7 +232,10 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
             + (f", repeat {repeat + 1}/{req.repeat}" if req.repeat > 1 else "")
             + (f", {seconds:g} s" if seconds else ""))
     run_req = runner.RunRequest(req.phase, w, req.target, str(folder / "points"), req.method,
-                                req.options, hero_dir=req.results_dir)
+                                req.options,
+                                # the points sit in <sweep>/points/, the fio results in the
+                                # folder the sweep was given
+                                hero=hero.Pairing(req.results_dir))
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:

@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
+from aiio.fio.http_engine import require_http_engine
 from aiio.fio.suite import HeroTest, headline
-from aiio.options import RunOptions
+from aiio.options import Access, RunOptions
 from aiio.s3 import backend
-from aiio.s3.connect import Access, session
-from aiio.s3.fio import require_http_engine
+from aiio.s3.connect import session
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
 from aiio.units import GiB, MiB, format_size
