@@ -9,6 +9,7 @@ Layout under TARGET/aiio/datasets/<workload>/:
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -78,7 +79,29 @@ class DatasetParams:
         return sizes.astype(np.int64)
 
     def expected_bytes(self) -> int:
-        return self.num_files * self.samples_per_file * self.sample_size
+        """An upper bound of the bytes the drawn sample sizes add up to, for the free-space
+        check: the mean of the clipped distribution (above sample_size where the clip at 1 B
+        binds, i.e. a stdev above half the mean) times the samples, plus six standard
+        deviations of their sum (a small dataset's draw can land well above its mean)."""
+        n, sd = self.num_files * self.samples_per_file, self.sample_size_stdev
+        if sd == 0:
+            return n * self.sample_size
+        mean = clipped_mean(self.sample_size, sd, max(1, self.sample_size - 2 * sd),
+                            self.sample_size + 2 * sd)
+        return math.ceil(n * mean + 6 * sd * math.sqrt(n))
+
+
+def clipped_mean(mean: float, sd: float, lo: float, hi: float) -> float:
+    """The mean of a normal(mean, sd) clipped to [lo, hi]."""
+    def cdf(z: float) -> float:
+        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+    def pdf(z: float) -> float:
+        return math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+    a, b = (lo - mean) / sd, (hi - mean) / sd
+    return (lo * cdf(a) + hi * (1 - cdf(b)) + mean * (cdf(b) - cdf(a))
+            + sd * (pdf(a) - pdf(b)))
 
 
 class Dataset:

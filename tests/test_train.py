@@ -133,9 +133,9 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--clients", "100000"), "memory"),
     (("--set", "train.nope=1"), "unknown key"),
     (("--set", "garbage"), "section.key=value"),
-    # sizes clipped at 1 B rather than mean - 2 stdev: no longer the mean, and a dataset far
-    # larger than the free-space check's (10 GiB on the demo wrote 21 GB in a minute)
-    (("--set", "dataset.sample_size_stdev=300KiB"), "more than half of"),
+    # sizes clipped at 1 B rather than mean - 2 stdev lose their mean: the free-space check
+    # must hold for the sizes really drawn (10 GiB on the demo wrote 21 GB in a minute)
+    (("--set", "dataset.sample_size_stdev=10GiB"), "free"),
 ])
 def test_bad_input_is_one_line_exit_2(target, args, fragment):
     proc = call_cli("run", "--target", str(target), "--quiet", *args)
@@ -232,3 +232,24 @@ def test_clients_without_a_sample_are_said_and_do_not_close_the_first_done_windo
     assert agg["delivered"]["first_done"]["seconds"] == pytest.approx(window)
     (said,) = [w for w in res["warnings"] if w["code"] == "clients_without_samples"]
     assert "1 of 3 clients" in said["message"] and "2 samples" in said["message"]
+
+
+def test_a_smaller_sample_keeps_the_workloads_stdev(target, results):
+    """`--set dataset.sample_size=64KiB` on the demo (stdev 64 KiB) is a run, as the README's
+    small examples give it, not a refusal."""
+    proc = call_cli("run", "--phase", "train", "--target", str(target), "--results",
+                    str(results), "--clients", "1", "--epochs", "1", "--batch-size", "2",
+                    "--set", "dataset.num_files=8", "--set", "dataset.sample_size=64KiB",
+                    "--quiet", "--no-report", "--no-history")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("stdev", [32 * 1024, 64 * 1024, 256 * 1024])
+def test_free_space_check_covers_the_sizes_really_drawn(stdev):
+    """The bytes the space check asks for are at least the bytes the sizes add up to, also
+    where the lower clip at 1 B lifts their mean above sample_size."""
+    w = tiny_workload(dataset__num_files=64, dataset__sample_size="64KiB",
+                      dataset__sample_size_stdev=stdev)
+    params = ds.DatasetParams.from_workload(w)
+    drawn = sum(int(params.sample_sizes(i).sum()) for i in range(params.num_files))
+    assert params.expected_bytes() >= drawn
