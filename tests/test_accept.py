@@ -444,7 +444,7 @@ def test_a_relative_target_records_checks_under_the_same_key_as_runs(target, res
     # typed relative, from the target's parent: checks, runs and the spec's own record must
     # land in one series, keyed as `aiio run` keys it (the absolute path)
     proc = run_cli("accept", str(TINY), "--target", target.name, "--results", str(results),
-                   "--quiet", cwd=target.parent)
+                   "--quiet", "--no-report", cwd=target.parent)
     assert proc.returncode == 0, proc.stderr
     with History(results / "history.sqlite") as h:
         records = h.records()

@@ -31,7 +31,7 @@ def test_acceptance_records_share_the_run_records_key(s3_bucket, results, tmp_pa
     # target as its runs do, so `aiio history --target` finds one series
     target = f"s3://{s3_bucket}/acc"
     proc = run_cli("accept", str(TINY), "--target", target + "/", "--results", str(results),
-                   "-q", "--prometheus", str(tmp_path / "aiio.prom"), cwd=tmp_path)
+                   "-q", "--no-report", "--prometheus", str(tmp_path / "aiio.prom"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     with History(results / "history.sqlite") as h:
         records = h.records()

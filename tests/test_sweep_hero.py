@@ -25,7 +25,7 @@ def test_each_sweep_point_is_paired_with_the_results_folders_fio(tmp_path: Path)
     out = run_cli("scale", "--phase", "train", "--target", str(target), "--results",
                   str(results), "--clients", "1,2", "--read-threads", "1", "--set",
                   "train.epochs=1", "--batch-size", "2", *TINY_DATA, "--no-charts",
-                  "--no-history", "--json", "--quiet")
+                  "--no-history", "--no-report", "--json", "--quiet")
     assert out.returncode == 0, out.stderr
     sweep = json.loads(out.stdout)
     heroes = {p["clients"]: p["result"]["hero"] for p in sweep["points"]}
