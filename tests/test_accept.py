@@ -146,11 +146,11 @@ def test_failing_spec_on_the_same_storage_exits_1_and_says_why(target, results, 
 def test_second_run_shows_in_history_with_its_trend(target, results):
     for _ in range(2):
         assert _accept(TINY, target, results).returncode == 0
-    proc = run_cli("history", "--results", str(results))
+    proc = call_cli("history", "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if "train-tiny" in line)
     assert "train-tiny (2)" in row and "aggregate_mib_s" in row
-    proc = run_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
+    proc = call_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
     records = json.loads(proc.stdout)
     assert len(records) == 2 and all(r["status"] == "pass" for r in records)
 
