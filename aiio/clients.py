@@ -171,6 +171,7 @@ def _release(sh: _Shared, stage: int) -> None:
 
 
 ClientFn = Callable[[ClientContext], dict]
+_HELD_SIGNALS = {_signal.SIGINT, _signal.SIGTERM}  # held back across each client's fork
 TickFn = Callable[[list[int], list[int], float], None]
 ReadyFn = Callable[[], None]
 StageFn = Callable[[int], None]
@@ -190,7 +191,16 @@ class _Client:
 
     def start(self) -> None:
         parent = os.getpid()
-        pid = os.fork()
+        # Ctrl-C reaches the whole process group, and the client is in ours until it has set
+        # itself up: held back across the fork, a Ctrl-C is the parent's alone, and in the
+        # client it meets the handlers _client_main sets (a KeyboardInterrupt raised in the
+        # child's after-fork hooks printed a traceback under the run's one-line message).
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            pid = os.fork()
+        except BaseException:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+            raise
         if pid == 0:  # the client: never return into the parent's code
             code = 1
             try:
@@ -198,10 +208,13 @@ class _Client:
             finally:
                 os._exit(code)
         self.pid = pid
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
 
     @property
     def exitcode(self) -> int | None:
         """None while it runs; its exit code, or minus the signal that ended it."""
+        if not self.pid:  # never started (its fork failed): waitpid(0) means the whole group
+            return 255
         if self._status is None:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -219,11 +232,6 @@ class _Client:
         if self.is_alive():
             os.kill(self.pid, signal.SIGKILL)
 
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
-
 
 def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     """Body of a client process: run the phase, send the result or the error; its exit code.
@@ -237,6 +245,7 @@ def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     # `_signal`, not `signal`: the latter's enum conversions touched ~50 pages.
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # not the MPI rank's handler: just end
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)  # held across the fork
     os.close(ctx._shared.gate_w)  # only the parent may hold it, or the gate never opens
     os.close(ctx._shared.halt_w)  # the same for the halt pipe
     procsetup.die_with_parent(parent_pid)
@@ -345,8 +354,10 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         exc.results = results
         raise
     finally:
-        _reap(procs)
+        interrupted = _reap_or_kill(procs)
         shared.close()
+    if interrupted:  # every result is in: keep them, and still stop as asked
+        raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
 
 
@@ -369,8 +380,13 @@ def _start_all(procs: list) -> None:
     gc.disable()  # no collection between the freeze and the forks
     gc.freeze()
     try:
-        for p in procs:
-            p.start()
+        for i, p in enumerate(procs):
+            try:
+                p.start()
+            except OSError as exc:  # the host's process or memory limit, part way through
+                raise RunAborted(f"could not start client {p.ctx.index}: {exc.strerror} "
+                                 f"({i} of {len(procs)} clients started on this host)", {},
+                                 RunFailed) from None
     finally:
         gc.unfreeze()
         gc.enable()
@@ -383,9 +399,16 @@ def _describe_death(i: int, p: _Client, errors: dict[int, dict], first: int = 0)
         return f"client {n} failed: {errors[i]['message']}"
     code = p.exitcode
     if code is not None and code < 0:
-        name = signal.Signals(-code).name
-        return f"client {n} (pid {p.pid}) was killed by {name}"
+        return f"client {n} (pid {p.pid}) was killed by {_signal_name(-code)}"
     return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
+
+
+def _signal_name(number: int) -> str:
+    """SIGKILL, or "signal 40" for those Python has no name for (the real-time ones)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _handle(msg: tuple, results: dict, errors: dict) -> None:
@@ -492,10 +515,34 @@ def _drain(procs: list, shared: _Shared, results: dict, errors: dict, timeout_s:
     _pull_pending(shared, results, errors)
 
 
+REAP_GRACE_S = 2.0  # how long the clients get to exit on their own, all together
+
+
 def _reap(procs: list) -> None:
+    """Wait for the clients to exit, then kill those left, together: a client stuck in a call
+    never sees the stop, and waiting for each in turn held a Ctrl-C 2 s per stuck client."""
+    _join_all(procs, REAP_GRACE_S)
     for p in procs:
-        if p.is_alive():
-            p.join(timeout=2.0)
-        if p.is_alive():
+        p.kill()
+    _join_all(procs, REAP_GRACE_S)
+
+
+def _reap_or_kill(procs: list) -> bool:
+    """Reap the clients; at a Ctrl-C meanwhile kill those left at once. True after one."""
+    try:
+        _reap(procs)
+    except KeyboardInterrupt:
+        for p in procs:
             p.kill()
-            p.join(timeout=2.0)
+        _join_all(procs, REAP_GRACE_S)
+        return True
+    return False
+
+
+def _join_all(procs: list, timeout_s: float) -> None:
+    """Reap the clients that exit within `timeout_s`, all under one deadline."""
+    deadline = time.monotonic() + timeout_s
+    alive = [p for p in procs if p.is_alive()]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+        alive = [p for p in alive if p.is_alive()]

@@ -31,6 +31,8 @@ def client_bytes(w: Workload) -> int:
     io = max(threads * (size + THREAD_BYTES) for threads, size in (
         (w.train.read_threads, w.train.transfer_size),
         (w.prep.threads, w.prep.transfer_size),
+        # randrw mode: each thread's reader holds iodepth blocks, its writer one more
+        (w.prep.threads, w.prep.block_size * (w.prep.iodepth + 1)),
         (w.checkpoint.threads, w.checkpoint.transfer_size),
         (w.load.threads, w.load.transfer_size)))
     return int(MARGIN * (CLIENT_BASE_BYTES + io))

@@ -434,6 +434,13 @@ def validate(w: Workload) -> None:
     if w.train.batch_size > w.num_samples:
         raise ConfigError(f"workload {w.name}: batch size {w.train.batch_size} is larger than "
                           f"the dataset ({w.num_samples} samples)")
+    d = w.dataset
+    if 2 * d.sample_size_stdev > d.sample_size:
+        # The sizes are drawn within mean +- 2 stdev; clipped at 1 B instead of a negative
+        # size, they lose their mean, and the dataset outgrows the free-space check made from it.
+        raise ConfigError(f"dataset.sample_size_stdev = {d.sample_size_stdev} B is more than "
+                          f"half of sample_size ({d.sample_size} B): sample sizes are drawn "
+                          "within sample_size +- 2 stdev, which must not go below 0 B")
     if w.train.transfer_size % 4096:
         raise ConfigError(f"transfer size {w.train.transfer_size} B must be a multiple of 4 KiB "
                           "(O_DIRECT needs aligned lengths)")

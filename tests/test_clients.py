@@ -110,3 +110,169 @@ def test_a_client_that_has_measured_steps_back_for_those_still_measuring():
     for r in results:
         assert r["while_measuring"] < 19, r  # lowered only once measured
         assert r["sending"] == {"nice": 19, "session": 19}, r
+
+
+def test_a_client_that_cannot_be_forked_ends_the_run_at_once_naming_it(monkeypatch):
+    # fork() fails with EAGAIN or ENOMEM when the host's process or memory limits are reached
+    # part way through hundreds of clients. The run must end with its cause and the clients
+    # already started must be stopped, not waited for one by one at the start gate, and the
+    # clients never started must not be taken for processes (a pid of 0 would make waitpid
+    # and kill act on the whole process group).
+    import os
+
+    from aiio.clients import RunAborted
+    from aiio.errors import RunFailed
+
+    real_fork, forks = os.fork, []
+
+    def fork() -> int:
+        if len(forks) == 3:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    with pytest.raises(RunAborted) as info:
+        run_clients(6, _pid, None)
+    assert info.value.cause is RunFailed
+    assert str(info.value).startswith("could not start client 3: ")
+    assert "Resource temporarily unavailable" in str(info.value)
+    for pid in forks:  # every started client was reaped by the run
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+
+_CTRL_C_AFTER_FORK = """
+import os, signal
+from aiio.clients import run_clients
+
+def ctrl_c():  # a Ctrl-C that reaches a client just after its fork, before its set-up
+    os.kill(os.getpid(), signal.SIGINT)
+
+def client(ctx):
+    ctx.ready_and_wait()
+    return {"index": ctx.index}
+
+os.register_at_fork(after_in_child=ctrl_c)
+print([r["index"] for r in run_clients(3, client, None)[0]])
+"""
+
+
+def test_a_ctrl_c_just_after_a_fork_is_the_parents_alone():
+    # Ctrl-C reaches the whole process group, and a client is in the parent's group until it
+    # sets itself up. One that took the signal in that window raised KeyboardInterrupt inside
+    # the fork's after-fork hooks, printing a traceback under the run's one-line message.
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AFTER_FORK], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 1, 2]"
+    assert "KeyboardInterrupt" not in done.stderr, done.stderr
+
+
+def _stuck_watching_siblings(ctx: ClientContext) -> dict:
+    """Never looks at the stop (a call that hangs); writes a byte to the watch pipe (fd in
+    ctx.args) if it outlives a sibling killed by the parent."""
+    import os
+    import time
+    ctx.ready_and_wait()
+    parent = os.getppid()
+    with open(f"/proc/{parent}/task/{parent}/children") as fh:
+        siblings = [int(p) for p in fh.read().split() if int(p) != os.getpid()]
+    while True:
+        time.sleep(0.02)
+        for pid in siblings:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    dead = fh.read().rsplit(")", 1)[1].split()[0] in "ZX"
+            except FileNotFoundError:
+                dead = True
+            if dead:
+                os.write(ctx.args, b"x")
+                return {}
+
+
+def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
+    # A client stuck in a call (storage that stopped answering) never sees the stop. The
+    # parent waited 2 s for each in turn before killing it: 256 stuck clients held a Ctrl-C
+    # for more than 8 minutes. Once the common grace has passed they are killed together, so
+    # none outlives another.
+    import os
+
+    from aiio.clients import RunAborted
+
+    watch_r, watch_w = os.pipe()
+
+    def ctrl_c(*_):
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(RunAborted):
+            run_clients(4, _stuck_watching_siblings, watch_w, on_tick=ctrl_c, tick_s=0.3)
+        os.set_blocking(watch_r, False)
+        try:
+            seen = os.read(watch_r, 64)
+        except BlockingIOError:
+            seen = b""
+        assert seen == b"", "a stuck client outlived a killed sibling"
+    finally:
+        os.close(watch_r)
+        os.close(watch_w)
+
+
+_CTRL_C_WHILE_REAPING = """
+import os, signal, time
+from aiio.clients import RunAborted, run_clients
+
+def client(ctx):  # sends its result, then stays (exiting slowly, as hundreds at nice 19)
+    ctx.ready_and_wait()
+    q = ctx._shared.messages
+    q.put(("result", ctx.slot, {"index": ctx.index}))
+    q.close()
+    q.join_thread()
+    if ctx.index == 0:
+        time.sleep(0.5)  # the parent has every result by now and waits for the exits
+        os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(60)
+
+try:
+    run_clients(3, client, None)
+    print("finished")
+except RunAborted as exc:
+    print(exc.cause.__name__, sorted(exc.results))
+"""
+
+
+def test_a_ctrl_c_while_the_clients_exit_keeps_every_result():
+    # Every result was in and the parent waited for the clients to exit: a Ctrl-C there left
+    # run_clients as a bare KeyboardInterrupt, and the run was saved as interrupted "before
+    # measuring", without its clients' figures.
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_REAPING], capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == "RunInterrupted [0, 1, 2]", done.stderr
+
+
+def _killed_by_a_real_time_signal(ctx: ClientContext) -> dict:
+    import os
+    import signal
+    ctx.ready_and_wait()
+    if ctx.index == 1:
+        os.kill(os.getpid(), signal.SIGRTMIN + 6)  # a job scheduler's, say: ends the process
+    return {"index": ctx.index}
+
+
+def test_a_client_killed_by_a_signal_without_a_name_is_named_by_its_number():
+    # Python names only the classic signals and SIGRTMIN/SIGRTMAX: describing a client ended
+    # by SIGRTMIN+6 raised ValueError in the parent, a traceback instead of the run's error.
+    import signal
+
+    from aiio.clients import RunAborted
+    with pytest.raises(RunAborted, match=rf"client 1 \(pid \d+\) was killed by signal "
+                                         rf"{int(signal.SIGRTMIN) + 6}"):
+        run_clients(3, _killed_by_a_real_time_signal, None)

@@ -55,3 +55,15 @@ def test_estimate_covers_what_a_real_client_uses(tmp_path):
     assert proc.returncode == 0, err
     assert peak > 0, "no client process was seen"
     assert peak <= memcheck.client_bytes(load_workload("demo")), peak
+
+
+def test_the_randrw_depth_buffers_are_counted():
+    # A randrw reader holds iodepth buffers of block_size per thread, populated at once: 2
+    # threads at depth 1,024 of 16 MiB blocks are 32 GiB a client, and the estimate counted
+    # the prep transfer size only (9.75 MiB a client), so 2 such clients passed the check.
+    w = load_workload("demo", [("prep", "mode", "randrw"), ("prep", "iodepth", 1024),
+                               ("prep", "block_size", "16MiB"), ("prep", "file_size", "1GiB"),
+                               ("prep", "read_share", 1)])
+    assert memcheck.client_bytes(w) >= w.prep.threads * 1024 * 16 * 2**20
+    with pytest.raises(AiioError, match="2 clients need"):
+        memcheck.check_need(memcheck.client_bytes(w), 2, available=24 * GiB)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from aiio.phases.train import client_batches, shard_bounds
 from aiio.phases.train_steps import StepTotals
 from aiio.target import Target
 
-from .conftest import TINY_ARGS, call_cli, run_cli, tiny_workload
+from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli, tiny_workload
 
 
 @pytest.mark.parametrize("shuffle", ["sample", "file", "off"])
@@ -132,6 +133,9 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--clients", "100000"), "memory"),
     (("--set", "train.nope=1"), "unknown key"),
     (("--set", "garbage"), "section.key=value"),
+    # sizes clipped at 1 B rather than mean - 2 stdev: no longer the mean, and a dataset far
+    # larger than the free-space check's (10 GiB on the demo wrote 21 GB in a minute)
+    (("--set", "dataset.sample_size_stdev=300KiB"), "more than half of"),
 ])
 def test_bad_input_is_one_line_exit_2(target, args, fragment):
     proc = call_cli("run", "--target", str(target), "--quiet", *args)
@@ -191,3 +195,40 @@ def test_compute_is_checked_on_clients_with_only_warm_up_steps():
     clients = [{"client": 0, "measured_steps": 0, "compute_s": 0.0, "step_log": log}]
     (warning,) = compute_warnings(clients, 0.010)
     assert "20.0 ms" in warning["message"]
+
+
+@pytest.mark.parametrize("cache", ["o_direct", "none"])
+def test_a_sample_file_shorter_than_planned_fails_the_run_naming_it(target, results, cache):
+    # A dataset file cut short after generation (another job, a partial copy) left its samples
+    # partly unread; each still counted as a whole sample in the steps and AU, and the run
+    # passed without a word.
+    args = ("run", "--no-report", "--target", str(target), "--results", str(results),
+            "--json", *TINY_ARGS, "--clients", "1", "--cache", cache)
+    assert run_cli(*args).returncode == 0  # generates the dataset
+    cut = sorted((target / "aiio/datasets/demo").glob("d*/f*"))[5]
+    os.truncate(cut, cut.stat().st_size // 2)
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(cut) in proc.stderr and "shorter than" in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout or "{}").get("status", "failed") == "failed"
+
+
+def test_clients_without_a_sample_are_said_and_do_not_close_the_first_done_window(target,
+                                                                                   results):
+    # More clients than samples: a client with no batch ends at once, and the first-done
+    # window (until the first client finished) closed with it, near 0 s: "16.4 MiB/s over
+    # 0.00 s" as the aggregate, and nothing said of the idle clients.
+    proc = run_cli("run", "--no-report", "--target", str(target), "--results", str(results),
+                   "--json", *TINY_DATA, "--set", "dataset.num_files=2", "--epochs", "1",
+                   "--batch-size", "1", "--clients", "3")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    working = [c for c in res["clients"] if c["samples"]]
+    assert len(working) == 2  # 2 samples over 3 clients
+    window = min(c["elapsed_s"] for c in working)
+    agg = res["aggregate"]
+    assert agg["first_done"]["seconds"] == pytest.approx(window)
+    assert agg["delivered"]["first_done"]["seconds"] == pytest.approx(window)
+    (said,) = [w for w in res["warnings"] if w["code"] == "clients_without_samples"]
+    assert "1 of 3 clients" in said["message"] and "2 samples" in said["message"]

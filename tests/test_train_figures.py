@@ -205,3 +205,11 @@ def test_compute_zero_with_checkpoints_gives_no_au_in_windows(target, results):
     for p in ck["checkpoints"]:
         assert p["au_during"] is None and p["au_baseline"] is None and p["au_lost"] is None
     assert all(c["busy"]["seconds"] == [] for c in res["clients"])
+
+
+def test_the_no_au_note_gives_the_share_each_client_really_had():
+    # Shards differ by at most one sample: 8 clients on 6 samples hold 0 or 1 each, which the
+    # note gave as "0 per client".
+    from aiio.phases.train_au import _no_au_note
+    assert "(0 to 1 per client, batch 2)" in _no_au_note(0.01, 2, 8, 6)
+    assert "(2 per client, batch 2)" in _no_au_note(0.01, 2, 256, 512)

@@ -201,8 +201,11 @@ def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
     total = ByteSeries()
     for s in series:
         total.merge(s)
+    # A client that made no call of this kind (more clients than files or samples) ends at
+    # once: the window until the first client finished would close with it, near 0 s.
+    busy = [i for i, c in enumerate(clients) if c[f"{prefix}ops"]] or range(len(clients))
     return {
-        "first_done": stats.first_done(series, ends),
+        "first_done": stats.first_done([series[i] for i in busy], [ends[i] for i in busy]),
         "last_done": stats.last_done(series, ends),
         "per_client_mib_s": stats.spread(per_client),
         "jain": stats.jain(per_client) if any(per_client) else 0.0,

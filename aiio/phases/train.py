@@ -22,6 +22,7 @@ from aiio import engine, formats, stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, sleep_until
 from aiio.engine import OpLog, Reader, align_down, align_up, thread_read_bytes
+from aiio.errors import RunFailed
 from aiio.options import RunOptions
 from aiio.phases import train_au, train_checkpoints
 from aiio.phases.base import (
@@ -233,8 +234,12 @@ class Loader:
             if self.native:
                 app += length if self._read_native(reader.log, path, first, (off, length)) else 0
             else:
-                app += sample_bytes(off, length, reader.read_file(path, off, length),
-                                    self.args.method)
+                got = sample_bytes(off, length, reader.read_file(path, off, length),
+                                   self.args.method)
+                # Never a part of a sample counted as the whole; a stop ends a read early
+                if got < length and not self.stop.is_set():
+                    raise RunFailed(short_sample(path, off, length, got))
+                app += got
         return app
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
@@ -247,6 +252,13 @@ class Loader:
             op.nbytes = thread_read_bytes() - before
         self.ctx.add_bytes(op.nbytes)
         return op.nbytes
+
+
+def short_sample(path: str, offset: int, length: int, got: int) -> str:
+    """Why a sample range read came back short: its file changed after generation."""
+    return (f"{path} is shorter than the dataset's index says: {got} of the {length} bytes "
+            f"at offset {offset} were there; the file changed after the dataset was "
+            "generated (remove the dataset folder to generate it again)")
 
 
 def sample_bytes(offset: int, length: int, nread: int, method: str) -> int:
@@ -407,8 +419,9 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
     for s in series:
         total.merge(s)
     consumed = sum(c["consumed_bytes"] for c in clients)
+    working = with_samples(clients)
     return {
-        "first_done": stats.first_done(series, ends),
+        "first_done": stats.first_done([series[i] for i in working], [ends[i] for i in working]),
         "last_done": stats.last_done(series, ends),
         "per_client_mib_s": stats.spread(per_client),
         "jain": stats.jain(per_client) if any(per_client) else 0.0,
@@ -425,6 +438,24 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
                                          "series_mib_s")},
         },
     }
+
+
+def with_samples(clients: list[dict]) -> list[int]:
+    """Indices of the clients that had a sample to read (all of them when none had): one with
+    none ends at once, and would close the first-done window near 0 s."""
+    return [i for i, c in enumerate(clients) if c.get("samples", 1)] or list(range(len(clients)))
+
+
+def idle_warnings(clients: list[dict], dataset_samples: int) -> list[dict]:
+    """Clients that had no sample to read: said, and how the figures treat them."""
+    idle = len(clients) - len(with_samples(clients))
+    if not idle:
+        return []
+    return [{"code": "clients_without_samples", "message": (
+        f"{idle} of {len(clients)} clients had no sample to read (the dataset's "
+        f"{dataset_samples:,} samples over {len(clients)} clients): the first-done window "
+        "leaves them out; the per-client spread and Jain fairness count them at 0 MiB/s; "
+        "use a larger dataset or fewer clients")}]
 
 
 class TrainPhase(Phase):
@@ -502,7 +533,8 @@ class TrainPhase(Phase):
 
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
         return (train_checkpoints.warnings(rc, args.checkpoint, out)
-                + compute_warnings(out["clients"], args.compute_s))
+                + compute_warnings(out["clients"], args.compute_s)
+                + idle_warnings(out["clients"], args.dataset.num_samples))
 
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
         """The dataset is kept for reuse; checkpoints written during training are removed."""

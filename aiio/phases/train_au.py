@@ -52,9 +52,11 @@ def _no_au_note(compute_s: float, batch_size: int, clients: int, dataset_samples
         return ("compute time is 0 s per batch: AU is not meaningful (the accelerators never "
                 "compute); the run measures how fast the storage feeds the loaders")
     need = samples_needed(batch_size, clients)
+    fewest = dataset_samples // clients  # shards differ by at most one sample
+    share = f"{fewest:,}" if dataset_samples % clients == 0 else f"{fewest:,} to {fewest + 1:,}"
     return (f"not measurable: every step was the first of its epoch (warm-up, excluded), as "
             f"{clients} clients share {dataset_samples:,} samples ("
-            f"{dataset_samples // clients:,} per client, batch {batch_size}); AU needs at least "
+            f"{share} per client, batch {batch_size}); AU needs at least "
             f"{need['au_samples_per_client_needed']:,} samples per client, a dataset of "
             f"{need['au_dataset_samples_needed']:,} samples or more (MLPerf asks 500 steps per "
             "epoch)")
