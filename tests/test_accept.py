@@ -146,11 +146,11 @@ def test_failing_spec_on_the_same_storage_exits_1_and_says_why(target, results, 
 def test_second_run_shows_in_history_with_its_trend(target, results):
     for _ in range(2):
         assert _accept(TINY, target, results).returncode == 0
-    proc = run_cli("history", "--results", str(results))
+    proc = call_cli("history", "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if "train-tiny" in line)
     assert "train-tiny (2)" in row and "aggregate_mib_s" in row
-    proc = run_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
+    proc = call_cli("history", "--results", str(results), "--check", "train-tiny", "--json")
     records = json.loads(proc.stdout)
     assert len(records) == 2 and all(r["status"] == "pass" for r in records)
 
@@ -444,7 +444,7 @@ def test_a_relative_target_records_checks_under_the_same_key_as_runs(target, res
     # typed relative, from the target's parent: checks, runs and the spec's own record must
     # land in one series, keyed as `aiio run` keys it (the absolute path)
     proc = run_cli("accept", str(TINY), "--target", target.name, "--results", str(results),
-                   "--quiet", cwd=target.parent)
+                   "--quiet", "--no-report", cwd=target.parent)
     assert proc.returncode == 0, proc.stderr
     with History(results / "history.sqlite") as h:
         records = h.records()

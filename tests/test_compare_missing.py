@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_ARGS, run_cli
+from .conftest import TINY_ARGS, call_cli, run_cli
 
 QUICK = ("--runtime", "500ms", "--ramp-time", "0", "--size", "8MiB")
 
@@ -22,7 +22,7 @@ def test_compare_without_fio_lists_the_run_and_names_the_missing_figure(
     assert run.returncode == 0, run.stderr
     (folder,) = results.glob("*-train-*")
     res = json.loads((folder / "result.json").read_text())
-    out = run_cli("compare", str(folder), "--json")
+    out = call_cli("compare", str(folder), "--json")
     assert out.returncode == 0, out.stderr
     (item,) = json.loads(out.stdout)
     assert item["fio_result"] is None
@@ -32,7 +32,7 @@ def test_compare_without_fio_lists_the_run_and_names_the_missing_figure(
     assert first["fio"] is None and first["percent"] is None
     assert rows["read latency p99"]["phase"] == res["aggregate"]["latency"]["read"]["p99_ns"]
     assert "fio seq_read" in item["note"] and "missing" in item["note"]
-    text = run_cli("compare", str(folder))
+    text = call_cli("compare", str(folder))
     assert text.returncode == 0, text.stderr
     assert "aggregate MiB/s, first done" in text.stdout
     notes = [line for line in text.stdout.splitlines() if "missing" in line]
@@ -51,7 +51,7 @@ def test_compare_falls_back_only_to_a_fio_result_of_the_runs_concurrency(
     other = run_cli("fio", "--target", str(target), "--results", str(results), "-q",
                     "--tests", "seq_read", *QUICK, "--clients", "2")
     assert other.returncode == 0, other.stderr
-    out = run_cli("compare", str(folder), "--json")
+    out = call_cli("compare", str(folder), "--json")
     assert out.returncode == 0, out.stderr
     (item,) = json.loads(out.stdout)
     assert item["fio_result"] is None
@@ -64,5 +64,5 @@ def test_compare_falls_back_only_to_a_fio_result_of_the_runs_concurrency(
     assert made.returncode == 0, made.stderr
     (fio_folder,) = [p for p in results.glob("*-fio-*")
                      if json.loads((p / "result.json").read_text())["options"]["iodepth"] == 2]
-    again = json.loads(run_cli("compare", str(folder), "--json").stdout)[0]
+    again = json.loads(call_cli("compare", str(folder), "--json").stdout)[0]
     assert again["fio_result"] == fio_folder.name and again["note"] is None

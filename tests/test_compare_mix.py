@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from .conftest import call_cli, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -25,7 +25,7 @@ def test_a_random_mix_is_compared_figure_by_figure(target: Path, results: Path) 
                    "--no-report", "--no-history")
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)
-    proc = run_cli("compare", str(results / run["id"]), "--json")
+    proc = call_cli("compare", str(results / run["id"]), "--json")
     assert proc.returncode == 0, proc.stderr
     [item] = json.loads(proc.stdout)
     rows = {r["figure"]: r["phase"] for r in item["rows"]}

@@ -165,7 +165,7 @@ def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
             "--set", "prep.read_share=1", "--set", "prep.duration=500ms"]
     for s in sets:
         args += ["--set", s]
-    proc = run_cli(*args, "--json", "-q")
+    proc = run_cli(*args, "--json", "-q", "--no-report")
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else proc.stderr
 
 
@@ -188,7 +188,7 @@ def test_randrw_at_depth_with_verify(target: Path, results: Path) -> None:
     args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
             "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
             "--set", "prep.read_share=1", "--set", "prep.duration=500ms",
-            "--set", "prep.iodepth=8", "--verify", "--json", "-q"]
+            "--set", "prep.iodepth=8", "--verify", "--json", "-q", "--no-report"]
     proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr
     agg = json.loads(proc.stdout)["aggregate"]

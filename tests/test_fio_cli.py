@@ -125,7 +125,7 @@ def test_compare_lists_phase_next_to_hero(suite):
         assert proc.returncode == 0, proc.stderr
         runs = [p for p in suite["results"].iterdir() if "-train-" in p.name]
     run_dir = runs[0]
-    proc = run_cli("compare", str(run_dir), "--json")
+    proc = call_cli("compare", str(run_dir), "--json")
     assert proc.returncode == 0, proc.stderr
     [item] = json.loads(proc.stdout)
     assert item["fio_result"] == suite["res"]["id"]
@@ -136,9 +136,9 @@ def test_compare_lists_phase_next_to_hero(suite):
     assert first["fio"] == suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
     assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
     assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
-    text = run_cli("compare", str(run_dir))
+    text = call_cli("compare", str(run_dir))
     assert text.returncode == 0 and "% of fio" in text.stdout and "rand_read" in text.stdout
-    chosen = run_cli("compare", str(run_dir), "--fio", str(suite["folder"]), "--json")
+    chosen = call_cli("compare", str(run_dir), "--fio", str(suite["folder"]), "--json")
     assert json.loads(chosen.stdout)[0]["rows"] == item["rows"]
     wrong = call_cli("compare", str(run_dir), "--fio", str(run_dir))
     assert wrong.returncode == 2 and "not a fio result" in wrong.stderr
@@ -295,7 +295,7 @@ def test_every_phase_is_set_against_its_hero(suite, phase, args, test, figure):
     h = res["hero"]
     assert h["test"] == test and h["fio_mib_s"] == fio_mib_s
     assert h["percent"] == pytest.approx(100 * figure(res["aggregate"]) / fio_mib_s)
-    shown = run_cli("compare", str(suite["results"] / res["id"]))
+    shown = call_cli("compare", str(suite["results"] / res["id"]))
     assert shown.returncode == 0 and f"fio {test}" in shown.stdout
 
 

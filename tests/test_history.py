@@ -23,7 +23,7 @@ from aiio.history import (
     with_regressions,
 )
 
-from .conftest import REPO, call_cli, run_cli
+from .conftest import REPO, call_cli
 
 
 def _check(value: float, passed: bool = True, target: str = "/mnt/a", ts: float | None = None,
@@ -122,15 +122,15 @@ def test_lower_is_better_figures_regress_upwards(tmp_path):
 def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
     path = tmp_path / "h.sqlite"
     _fill(path, [(100, True), (101, True), (99, True), (80, True)])
-    proc = run_cli("history", "--history", str(path))
+    proc = call_cli("history", "--history", str(path))
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if "train-8" in line)
     # the last value is marked, next to the median of the three passing records before it
     assert "(4)" in row and "aggregate_mib_s" in row and "!80.0" in row and "100.0" in row
-    proc = run_cli("history", "--history", str(path), "--check", "train-8")
+    proc = call_cli("history", "--history", str(path), "--check", "train-8")
     assert proc.returncode == 0, proc.stderr
     assert "!80.0" in proc.stdout and proc.stdout.count("is 20% below its baseline") == 1
-    proc = run_cli("history", "--history", str(path), "--check", "train-8", "--json")
+    proc = call_cli("history", "--history", str(path), "--check", "train-8", "--json")
     records = json.loads(proc.stdout)
     assert [len(r["regressions"]) for r in records] == [0, 0, 0, 1]
     assert records[-1]["regressions"][0]["baseline"] == 100

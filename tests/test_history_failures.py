@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiio.history import History
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, call_cli
 from .test_accept import _check, _spec
 from .test_faults import _clients, _start
 
@@ -21,7 +21,7 @@ def _records(results: Path) -> list:
 
 
 def _trend_row(results: Path, series: str) -> str:
-    proc = run_cli("history", "--results", str(results))
+    proc = call_cli("history", "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     return next(line for line in proc.stdout.splitlines() if series in line)
 
@@ -38,7 +38,7 @@ def test_killed_client_run_is_recorded_as_failed(target, results):
     assert "failed" in row and "(1, 1 failed)" in row and "×" in row
     # the history page lists it too, as a failure, though it has no figure to draw
     page = results / "history.html"
-    proc = run_cli("report", "--history-db", str(results / "history.sqlite"), "-o", str(page))
+    proc = call_cli("report", "--history-db", str(results / "history.sqlite"), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
     summary = page.read_text()
     summary = summary[summary.index('id="summary"'):summary.index('id="trends"')]
@@ -62,6 +62,6 @@ def test_failed_acceptance_run_shows_in_history_as_a_failure(target, results, tm
     assert (results / run.result_id / "result.json").exists()
     assert "error" in _trend_row(results, "doomed")
     assert "failed" in _trend_row(results, "run train demo c2")
-    proc = run_cli("history", "--results", str(results), "--check", "doomed", "--json")
+    proc = call_cli("history", "--results", str(results), "--check", "doomed", "--json")
     (record,) = json.loads(proc.stdout)
     assert record["status"] == "error" and record["passed"] is False

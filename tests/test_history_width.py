@@ -7,7 +7,7 @@ from pathlib import Path
 
 from aiio.history import History, Record
 
-from .conftest import run_cli
+from .conftest import call_cli
 
 NAME = "nightly-train-64-clients-against-the-lustre"
 REQUIRED = {"aggregate_mib_s": 50.0, "au_min": 0.5, "p99_ms": 20.0, "client_mib_s_min": 10.0,
@@ -32,7 +32,7 @@ def _history(tmp_path: Path) -> Path:
 def _at_80(tmp_path: Path, *args: str) -> str:
     # A path is printed whole (a cut path cannot be used), so the line naming the database
     # would grow with the temporary folder's path: run where the relative name resolves.
-    proc = run_cli("history", *args, cwd=tmp_path, env={"COLUMNS": "80"})
+    proc = call_cli("history", *args, cwd=tmp_path, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     assert "…" not in proc.stdout, proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80, proc.stdout

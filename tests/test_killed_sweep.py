@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiio import result
 
-from .conftest import REPO, TINY_DATA, client_processes, run_cli
+from .conftest import REPO, TINY_DATA, call_cli, client_processes
 
 
 def _wait_for(path: Path, ready, timeout: float = 120) -> dict:
@@ -57,7 +57,7 @@ def test_a_sigkilled_sweep_reads_as_interrupted_process_gone(tmp_path: Path) -> 
     loaded = result.load(path)
     assert loaded.status == "interrupted"
     assert "process gone" in loaded["error"] and str(proc.pid) in loaded["error"]
-    out = run_cli("report", str(path.parent))
+    out = call_cli("report", str(path.parent))
     assert out.returncode == 0, out.stderr
     page = (path.parent / "report.html").read_text()
     assert "interrupted" in page and "process gone" in page

@@ -107,7 +107,7 @@ def test_history_exports_the_latest_of_every_series(tmp_path):
         h.add(Record(kind="run", name="run train demo c2", target="/mnt/a", status="failed",
                      passed=False, phase="train", workload="demo", clients="2", ts=1100.0))
     prom = tmp_path / "aiio.prom"
-    proc = run_cli("history", "--history", str(db), "--prometheus", str(prom))
+    proc = call_cli("history", "--history", str(db), "--prometheus", str(prom))
     assert proc.returncode == 0, proc.stderr
     samples = _samples(prom)
     assert [s.value for s in samples["aiio_aggregate_bytes_per_second"]
@@ -152,7 +152,7 @@ def test_node_exporter_serves_the_history_export(tmp_path):
             h.add(_rec("nightly", value, 1000.0 + i))
     folder = tmp_path / "textfile"
     folder.mkdir()
-    assert run_cli("history", "--history", str(db), "--prometheus",
+    assert call_cli("history", "--history", str(db), "--prometheus",
                    str(folder / "aiio.prom")).returncode == 0
     port = _free_port()
     proc = subprocess.Popen([NODE_EXPORTER, "--collector.disable-defaults",
@@ -191,7 +191,7 @@ def test_an_export_through_a_symlink_updates_the_file_it_points_to(tmp_path):
     real.write_text("")
     link = tmp_path / "aiio.prom"
     link.symlink_to(real)
-    proc = run_cli("history", "--history", str(db), "--prometheus", str(link))
+    proc = call_cli("history", "--history", str(db), "--prometheus", str(link))
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and link.resolve() == real
     assert _one(_samples(real), "aiio_aggregate_bytes_per_second",

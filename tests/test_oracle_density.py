@@ -32,6 +32,17 @@ pytestmark = [pytest.mark.root, pytest.mark.skipif(REASON is not None, reason=RE
 CLIENTS = 256
 STREAM, FILE, FILES = fair.STREAM, fair.FILE, fair.FILES  # 4 s per file, 2 files a client
 
+# How much longer a client's own time before its first file may be than between its files
+# (median over clients). The burst this check was written for held the loader threads' first
+# batch 0.44 s after the common start at 256 clients (4 s, a whole file, at 1,024). Without it,
+# what is left is waking 256 processes on two CPUs and their first opens through FUSE: 0.00 to
+# 0.09 s in four runs at load averages from 2 to 50. 0.2 s sits a factor of two from each.
+# The bound is fixed. It was the second files' spread over the clients: the oracle's and the
+# scheduler's jitter, which a quiet run shrinks below that start-up cost (0.082 s against
+# 0.075 s once). The oracle's time for each file, which varies by up to 0.1 s under load, is
+# taken out of both sides, so the compared figure is the client's own time alone.
+START_BOUND_S = 0.2
+
 
 def _run(tmp: Path) -> tuple[dict, list[dict]]:
     """One 256-client epoch on the oracle: the result and the oracle's log of the data
@@ -65,6 +76,25 @@ def _served_s(stream: dict) -> float:
     return stream["reads"][-1][1] - stream["open"]
 
 
+def _in_hand(client: dict) -> tuple[float, float]:
+    """When the client held its first and its second batch, in s since the common start."""
+    s0, s1 = client["step_log"][:2]
+    return s0[2] + s0[3], s1[2] + s1[3]
+
+
+def _own_before_first(client: dict, own: list[dict]) -> float:
+    """The client's own time up to its first batch: the common start to the batch in hand,
+    less the oracle's time for the first file."""
+    return _in_hand(client)[0] - _served_s(own[0])
+
+
+def _own_between(client: dict, own: list[dict]) -> float:
+    """The client's own time between its batches: the first batch in hand to the second, less
+    the oracle's time for the second file."""
+    first, second = _in_hand(client)
+    return second - first - _served_s(own[1])
+
+
 def _per_client(res: dict, streams: list[dict]) -> list[tuple[dict, list[dict]]]:
     """Each client's result with its streams in the order it opened them (matched by pid)."""
     by_pid: dict[int, list[dict]] = {}
@@ -83,24 +113,17 @@ def test_every_client_gets_the_stream_rate_from_the_common_start(tmp_path):
     served = sorted(_served_s(s) for s in streams)
     assert served[0] >= FILE / STREAM * 0.99, "the oracle delivered faster than its rate"
 
-    # The start-up burst. A client's first file, from the common start to its batch in hand,
-    # against its second, from the first batch in hand to the second: the oracle takes the
-    # same time for each, so the first may be longer than the second only within the spread
-    # of the second files over the clients (the middle 80 %). At 1,024 clients the burst made
-    # the first file twice the second. The finer check, that no per-client work is left
-    # between the start and the first read, is tests/test_train_start.py.
-    firsts, seconds = [], []
-    for c, _ in pairs:
-        s0, s1 = c["step_log"][:2]
-        t0, t1 = s0[2] + s0[3], s1[2] + s1[3]  # each batch in hand, since the common start
-        firsts.append(t0)
-        seconds.append(t1 - t0)
-    deciles = statistics.quantiles(seconds, n=10)
-    spread = deciles[-1] - deciles[0]
-    later = statistics.median(f - s for f, s in zip(firsts, seconds, strict=True))
-    assert later <= spread, (
-        f"a client's first file took {later:.3f} s longer than its second (median over "
-        f"clients); the second files' spread over the clients is {spread:.3f} s")
+    # The start-up burst. A client's own time around its first file (from the common start to
+    # the oracle's open, and from the last byte to the batch in hand) against its own time
+    # around its second (from the first batch in hand to the second); the oracle's time for
+    # each file, from its log, is taken out, so only the client's time is compared. The
+    # finer check, that no per-client work is left between the start and the first read, is
+    # tests/test_train_start.py.
+    later = statistics.median(_own_before_first(c, own) - _own_between(c, own)
+                              for c, own in pairs)
+    assert later <= START_BOUND_S, (
+        f"a client spent {later:.3f} s more of its own time before its first file than "
+        f"between its files (median over clients); the bound is {START_BOUND_S} s")
 
     # Nobody counted more than the oracle allows (the rate over the window, plus its slack).
     assert all(c["mib_s"] * MiB <= STREAM * 1.01 for c in res["clients"])

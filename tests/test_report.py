@@ -236,6 +236,8 @@ def test_report_failure_keeps_the_result(run2: Path, tmp_path: Path, capsys) -> 
 
 def test_report_command_rerenders(run2: Path, tmp_path: Path) -> None:
     (run2 / "report.html").unlink()
+    # each render in a process of its own, as a user runs it: the charts' clip-path ids come
+    # from a per-process counter, so two renders in one process differ byte for byte
     out = run_cli("report", str(run2))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"report: {run2 / 'report.html'}"
@@ -526,7 +528,7 @@ def test_history_page_marks_failures_without_a_value(tmp_path: Path) -> None:
 def test_history_command(area: Path, run1: Path, run2: Path) -> None:
     """`aiio report --history` on the database the runs above recorded themselves in."""
     db = area / "reports" / "history.sqlite"
-    out = run_cli("report", "--history-db", str(db))
+    out = call_cli("report", "--history-db", str(db))
     assert out.returncode == 0, out.stderr
     page = _text(area / "reports" / "history.html")
     assert "run train demo c2" in page and "run train demo c1" in page
@@ -674,7 +676,7 @@ def pages(area: Path, run2: Path, interrupted: Path, sweep: Path,
 def _history_page(area: Path) -> Path:
     """`aiio report --history` over the history the real runs above recorded."""
     page = area / "pages" / "history-db.html"
-    out = run_cli("report", "--history-db", str(area / "reports" / "history.sqlite"), "-o",
+    out = call_cli("report", "--history-db", str(area / "reports" / "history.sqlite"), "-o",
                   str(page))
     assert out.returncode == 0, out.stderr
     return page

@@ -12,7 +12,7 @@ import pytest
 
 from aiio import report, result
 from aiio.report import html as h
-from tests.conftest import run_cli
+from tests.conftest import call_cli, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def fio_result(tmp_path_factory) -> Path:
 
 
 def _page(path: Path) -> str:
-    proc = run_cli("report", str(path))
+    proc = call_cli("report", str(path))
     assert proc.returncode == 0, proc.stderr
     return (path.parent / "report.html").read_text()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiio.s3.target import S3Target
 from aiio.units import MiB
-from tests.conftest import run_cli
+from tests.conftest import call_cli
 
 
 def _unfinished(client, bucket: str) -> set[str]:
@@ -27,7 +27,7 @@ def test_clean_aborts_aiios_unfinished_uploads_only(s3_server, s3_bucket):
     theirs = {"data/other/big.bin", "data/aiiox/big.bin"}
     for key in {ours, *theirs}:
         _start_upload(c, s3_bucket, key)
-    proc = run_cli("clean", "--target", f"s3://{s3_bucket}/data")
+    proc = call_cli("clean", "--target", f"s3://{s3_bucket}/data")
     assert proc.returncode == 0, proc.stderr
     assert _unfinished(c, s3_bucket) == theirs
     assert "1 unfinished upload" in proc.stdout, proc.stdout

@@ -7,7 +7,7 @@ import json
 
 from aiio.history import History
 from aiio.units import MiB
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, call_cli, run_cli
 
 TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 
@@ -19,7 +19,7 @@ def test_history_keeps_the_s3_target(s3_bucket, results, tmp_path):
                    "--results", str(results), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for typed in (target, target + "/"):  # the result names it without the slash
-        shown = run_cli("history", "--results", str(results), "--json", "--target", typed,
+        shown = call_cli("history", "--results", str(results), "--json", "--target", typed,
                         cwd=tmp_path)
         assert shown.returncode == 0, shown.stderr
         records = json.loads(shown.stdout)
@@ -31,7 +31,7 @@ def test_acceptance_records_share_the_run_records_key(s3_bucket, results, tmp_pa
     # target as its runs do, so `aiio history --target` finds one series
     target = f"s3://{s3_bucket}/acc"
     proc = run_cli("accept", str(TINY), "--target", target + "/", "--results", str(results),
-                   "-q", "--prometheus", str(tmp_path / "aiio.prom"), cwd=tmp_path)
+                   "-q", "--no-report", "--prometheus", str(tmp_path / "aiio.prom"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     with History(results / "history.sqlite") as h:
         records = h.records()

@@ -8,7 +8,7 @@ import pytest
 from aiio.s3.localserver import free_ports
 from aiio.s3.location import parse
 from aiio.s3.target import S3Target
-from tests.conftest import TINY_ARGS, call_cli, run_cli
+from tests.conftest import TINY_ARGS, call_cli
 
 
 def keys(server, bucket: str) -> set[str]:
@@ -32,7 +32,7 @@ def test_clean_removes_exactly_aiios_prefix(s3_server, s3_bucket):
     S3Target(f"s3://{s3_bucket}/data").claim()
     for key in ("data/aiio/datasets/a/f1", "data/aiio/datasets/a/f2", "data/aiio/ck/s0"):
         c.put_object(Bucket=s3_bucket, Key=key, Body=b"ours" * 10)
-    proc = run_cli("clean", "--target", f"s3://{s3_bucket}/data")
+    proc = call_cli("clean", "--target", f"s3://{s3_bucket}/data")
     assert proc.returncode == 0, proc.stderr
     assert "4 objects" in proc.stdout and "120 B" in proc.stdout, proc.stdout
     assert keys(s3_server, s3_bucket) == foreign

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_DATA, run_cli
+from .conftest import TINY_DATA, call_cli, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -25,7 +25,7 @@ def test_each_sweep_point_is_paired_with_the_results_folders_fio(tmp_path: Path)
     out = run_cli("scale", "--phase", "train", "--target", str(target), "--results",
                   str(results), "--clients", "1,2", "--read-threads", "1", "--set",
                   "train.epochs=1", "--batch-size", "2", *TINY_DATA, "--no-charts",
-                  "--no-history", "--json", "--quiet")
+                  "--no-history", "--no-report", "--json", "--quiet")
     assert out.returncode == 0, out.stderr
     sweep = json.loads(out.stdout)
     heroes = {p["clients"]: p["result"]["hero"] for p in sweep["points"]}
@@ -37,6 +37,6 @@ def test_each_sweep_point_is_paired_with_the_results_folders_fio(tmp_path: Path)
     assert fio_folder.name in heroes[1]["text"] and "concurrency" in heroes[1]["text"]
     # and `aiio compare` on a point finds the fio result it was paired with
     point = results / sweep["id"] / sweep["points"][1]["folder"]
-    cmp = run_cli("compare", str(point), "--json")
+    cmp = call_cli("compare", str(point), "--json")
     assert cmp.returncode == 0, cmp.stderr
     assert json.loads(cmp.stdout)[0]["fio_result"] == fio_folder.name

@@ -9,7 +9,7 @@ import pytest
 from aiio.errors import SpaceError, TargetError
 from aiio.target import MARKER, Target, probe, remove_tree
 
-from .conftest import call_cli, run_cli
+from .conftest import call_cli
 
 
 def test_claim_creates_marker_and_probe_describes(target):
@@ -70,7 +70,7 @@ def test_space_check_names_sizes(target):
 def test_cli_clean_keeps_other_files(target):
     (target / "mine.txt").write_text("keep")
     Target(target).claim()
-    proc = run_cli("clean", "--target", str(target))
+    proc = call_cli("clean", "--target", str(target))
     assert proc.returncode == 0, proc.stderr
     assert (target / "mine.txt").exists() and not (target / "aiio").exists()
 

@@ -27,7 +27,7 @@ def _run(target, results, *args: str, report: bool = False) -> dict:
 def _run_with_cap(target, results, cap: int, *args: str) -> dict:
     """A run in a process whose step-log cap is lowered (clients are forked, so they see it)."""
     argv = ["run", "--target", str(target), "--results", str(results), "--json", *TINY_ARGS,
-            *args]
+            *args, "--no-report"]
     code = ("import aiio.phases.train as t\n"
             f"t.MAX_STEP_RECORDS = {cap}\n"
             "from aiio.cli import main\n"
@@ -181,7 +181,7 @@ def test_au_not_measurable_when_every_step_is_an_epochs_first(target, results):
     page = (results / res["id"] / "report.html").read_text()
     assert "not measurable" in page and ">FAIL<" not in page
     proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
-                   *RAW, "--clients", "12")
+                   *RAW, "--clients", "12", "--no-report")
     assert proc.returncode == 0, proc.stderr
     assert "not measurable" in proc.stdout and "FAIL" not in proc.stdout
     assert "consumed MiB/s" in proc.stdout and "delivered MiB/s" in proc.stdout

@@ -101,7 +101,7 @@ def _own_workload(folder, name: str, description: str) -> None:
 def test_user_folders_are_found_and_say_where_from(tmp_path, monkeypatch):
     """AIIO_WORKLOADS, then the config folder, then the shipped ones; `aiio workloads`
     names each one's source."""
-    from tests.conftest import run_cli
+    from tests.conftest import call_cli
 
     env_dir, config = tmp_path / "mine", tmp_path / "config"
     _own_workload(env_dir, "nightly", "from the env folder")
@@ -112,14 +112,14 @@ def test_user_folders_are_found_and_say_where_from(tmp_path, monkeypatch):
     assert load_workload("nightly").workload.description == "from the env folder"
     assert load_workload("lab").workload.description == "from the config folder"
     assert load_workload("demo").name == "demo"  # the shipped ones stay reachable
-    proc = run_cli("workloads", "--json", cwd=tmp_path)
+    proc = call_cli("workloads", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     import json
     rows = {r["name"]: r for r in json.loads(proc.stdout)["datasets"]}
     assert (rows["nightly"]["source"], rows["lab"]["source"], rows["demo"]["source"]) == (
         "AIIO_WORKLOADS", "config dir", "shipped")
     assert rows["nightly"]["path"] == str(env_dir / "nightly.toml")
-    text = run_cli("workloads", cwd=tmp_path).stdout
+    text = call_cli("workloads", cwd=tmp_path).stdout
     assert "AIIO_WORKLOADS" in text and "config dir" in text and "shipped" in text
 
 
