@@ -176,15 +176,19 @@ class Reader:
     """Reads byte ranges of files into one thread's aligned buffer, timing every call."""
 
     def __init__(self, method: str, transfer_size: int, log: OpLog,
-                 counter: callable | None = None, largest: int = 0) -> None:
+                 counter: callable | None = None, largest: int = 0,
+                 buffer: mmap.mmap | None = None) -> None:
         """`largest`: the most bytes one range read will ask for (0: no bound); the buffer
         shrinks to it, widened to 4 KiB, when that is below the transfer size. The calls keep
         their size: a read never asks for more than its range, so none needs a larger buffer.
-        At 1,024 clients each MiB of buffer a client holds is a GiB of the run."""
+        At 1,024 clients each MiB of buffer a client holds is a GiB of the run. `buffer`: one
+        made by the caller (`buffer_size`) and shared with other readers whose bytes nobody
+        looks at; the reader then never closes it."""
         self.method = method
         self.transfer_size = transfer_size
-        self.buf = aligned_buffer(min(transfer_size, align_up(largest)) if largest
-                                  else transfer_size)
+        self._owns_buf = buffer is None
+        self.buf = buffer if buffer is not None else aligned_buffer(
+            buffer_size(transfer_size, largest))
         self.view = memoryview(self.buf)
         self.log = log
         self.counter = counter  # called with bytes after each read, for live progress
@@ -318,7 +322,14 @@ class Reader:
     def close(self) -> None:
         self._iov[0].release()
         self.view.release()
-        self.buf.close()
+        if self._owns_buf:
+            self.buf.close()
+
+
+def buffer_size(transfer_size: int, largest: int = 0) -> int:
+    """A reader's buffer: the transfer size, or the largest range read (4 KiB-widened) when
+    that is smaller."""
+    return min(transfer_size, align_up(largest)) if largest else transfer_size
 
 
 class Writer:

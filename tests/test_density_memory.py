@@ -71,6 +71,20 @@ def test_a_loader_buffer_is_no_larger_than_the_largest_file_and_every_sample_is_
     assert not loader.errors
 
 
+def test_a_clients_loader_threads_share_one_read_buffer(target):
+    # Nothing in training looks at the bytes read (no verify, no decode), so the loader's
+    # threads read into one buffer: a client holds one buffer, not one per loader thread.
+    loader, data = _loader(target)
+    loader.prepare()
+    assert len(loader.readers) == THREADS
+    assert len({id(r.buf) for r in loader.readers}) == 1
+    assert _finish(loader) == int(data.index()["sample_length"].sum())
+    assert not loader.errors
+    for r in loader.readers:
+        r.close()  # a reader closes its views, never the buffer another thread reads into
+    assert not loader.readers[0].buf.closed
+
+
 def test_a_loader_buffer_holds_a_widened_o_direct_read_of_the_largest_file(target):
     # Under O_DIRECT a range widens to 4 KiB boundaries; inside a file it stays inside the
     # file's size rounded up, which is the buffer's size.

@@ -8,6 +8,7 @@ accelerators consumed (the samples of the batches they computed on: the headline
 
 from __future__ import annotations
 
+import mmap
 import queue
 import threading
 import time
@@ -21,7 +22,15 @@ from aiio import dataset as ds
 from aiio import engine, formats, stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.clients import ClientContext, sleep_until
-from aiio.engine import OpLog, Reader, align_down, align_up, thread_read_bytes
+from aiio.engine import (
+    OpLog,
+    Reader,
+    align_down,
+    align_up,
+    aligned_buffer,
+    buffer_size,
+    thread_read_bytes,
+)
 from aiio.errors import RunFailed
 from aiio.options import RunOptions
 from aiio.phases import train_au, train_checkpoints
@@ -150,6 +159,10 @@ class Loader:
         # needs (local files; object storage's readers size their own).
         self.largest = (0 if args.reader is not None
                         else align_up(int(args.dataset.index()["file_sizes"].max())))
+        # One read buffer for every loader thread of the client: training never looks at the
+        # bytes it reads (no verify, no decode), so the threads may land them in one place;
+        # made by the first thread that gets a batch.
+        self.buffer: mmap.mmap | None = None
 
     def start(self, start_ns: int) -> None:
         """Hand the threads the common start instant, ahead of it; each waits for it."""
@@ -178,8 +191,11 @@ class Loader:
         if self.args.reader is not None:
             reader = self.args.reader(self.args.method, transfer, log, self.ctx.add_bytes)
         else:
+            with self.lock:
+                if self.buffer is None:
+                    self.buffer = aligned_buffer(buffer_size(transfer, self.largest))
             reader = Reader(self.args.method, transfer, log, self.ctx.add_bytes,
-                            largest=self.largest)
+                            largest=self.largest, buffer=self.buffer)
         reader.stop = self.stop
         self.readers.append(reader)
         return reader
