@@ -52,8 +52,8 @@ def dig(data: Any, *path: str | int, default: Any = None) -> Any:
 
 
 def number(value: Any) -> float | None:
-    """A recorded number as a float; None for anything else (booleans included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A recorded finite number as a float; None for anything else (booleans, NaN included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 

@@ -312,3 +312,12 @@ def test_checkpoints_read_as_a_type_where_the_phase_declares_them(
     assert ck.read_mib_s == recorded.get("read_mib_s")
     assert list(ck.bursts) == recorded["checkpoints"]
     assert result.load(_folder("load-demo-c2")).checkpoint is None
+
+
+def test_a_number_that_is_not_finite_reads_as_missing_not_a_traceback(tmp_path: Path) -> None:
+    doc = _doc(_folder("230529-train-demo-c2"))
+    doc["aggregate"]["bytes"] = float("nan")  # json writes NaN and reads it back as a float
+    doc["clients"][0]["bytes"] = float("inf")
+    (tmp_path / "result.json").write_text(json.dumps(doc))
+    assert result.load(tmp_path).section("read").bytes is None
+    assert call_cli("report", str(tmp_path)).returncode == 0
