@@ -6,9 +6,11 @@ client costs; everything else it shares with the parent). 1.29 MiB of that were 
 buffers (each the largest demo file, 644 KiB, as it is below the transfer size); the rest,
 3.6 MiB, is the interpreter's pages the client copies, its own objects and its thread stacks.
 docs/PERFORMANCE.md ("Memory per client", and "Where a client's memory goes") has how it was
-measured. A client's buffers and threads are counted from the workload at the full transfer
-size (a dataset of large files needs it), and the whole is given a margin of 1.5 for what one
-run does not show (other formats' libraries, longer runs' logs).
+measured. Since then a client's loader threads share one read buffer; the estimate still
+counts one buffer per thread (an S3 run's readers hold one each), so it stays an upper bound.
+A client's buffers and threads are counted from the workload at the full transfer size (a
+dataset of large files needs it), and the whole is given a margin of 1.5 for what one run
+does not show (other formats' libraries, longer runs' logs).
 """
 
 from __future__ import annotations

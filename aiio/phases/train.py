@@ -195,7 +195,7 @@ class Loader:
                 if self.buffer is None:
                     self.buffer = aligned_buffer(buffer_size(transfer, self.largest))
             reader = Reader(self.args.method, transfer, log, self.ctx.add_bytes,
-                            largest=self.largest, buffer=self.buffer)
+                            buffer=self.buffer)
         reader.stop = self.stop
         self.readers.append(reader)
         return reader
