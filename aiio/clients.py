@@ -229,8 +229,18 @@ class _Client:
         return self.exitcode is None
 
     def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """Stop it where it is (SIGSTOP): it runs no more code before a SIGKILL."""
+        self._signal(signal.SIGSTOP)
+
+    def _signal(self, sig: int) -> None:
         if self.is_alive():
-            os.kill(self.pid, signal.SIGKILL)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # exited between the look and the signal
+                pass
 
 
 def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
@@ -522,9 +532,7 @@ def _reap(procs: list) -> None:
     """Wait for the clients to exit, then kill those left, together: a client stuck in a call
     never sees the stop, and waiting for each in turn held a Ctrl-C 2 s per stuck client."""
     _join_all(procs, REAP_GRACE_S)
-    for p in procs:
-        p.kill()
-    _join_all(procs, REAP_GRACE_S)
+    _kill_together(procs)
 
 
 def _reap_or_kill(procs: list) -> bool:
@@ -532,11 +540,19 @@ def _reap_or_kill(procs: list) -> bool:
     try:
         _reap(procs)
     except KeyboardInterrupt:
-        for p in procs:
-            p.kill()
-        _join_all(procs, REAP_GRACE_S)
+        _kill_together(procs)
         return True
     return False
+
+
+def _kill_together(procs: list) -> None:
+    """Kill the clients left as one: each is stopped first, so none runs on (and sees a
+    sibling gone, or does more I/O) while the others are being killed one call at a time."""
+    for p in procs:
+        p.freeze()
+    for p in procs:
+        p.kill()
+    _join_all(procs, REAP_GRACE_S)
 
 
 def _join_all(procs: list, timeout_s: float) -> None:
