@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import procsetup
+from aiio import pools, procsetup
 from aiio.errors import AiioError, RunFailed, RunInterrupted, StopSignal, Terminated
 
 # The start instant is published this far ahead of time, plus a little per client: every
@@ -384,10 +384,13 @@ def _start_all(procs: list) -> None:
 
     A collection in a forked child writes to the header of every object it scans, which
     copies each page of the parent's heap into that child: with hundreds of clients that was
-    most of their memory. Frozen objects are never scanned, so those pages stay shared.
+    most of their memory. Frozen objects are never scanned, so those pages stay shared. The
+    free blocks of the parent's object pools are taken meanwhile (aiio.pools), so that a
+    client's new objects do not copy the pages those blocks lie on.
     """
     importlib.import_module("numpy.random")  # every client draws from it: import it once
     gc.disable()  # no collection between the freeze and the forks
+    held = pools.take_free_blocks()
     gc.freeze()
     try:
         for i, p in enumerate(procs):
@@ -398,6 +401,7 @@ def _start_all(procs: list) -> None:
                                  f"({i} of {len(procs)} clients started on this host)", {},
                                  RunFailed) from None
     finally:
+        pools.give_back(held)
         gc.unfreeze()
         gc.enable()
 
