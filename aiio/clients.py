@@ -17,6 +17,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -319,14 +320,16 @@ class RunAborted(AiioError):
 def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 tick_s: float = 0.2, *, first: int = 0, total: int | None = None,
                 on_ready: ReadyFn | None = None,
-                on_stage: StageFn | None = None) -> tuple[list[dict], int]:
+                on_stage: StageFn | None = None,
+                rehearsal: tuple[ClientFn, Any] | None = None) -> tuple[list[dict], int]:
     """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
     every local client is ready, before the start instant is fixed) waits for the other
     hosts, and `on_stage(k)` (called once every local client has reached its k-th `sync`)
-    waits for every host's clients to reach it. Raises RunAborted (cause RunFailed,
-    RunInterrupted or Terminated) carrying the partial results, keyed by local slot.
+    waits for every host's clients to reach it. A `rehearsal` (function, arguments) is run
+    here first (`rehearse`). Raises RunAborted (cause RunFailed, RunInterrupted or
+    Terminated) carrying the partial results, keyed by local slot.
     """
     procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
@@ -337,6 +340,8 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     results: dict[int, dict] = {}
     errors: dict[int, dict] = {}
     try:
+        if rehearsal is not None:
+            rehearse(*rehearsal, first, total)
         _start_all(procs)
         _wait_ready(procs, shared, errors, first)
         if on_ready:
@@ -369,6 +374,32 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     if interrupted:  # every result is in: keep them, and still stop as asked
         raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
+
+
+REHEARSAL_JOIN_S = 10.0  # how long the rehearsal's threads get to end once it is over
+
+
+def rehearse(fn: ClientFn, args: Any, index: int, count: int) -> dict:
+    """Run one client's code in this process, before the clients are forked; its result.
+
+    The interpreter writes to much of what a client runs the first few times it runs it
+    (code objects quickened, type and method caches filled, objects made on first use). Done
+    once here, those writes land in pages every client then shares; done in each client,
+    each one copies the pages. The phase passes arguments that reach nothing outside this
+    process (no file opened, no byte moved: Phase.rehearsal). The rehearsal starts at once
+    and every thread it starts has ended before the clients are forked."""
+    shared = _Shared(mp.get_context("fork"), 1)
+    shared.start_ns.value = time.monotonic_ns()
+    shared.open_gate()
+    before = set(threading.enumerate())
+    try:
+        return fn(ClientContext(index, count, args, shared, 0))
+    finally:
+        shared.halt()  # wakes the threads that wait for a stop
+        deadline = time.monotonic() + REHEARSAL_JOIN_S
+        for th in set(threading.enumerate()) - before:
+            th.join(max(0.0, deadline - time.monotonic()))
+        shared.close()
 
 
 def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
