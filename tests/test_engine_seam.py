@@ -30,9 +30,16 @@ def _rel(path: Path) -> str:
 
 
 def _clock_reads(tree: ast.AST) -> list[str]:
-    """`time.<clock>` references and `from time import <clock>` in one module."""
+    """`time.<clock>` references and `from time import <clock>` in one module, and any use of
+    the engine's clock (`now_ns`, by any path or import)."""
     found = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "now_ns" \
+                or isinstance(node, ast.Name) and node.id == "now_ns":
+            found.append(f"line {node.lineno}: now_ns")
+        if isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno}: import of now_ns" for a in node.names
+                      if a.name == "now_ns"]
         if isinstance(node, ast.Attribute) and node.attr in CLOCKS \
                 and isinstance(node.value, ast.Name) and node.value.id == "time":
             found.append(f"line {node.lineno}: time.{node.attr}")
@@ -46,13 +53,19 @@ def _clock_reads(tree: ast.AST) -> list[str]:
                          ids=_rel)
 def test_measuring_modules_never_read_a_clock(path: Path) -> None:
     """Calls are timed by the engine (its metadata functions, Reader, Writer, OpLog.timed);
-    window edges and deadlines come from engine.now_ns, the same clock."""
+    window edges, deadlines and the accelerator's steps by aiio.timing, on the same clock."""
     assert _clock_reads(ast.parse(path.read_text())) == []
 
 
 def test_the_guard_sees_a_clock_read() -> None:
     code = "import time\nfrom time import perf_counter\nt0 = time.monotonic_ns()\n"
     assert len(_clock_reads(ast.parse(code))) == 2
+
+
+def test_the_guard_sees_the_engine_clock_by_any_path() -> None:
+    code = ("from aiio import engine\nfrom aiio.engine import OpLog, now_ns\n"
+            "t0 = engine.now_ns()\nt1 = now_ns()\nnow = engine.now_ns\n")
+    assert len(_clock_reads(ast.parse(code))) == 4
 
 
 def _oplog_private() -> set[str]:
