@@ -5,11 +5,13 @@ instant a phase needs, under a name that says what the instant is. A client's wi
 the common start (or a burst's release) to `Window.close()`; `lap()` marks an instant inside
 one (a checkpoint stall's parts); a duration-bound run stops at its `Deadline`; the train
 phase's accelerator takes its wait and compute instants from a `StepClock`. All of them read
-`engine.now_ns`, so every figure of a run sits on one timeline.
+`engine.now_ns`, so every figure of a run sits on one timeline. A client's CPU time
+(`cpu_seconds`) is the one other clock a phase reads, through here too.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -113,6 +115,12 @@ class StepClock:
         """The step's three instants, in seconds since the run's start."""
         s = self.start_ns
         return (self.wait_ns - s) / 1e9, (self.got_ns - s) / 1e9, (self.done_ns - s) / 1e9
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far (user + system, every thread), in seconds."""
+    t = os.times()
+    return t.user + t.system
 
 
 class PolledStop:

@@ -16,11 +16,10 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.timing import Window
+from aiio.timing import Window, cpu_seconds
 from aiio.units import KiB, MiB
 
 FILE_SIZE = 2 * MiB

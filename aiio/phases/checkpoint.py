@@ -20,11 +20,10 @@ from aiio.phases.base import (
     RunContext,
     burst_sections,
     client_identity,
-    cpu_seconds,
 )
 from aiio.phases.shards import CheckpointPlan
 from aiio.result import Where
-from aiio.timing import Window
+from aiio.timing import Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 

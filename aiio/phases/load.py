@@ -27,13 +27,12 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
 )
 from aiio.phases.rundata import remove_run_folder, split_sizes, verify_summary
 from aiio.phases.threads import run_parallel
 from aiio.target import remove_tree
-from aiio.timing import PolledStop, Window
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 

@@ -30,7 +30,6 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     ensure_dataset,
     io_aggregate,
     read_write_sections,
@@ -40,7 +39,7 @@ from aiio.phases.threads import run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
 from aiio.result import Where, dig
 from aiio.stats import Histogram
-from aiio.timing import PolledStop, Window
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 

@@ -27,14 +27,13 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
     read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import run_parallel
 from aiio.result import Where
-from aiio.timing import Deadline, Window
+from aiio.timing import Deadline, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 
 BATCH = 1024  # random choices drawn at once

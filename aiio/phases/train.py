@@ -39,14 +39,13 @@ from aiio.phases.base import (
     burst_sections,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     ensure_dataset,
     io_aggregate,
 )
 from aiio.phases.train_steps import StepTotals
 from aiio.result import Where
 from aiio.stats import ByteSeries
-from aiio.timing import NEVER, Deadline, StepClock, Window
+from aiio.timing import NEVER, Deadline, StepClock, Window, cpu_seconds
 from aiio.units import mib_per_s
 from aiio.workload import Workload
 

@@ -10,11 +10,11 @@ from typing import Any
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.phases import rundata, shards
-from aiio.phases.base import RunContext, cpu_seconds
+from aiio.phases.base import RunContext
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
 from aiio.s3.shards import S3CheckpointPlan, object_plan, remove
 from aiio.s3.train import request_warnings, s3_aggregate
-from aiio.timing import Window
+from aiio.timing import Window, cpu_seconds
 from aiio.units import format_size
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -23,6 +22,7 @@ from aiio.errors import RunFailed
 from aiio.s3.objectio import ObjectIO, check_parts
 from aiio.s3.target import S3Target
 from aiio.timing import Window
+from aiio.wallclock import now_iso
 
 UPLOAD_STREAMS = 8
 
@@ -106,7 +106,7 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
                     "num_samples": params.num_files * params.samples_per_file,
                     "part_size": part_size,
                     "generated_s": round(generating.since_start_s(generating.lap()), 3),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                    "created": now_iso()}
         io.client.put_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json",
                              Body=(json.dumps(manifest, indent=1) + "\n").encode())
     except BaseException as exc:

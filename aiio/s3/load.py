@@ -12,12 +12,12 @@ from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.errors import RunFailed
 from aiio.phases import load
-from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
+from aiio.phases.base import RunContext, client_identity, client_io_figures
 from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import run_parallel
 from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, reread_warning, s3_aggregate
-from aiio.timing import PolledStop, Window
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import MiB, format_size, mib_per_s
 
 RANGE_SIZE = 8 * MiB  # bytes per ranged GET
