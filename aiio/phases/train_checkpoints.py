@@ -155,7 +155,7 @@ class TrainCheckpointer:
         has left its loop and no checkpoint is pending)."""
         if not (self.synchronous and self.duration_s):
             return
-        deadline = self.run_ns + int(self.duration_s * 1e9)
+        deadline = Window(self.run_ns).deadline(self.duration_s).at_ns  # the accelerator's
         if self.released_ns is None or self.released_ns < deadline:
             self.released_ns = self.ctx.sync()
 
