@@ -64,5 +64,15 @@ def _note(ctx: ClientContext) -> dict:
 def test_the_rehearsal_runs_in_the_parent_before_the_clients_are_forked():
     REHEARSED.clear()
     results, _ = run_clients(2, _note, "run", rehearsal=(_note, "rehearsal"), first=3, total=8)
-    assert REHEARSED == [3]  # once, in this process, as this host's first client
-    assert [r["rehearsed"] for r in results] == [[3], [3]]  # the clients were forked after
+    # Once, in this process, as the last client of the run: the one client sure to have a
+    # share of the samples (at 1,024 clients on the demo's 512 the first has none, and its
+    # rehearsal ran no step).
+    assert REHEARSED == [7]
+    assert [r["rehearsed"] for r in results] == [[7], [7]]  # the clients were forked after
+
+
+def test_the_last_client_rehearses_steps_with_more_clients_than_samples(target):
+    args = _train_args(target)  # 24 samples
+    fn, rehearsal_args = get_phase("train").rehearsal(args)
+    assert rehearse(fn, rehearsal_args, 0, 48)["steps"] == 0  # the first has no sample
+    assert rehearse(fn, rehearsal_args, 47, 48)["steps"] > 8
