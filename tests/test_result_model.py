@@ -310,7 +310,9 @@ def test_checkpoints_read_as_a_type_where_the_phase_declares_them(
     assert ck.persist_last_done_s.max == recorded["persist_last_done_s"]["max"]
     assert ck.stall_s.mean == recorded["stall_s"]["mean"]
     assert ck.read_mib_s == recorded.get("read_mib_s")
-    assert list(ck.bursts) == recorded["checkpoints"]
+    assert [b.n for b in ck.bursts] == [b["n"] for b in recorded["checkpoints"]]
+    assert [b.restore_gap_s for b in ck.bursts] == \
+        [b.get("restore_gap_s") for b in recorded["checkpoints"]]
     assert result.load(_folder("load-demo-c2")).checkpoint is None
 
 
