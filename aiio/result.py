@@ -110,6 +110,7 @@ class AuFigures:
     note: str | None                 # why there is no verdict (no compute time, no step)
     below_goal: tuple[Any, ...]      # the clients under the goal
     recorded_rule: str | None = None  # the rule as recorded; None: saved before it was
+    recorded_pass: bool = False      # a verdict was recorded, even none (AU not measurable)
 
     @classmethod
     def of(cls, d: Any) -> AuFigures | None:
@@ -120,7 +121,7 @@ class AuFigures:
         return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
                    passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
                    d.get("au_note"), tuple(d.get("clients_below_goal") or ()),
-                   None if rule is None else str(rule))
+                   None if rule is None else str(rule), "au_pass" in d)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ class IoFigures:
     bucket_s: float = 1.0            # the series' bucket width
     has_series: bool = False         # a client's: it recorded a byte series, even an empty one
     au: AuFigures | None = None      # training's: the accelerators' utilization beside its reads
+    samples_per_s: float | None = None            # training's, beside its reads
+    demand_mib_s_per_client: float | None = None  # training's: batch x sample / compute time
     iops: float | None = None
     first_done_s: float | None = None  # a checkpoint burst's: until the first / last client
     last_done_s: float | None = None   # had its shards durable (or restored)
@@ -168,6 +171,8 @@ class IoFigures:
                    histograms=_ops(d.get("histograms")),
                    series=_values(d), bucket_s=_bucket(d),
                    has_series=_is_byte_series(d.get("series")), au=AuFigures.of(d),
+                   samples_per_s=number(d.get("samples_per_s")),
+                   demand_mib_s_per_client=number(d.get("demand_mib_s_per_client")),
                    iops=number(d.get("iops")), first_done_s=number(d.get("first_done_s")),
                    last_done_s=number(d.get("last_done_s")), app_bytes=_int(d.get("app_bytes")),
                    device_bytes=_int(d.get("device_bytes")), figures=d)
@@ -494,6 +499,26 @@ class ClientFigures:
         return number(self.figures.get(key))
 
     @property
+    def mib_s(self) -> float | None:
+        """The client's own MiB/s, where its phase keeps its figures flat (train, load)."""
+        return self._number("mib_s")
+
+    @property
+    def ops(self) -> int | None:
+        return _int(self.figures.get("ops"))
+
+    @property
+    def ran_steps(self) -> bool:
+        """The client emulated an accelerator's steps: it records its AU, even none."""
+        return "au" in self.figures
+
+    @property
+    def other_scalars(self) -> dict[str, Any]:
+        """The numbers the client recorded that no typed figure here holds, in its order."""
+        return {k: v for k, v in self.figures.items() if k not in _CLIENT_TYPED
+                and isinstance(v, int | float) and not isinstance(v, bool)}
+
+    @property
     def au(self) -> float | None:
         """A training client's accelerator utilization over its measured steps."""
         return self._number("au")
@@ -541,6 +566,11 @@ class ClientFigures:
         got = self.figures.get("step_log")
         return tuple(Step(*row[:6]) for row in got if isinstance(row, list) and len(row) >= 6) \
             if isinstance(got, list) else ()
+
+
+# what a client's typed figures hold (ClientFigures), left out of its other_scalars
+_CLIENT_TYPED = frozenset({"client", "host", "pid", "mib_s", "bytes", "ops", "elapsed_s", "au",
+                           "wait_s", "compute_s", "samples_per_s", "cpu_s"})
 
 
 @dataclass(frozen=True)
