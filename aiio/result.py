@@ -296,6 +296,12 @@ class RunSummary:
                    _int(d.get("file_size")), AuFigures.of(d), VerifyFigures.of(d.get("verify")),
                    d)
 
+    @property
+    def top(self) -> IoFigures:
+        """The aggregate's own top level read as one I/O section (windows, spread, latency):
+        the phase's one stream when it keeps it flat (train, load), else mostly empty."""
+        return IoFigures.of("aggregate", ("aggregate",), self.figures)
+
 
 @dataclass(frozen=True)
 class ModelWeights:
@@ -784,6 +790,12 @@ class Result(Mapping[str, Any]):
     @property
     def workload(self) -> RunWorkload:
         return RunWorkload.of(self.doc.get("workload"))
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stages of a lifecycle run that recorded an aggregate of their own, in order."""
+        return tuple(name for name in layout_of(self.doc).stages
+                     if isinstance(dig(self.doc, "aggregate", name), Mapping))
 
     def stage(self, name: str) -> Result:
         """One stage of a lifecycle run, laid out as a result of that stage's phase."""

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from aiio import __version__, charts, report, result
+from aiio.sweep import run as sweep_run
 from aiio.term import console as tc
 from aiio.term import sweep_console as sc
 
@@ -186,3 +187,17 @@ def test_a_sweeps_page_shows_the_latency_of_the_phases_main_operation() -> None:
     page = report.render(result.model(_writing_sweep()))
     scaling = _section(page, "scaling")
     assert scaling.count("8.00 ms") == 2 and scaling.count("7.00 ms") == 2
+
+
+# sha256 (first 16 hex digits) of the table a sweep computes from its points' results, as
+# computed before the sweep read their aggregates through the typed model
+TABLES = {"20261130-230558-scale-train-demo-c1_2": "62c77d9bc552556a",
+          "20261201-124028-scale-train-demo-c1_2": "5538f511d2acec28"}
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_a_sweeps_table_computed_from_its_points_is_unchanged(name: str) -> None:
+    folder = next(base / name for base in (STORED, LATER) if (base / name).is_dir())
+    doc = json.loads((folder / "result.json").read_text())
+    rows = sweep_run.table_rows(doc["points"], doc["phase"])
+    assert _digest(json.dumps(rows)) == TABLES[name]
