@@ -111,7 +111,7 @@ def _read_write(top: IoFigures, read: IoFigures, write: IoFigures | None) -> IoF
         if got is not None:
             windows[window] = replace(got, mib_s=got.mib_s + (also.mib_s if also else 0.0))
     last = windows.get("last_done")
-    return replace(read, name="read+write", path=("aggregate",), **windows,
+    return replace(read, name="read+write", path=top.path, **windows,
                    mib_s=last.mib_s if last else read.mib_s,
                    per_client_mib_s=top.per_client_mib_s or read.per_client_mib_s,
                    jain=top.jain if top.jain is not None else read.jain,

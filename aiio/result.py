@@ -148,6 +148,7 @@ class IoFigures:
     au: AuFigures | None = None      # training's: the accelerators' utilization beside its reads
     samples_per_s: float | None = None            # training's, beside its reads
     demand_mib_s_per_client: float | None = None  # training's: batch x sample / compute time
+    directions: Mapping[str, IoFigures] = field(default_factory=dict)  # fio's: read, write
     iops: float | None = None
     first_done_s: float | None = None  # a checkpoint burst's: until the first / last client
     last_done_s: float | None = None   # had its shards durable (or restored)
@@ -173,6 +174,8 @@ class IoFigures:
                    has_series=_is_byte_series(d.get("series")), au=AuFigures.of(d),
                    samples_per_s=number(d.get("samples_per_s")),
                    demand_mib_s_per_client=number(d.get("demand_mib_s_per_client")),
+                   directions={op: cls.of(op, (*path, "ops", op), v)
+                               for op, v in _ops(d.get("ops")).items()},
                    iops=number(d.get("iops")), first_done_s=number(d.get("first_done_s")),
                    last_done_s=number(d.get("last_done_s")), app_bytes=_int(d.get("app_bytes")),
                    device_bytes=_int(d.get("device_bytes")), figures=d)
@@ -295,6 +298,13 @@ class RunSummary:
                    _int(d.get("block_size")), number(d.get("read_share")),
                    _int(d.get("file_size")), AuFigures.of(d), VerifyFigures.of(d.get("verify")),
                    d)
+
+    @property
+    def read_bytes(self) -> int | None:
+        """The bytes the clients read: apart when the phase also writes, else all it moved."""
+        if "read_bytes" in self.figures:
+            return _int(self.figures["read_bytes"])
+        return _int(self.figures.get("bytes", 0))
 
     @property
     def top(self) -> IoFigures:
@@ -606,13 +616,15 @@ class HostFigures:
     io: IoFigures                    # its clients' aggregate: bytes and both windows
     au_min: float | None
     cpu_percent_mean: float | None
+    read_bytes: int | None           # what its clients read (RunSummary.read_bytes)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> HostFigures:
         agg = d.get("aggregate") if isinstance(d.get("aggregate"), Mapping) else {}
         return cls(d.get("rank", "?"), d.get("host", "?"), d.get("status"), d.get("clients"),
                    d.get("client_numbers"), d.get("error"), IoFigures.of("host", (), agg),
-                   number(agg.get("au_min")), number(dig(d, "monitor", "cpu_percent_mean")))
+                   number(agg.get("au_min")), number(dig(d, "monitor", "cpu_percent_mean")),
+                   RunSummary.of(agg).read_bytes)
 
 
 @dataclass(frozen=True)
