@@ -931,6 +931,27 @@ def new(kind: str, run_id: str, started: str, **fields: Any) -> dict[str, Any]:
             "finished": None, "writer": owner.mark(), **fields}
 
 
+def fio_test(description: str, rw: str, block_size: int | None, jobfile: str,
+             clients: list[dict[str, Any]], aggregate: dict[str, Any],
+             disk_util: list[Any]) -> dict[str, Any]:
+    """One test of a fio suite's result: what it ran, each job's figures and their aggregate
+    (an I/O section: `Result.section(test)`), and the devices' use."""
+    return {"description": description, "rw": rw, "block_size": block_size, "jobfile": jobfile,
+            "clients": clients, "aggregate": aggregate, "disk_util": disk_util}
+
+
+def fio_figures(name: str, test: Mapping[str, Any]) -> IoFigures:
+    """A fio test's aggregate (`fio_test`) read as the I/O section it is in the result."""
+    return IoFigures.of(name, ("tests", name, "aggregate"), test["aggregate"])
+
+
+def add_fio_test(doc: dict[str, Any], name: str, test: dict[str, Any]) -> None:
+    """Record a finished test in a fio suite's result, its MiB/s and IOPS among the suite's
+    headline figures."""
+    doc["tests"][name] = test
+    doc["aggregate"][name] = {k: test["aggregate"][k] for k in ("mib_s", "iops")}
+
+
 def unique_folder(base: Path, run_id: str) -> Path:
     """reports/<run-id>/, with a suffix when two runs start in the same second."""
     folder = base / run_id
