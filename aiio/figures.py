@@ -180,7 +180,7 @@ def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[
         return {}
     top = max(points, key=lambda p: (p["clients"], p.get("repeat", 0)))["result"]
     out = run_figures(top, latency_op)
-    efficiency = [row["efficiency"] for row in sweep.get("table") or [] if "efficiency" in row]
+    efficiency = [row.efficiency for row in model(sweep).table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition
         out["scaling_efficiency"] = float(efficiency[-1])
         out["scaling_efficiency_min"] = float(min(efficiency[1:]))

@@ -468,6 +468,40 @@ class CheckpointFigures:
 
 
 @dataclass(frozen=True)
+class SweepRow:
+    """One client count of a sweep's table, means over its repeats: the judged aggregate and
+    its range, both windows, E(N) and C(N), the per-client spread and fairness, latency, the
+    phase's own figures, the client machine's CPU and, for accelerators, AU."""
+
+    clients: int
+    repeats: int
+    aggregate_mib_s: float | None      # the figure the verdict judges
+    aggregate_spread: Spread | None    # over the repeats
+    first_done_mib_s: float | None     # saved before it was kept apart: the judged figure
+    last_done_mib_s: float | None
+    efficiency: float | None
+    consistency: float | None
+    per_client_mib_s: Spread | None
+    jain: float | None
+    latency: Mapping[str, Mapping[str, Any]]
+    extras: Mapping[str, Spread]       # the phase's own figures (Phase.sweep_extras)
+    cpu_percent: float | None
+    au: AuFigures | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> SweepRow:
+        extras = d.get("figures") if isinstance(d.get("figures"), Mapping) else {}
+        return cls(_int(d.get("clients")) or 0, _int(d.get("repeats")) or 1,
+                   number(d.get("aggregate_mib_s")), Spread.of(d.get("aggregate_spread")),
+                   number(d.get("first_done_mib_s", d.get("aggregate_mib_s"))),
+                   number(d.get("last_done_mib_s")), number(d.get("efficiency")),
+                   number(d.get("consistency")), Spread.of(d.get("per_client_mib_s")),
+                   number(d.get("jain")), _ops(d.get("latency")),
+                   {k: got for k, v in extras.items() if (got := Spread.of(v)) is not None},
+                   number(d.get("cpu_percent")), AuFigures.of(d))
+
+
+@dataclass(frozen=True)
 class ResultWarning:
     """Why a number may not be the storage's: a code, its message, the rank it came from."""
 
@@ -808,6 +842,13 @@ class Result(Mapping[str, Any]):
         """The stages of a lifecycle run that recorded an aggregate of their own, in order."""
         return tuple(name for name in layout_of(self.doc).stages
                      if isinstance(dig(self.doc, "aggregate", name), Mapping))
+
+    @property
+    def table(self) -> tuple[SweepRow, ...]:
+        """A sweep's table, one row per client count (empty before it was judged)."""
+        got = self.doc.get("table")
+        return tuple(SweepRow.of(r) for r in got if isinstance(r, Mapping)) \
+            if isinstance(got, list) else ()
 
     def stage(self, name: str) -> Result:
         """One stage of a lifecycle run, laid out as a result of that stage's phase."""

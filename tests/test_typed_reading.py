@@ -201,3 +201,21 @@ def test_a_sweeps_table_computed_from_its_points_is_unchanged(name: str) -> None
     doc = json.loads((folder / "result.json").read_text())
     rows = sweep_run.table_rows(doc["points"], doc["phase"])
     assert _digest(json.dumps(rows)) == TABLES[name]
+
+
+# sha256 (first 16 hex digits) of the chart files a sweep writes (its date left out, svg ids
+# salted), as drawn before the sweep's table was read through the typed model
+CHART_FILES = {"20261130-230558-scale-train-demo-c1_2":
+               {"aggregate.svg": "19e8e283202b9354", "per_client.svg": "eb543fadcd13cd17"}}
+
+
+@pytest.mark.parametrize("name", sorted(CHART_FILES))
+def test_a_sweeps_chart_files_are_unchanged(name: str, tmp_path: Path) -> None:
+    import matplotlib
+
+    doc = json.loads((STORED / name / "result.json").read_text())
+    with matplotlib.rc_context({"svg.hashsalt": "aiio"}):
+        names = charts.draw(doc, tmp_path)
+    drawn = {n: _digest(re.sub(r"<dc:date>.*?</dc:date>", "", (tmp_path / n).read_text()))
+             for n in names if n.endswith(".svg")}
+    assert drawn == CHART_FILES[name]
