@@ -300,13 +300,6 @@ class RunSummary:
                    d)
 
     @property
-    def read_bytes(self) -> int | None:
-        """The bytes the clients read: apart when the phase also writes, else all it moved."""
-        if "read_bytes" in self.figures:
-            return _int(self.figures["read_bytes"])
-        return _int(self.figures.get("bytes", 0))
-
-    @property
     def top(self) -> IoFigures:
         """The aggregate's own top level read as one I/O section (windows, spread, latency):
         the phase's one stream when it keeps it flat (train, load), else mostly empty."""
@@ -650,15 +643,13 @@ class HostFigures:
     io: IoFigures                    # its clients' aggregate: bytes and both windows
     au_min: float | None
     cpu_percent_mean: float | None
-    read_bytes: int | None           # what its clients read (RunSummary.read_bytes)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> HostFigures:
         agg = d.get("aggregate") if isinstance(d.get("aggregate"), Mapping) else {}
         return cls(d.get("rank", "?"), d.get("host", "?"), d.get("status"), d.get("clients"),
                    d.get("client_numbers"), d.get("error"), IoFigures.of("host", (), agg),
-                   number(agg.get("au_min")), number(dig(d, "monitor", "cpu_percent_mean")),
-                   RunSummary.of(agg).read_bytes)
+                   number(agg.get("au_min")), number(dig(d, "monitor", "cpu_percent_mean")))
 
 
 @dataclass(frozen=True)

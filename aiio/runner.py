@@ -189,8 +189,9 @@ def _host_figures(phase: Any, rc: RunContext, args: Any, entries: list[dict],
 
 
 def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, str]]:
-    run = result.model(out)
-    read_bytes = run.summary.read_bytes
+    agg = out["aggregate"]
+    # Phases that also write say how much they read apart ("read_bytes").
+    read_bytes = agg.get("read_bytes", agg.get("bytes", 0))
     data = getattr(args, "dataset", None)
     data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
@@ -200,13 +201,13 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
         rc.info, out["method"], data_bytes, client_ram)  # no client page cache before a bucket
     if len(out["hosts"]) == 1:
         return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
-    # each host's own CPU, NICs and device against its own clients
-    for h, figures in zip(out["hosts"], run.hosts, strict=True):
+    for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients
         mine = [c for c in out["clients"] if c.get("rank") == h["rank"]]
         if not mine:
             continue  # a host with no clients at this count measured nothing
+        agg = h.get("aggregate", {})
         for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}), mine,
-                                         figures.read_bytes):
+                                         agg.get("read_bytes", agg.get("bytes", 0))):
             found.append({**warn, "message": f"host {h['host']} (rank {h['rank']}): "
                           f"{warn['message']}", "rank": h["rank"]})
         if bound := hosts.binding_warning(h):
