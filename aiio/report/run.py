@@ -70,7 +70,7 @@ def no_io_notice(res: Mapping[str, Any]) -> Html:
 def render_body(res: Mapping[str, Any]) -> list[Html]:
     """Every section of a run report: the answer, the reasons to doubt it and the headline
     figures first, the configuration after them; each survives damage to the others."""
-    res = clean(res)
+    res = model(clean(res))  # typed once: every section reads the same model
     return [
         header(res, title(res)),
         no_io_notice(res),
