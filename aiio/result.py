@@ -480,6 +480,10 @@ class SweepRow:
     extras: Mapping[str, Spread]       # the phase's own figures (Phase.sweep_extras)
     cpu_percent: float | None
     au: AuFigures | None
+    demand_mib_s: float | None = None       # what one accelerator reads at full speed
+    compute_s_per_step: float | None = None  # measured emulated compute, and as asked
+    compute_s_nominal: float | None = None
+    warnings: tuple[str, ...] = ()          # the codes its runs warned of
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> SweepRow:
@@ -491,7 +495,10 @@ class SweepRow:
                    number(d.get("consistency")), Spread.of(d.get("per_client_mib_s")),
                    number(d.get("jain")), _ops(d.get("latency")),
                    {k: got for k, v in extras.items() if (got := Spread.of(v)) is not None},
-                   number(d.get("cpu_percent")), AuFigures.of(d))
+                   number(d.get("cpu_percent")), AuFigures.of(d),
+                   number(d.get("demand_mib_s")), number(d.get("compute_s_per_step")),
+                   number(d.get("compute_s_nominal")),
+                   tuple(str(w) for w in d.get("warnings") or ()))
 
 
 @dataclass(frozen=True)

@@ -195,12 +195,19 @@ TABLES = {"20261130-230558-scale-train-demo-c1_2": "62c77d9bc552556a",
           "20261201-124028-scale-train-demo-c1_2": "5538f511d2acec28"}
 
 
+# and of the verdict judged on that table (the stopped sweep's: partial)
+VERDICTS = {"20261130-230558-scale-train-demo-c1_2": "00ad83b38504b1c9",
+            "20261201-124028-scale-train-demo-c1_2": "5e80b114ed6caeca"}
+
+
 @pytest.mark.parametrize("name", sorted(TABLES))
 def test_a_sweeps_table_computed_from_its_points_is_unchanged(name: str) -> None:
     folder = next(base / name for base in (STORED, LATER) if (base / name).is_dir())
     doc = json.loads((folder / "result.json").read_text())
     rows = sweep_run.table_rows(doc["points"], doc["phase"])
     assert _digest(json.dumps(rows)) == TABLES[name]
+    doc["table"] = rows
+    assert _digest(json.dumps(sweep_run.verdict(doc, 0.9))) == VERDICTS[name]
 
 
 # sha256 (first 16 hex digits) of the chart files a sweep writes (its date left out, svg ids

@@ -397,28 +397,32 @@ def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     """The verdict over the table, with the basis it was computed on."""
-    rows = out["table"]
-    pts = [Point(
-        clients=r["clients"], aggregate_mib_s=r["aggregate_mib_s"],
-        per_client_mib_s=r["per_client_mib_s"]["mean"],
-        per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
-        au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
-        au_mean=r.get("au_mean"), au_pass=r.get("au_pass"), au_rule=r.get("au_rule", "min"),
-        cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
-        process_busy="client_process_busy" in r["warnings"],
-        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),
-        agg_min=r["aggregate_spread"]["min"], agg_max=r["aggregate_spread"]["max"],
-        repeats=r["repeats"])
-        for r in rows]
+    rows = [result.SweepRow.of(r) for r in out["table"]]
+    pts = [_point(r) for r in rows]
     accelerated = get_phase(out["phase"]).accelerators
     accelerator = out["workload"].get("train", {}).get("accelerator", "") if accelerated else ""
     v = judge(pts, threshold, accelerator).to_dict()
     v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
-                  f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
+                  f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0].clients}")
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "
                                f"{len(rows)} client counts that finished")
     return v
+
+
+def _point(r: result.SweepRow) -> Point:
+    """One row of the table as the verdict judges it."""
+    au = r.au
+    return Point(
+        clients=r.clients, aggregate_mib_s=r.aggregate_mib_s,
+        per_client_mib_s=r.per_client_mib_s.mean,
+        per_client_min_mib_s=r.per_client_mib_s.min, jain=r.jain,
+        au_min=au and au.min, au_goal=au and au.goal, demand_mib_s=r.demand_mib_s,
+        au_mean=au and au.mean, au_pass=au and au.passed, au_rule=au.rule if au else "min",
+        cpu_busy=r.cpu_percent if "client_cpu_saturated" in r.warnings else None,
+        process_busy="client_process_busy" in r.warnings,
+        compute_s=r.compute_s_per_step, compute_nominal_s=r.compute_s_nominal,
+        agg_min=r.aggregate_spread.min, agg_max=r.aggregate_spread.max, repeats=r.repeats)
 
 
 def merge_warnings(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
