@@ -9,7 +9,7 @@ docs/PERFORMANCE.md ("Memory per client", and "Where a client's memory goes") ha
 measured. Since then a client's loader threads share one read buffer; the estimate still
 counts one buffer per thread (an S3 run's readers hold one each), so it stays an upper bound.
 Measured again after the parent's pools were filled and training rehearsed before the forks
-(aiio.pools, aiio.clients.rehearse): a demo train client of a 256-client run held 3.8 to 3.9
+(aiio.pools, aiio.clients.rehearse): a demo train client of a 256-client run held 3.7 to 3.8
 MiB, 0.63 MiB of it its read buffer, so 3.2 MiB the rest. The base stays at the 3.6 MiB
 measured before, rounded up: the other phases are not rehearsed.
 A client's buffers and threads are counted from the workload at the full transfer size (a
