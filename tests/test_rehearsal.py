@@ -76,3 +76,15 @@ def test_the_last_client_rehearses_steps_with_more_clients_than_samples(target):
     fn, rehearsal_args = get_phase("train").rehearsal(args)
     assert rehearse(fn, rehearsal_args, 0, 48)["steps"] == 0  # the first has no sample
     assert rehearse(fn, rehearsal_args, 47, 48)["steps"] > 8
+
+
+def _fails(ctx: ClientContext) -> dict:
+    raise ValueError("a rehearsal that breaks")
+
+
+def test_a_failing_rehearsal_changes_nothing_of_the_run():
+    """The rehearsal only places memory: when it breaks, the run goes on as without it (the
+    clients meet whatever broke it themselves, and report it as theirs)."""
+    REHEARSED.clear()
+    results, _ = run_clients(2, _note, "run", rehearsal=(_fails, None))
+    assert [r["rehearsed"] for r in results] == [[], []]
