@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from aiio.cli.common import emit_json
+from aiio.cli.common import emit_json, print_notices
 from aiio.units import format_rate
 
 
@@ -22,11 +22,14 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     from aiio.fio import hero
 
     fixed = result.load(fio_path) if fio_path else None
+    if fixed is not None:
+        print_notices(fixed)
     if fixed is not None and fixed.get("kind") != "fio":
         raise ConfigError(f"--fio {fio_path} is a {fixed.get('kind')} result, not a fio result")
     report = []
     for path in runs:
         run = result.load(path)
+        print_notices(run)
         if run.get("kind") != "run":
             raise ConfigError(f"{path} is a {run.get('kind')} result; compare takes phase runs "
                               "(reports/<run-id> written by aiio run)")
@@ -48,6 +51,7 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     """One line naming the fio figure the comparison lacks, and how to make it; None when
     nothing is missing."""
     from aiio.fio import hero
+    from aiio.result import dig
 
     test = hero.compare_test(run)
     if fio_res is None:
@@ -55,7 +59,7 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
         return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted
     if fio_res.section(test) is None:
         return (f"fio {test} missing: fio result {fio_res['id']} has no {test} test; run the "
-                f"full suite: aiio fio --target {run['target']['path']}")
+                f"full suite: aiio fio --target {dig(run, 'target', 'path', default='TARGET')}")
     return None
 
 

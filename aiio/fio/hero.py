@@ -124,7 +124,9 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
 
 def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """hero_entry against fio results read already."""
-    target, phase = res["target"]["path"], res.get("phase", "")
+    target, phase = dig(res, "target", "path"), res.get("phase", "")
+    if not isinstance(target, str):  # a damaged result: nothing says where it ran
+        return {"text": "the result records no target path to find a fio result on"}
     if res.get("method") == METHOD_NULL:
         return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
                         "are aiio's own overhead, never storage speed"}
@@ -254,8 +256,9 @@ def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
         except AiioError:
             pass  # moved or deleted since: fall back to the latest matching one
     streams = pairing.clients_of(run) * pairing.streams_per_client(run)
-    found = hero_for(run["target"]["path"], run.get("phase", ""), base, run_hero_test(run),
-                     streams)
+    target = dig(run, "target", "path")
+    found = None if not isinstance(target, str) else hero_for(
+        target, run.get("phase", ""), base, run_hero_test(run), streams)
     if found is None:
         return None
     return result.load(found["fio_result"])

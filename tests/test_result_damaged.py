@@ -1,0 +1,180 @@
+"""A hand-damaged result never stops a command with a traceback. Every field the commands read
+is typed and checked where a result is loaded: one of another type reads as missing, with a
+notice naming the file and the field, and a result too damaged to read is one line and exit
+code 2. Fuzzed over a fresh real result of each phase, of a sweep and of a fio run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiio import history, result
+
+from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli
+
+STORED = Path(__file__).parent / "data" / "results-v1"
+TRAIN = STORED / "20261130-230529-train-demo-c2"
+
+
+def _damaged_copy(tmp_path: Path, source: Path, **fields: Any) -> Path:
+    doc = json.loads((source / "result.json").read_text())
+    doc.update(fields)
+    folder = tmp_path / source.name
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    return folder
+
+
+def _one_line_or_success(out: Any) -> None:
+    """Success (a notice on stderr allowed), or one line and exit code 2."""
+    assert out.returncode in (0, 2), out.stderr
+    if out.returncode == 2:
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# The damage a reviewer found stopping `aiio compare` with a traceback.
+FOUND = {"clients": None, "hero": "paired", "target": 3, "clients_requested": "two",
+         "workload": "demo"}
+
+
+@pytest.mark.parametrize(("key", "junk"), FOUND.items(), ids=list(FOUND))
+def test_a_field_of_the_wrong_type_reads_as_missing_with_a_notice(
+        tmp_path: Path, key: str, junk: Any) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, **{key: junk})
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        out = call_cli(*args)
+        _one_line_or_success(out)
+        if out.returncode == 0:  # size lists it among its notes, the others on stderr
+            said = " ".join((out.stderr + out.stdout).split())
+            assert f"{key} is" in said and "read as missing" in said, args
+
+
+def test_the_notice_names_the_file_and_the_field(tmp_path: Path) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, clients=None)
+    res = result.load(folder)
+    assert res.notices == (f"{folder / 'result.json'}: clients is null, not a list; "
+                           "read as missing",)
+    assert "clients" not in res and res.clients == ()
+
+
+def test_a_kind_that_is_no_string_is_a_damaged_result(tmp_path: Path) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, kind=["run"])
+    out = call_cli("compare", str(folder))
+    assert out.returncode == 2 and "is damaged: its kind is a list" in out.stderr
+    assert str(folder / "result.json") in out.stderr
+    _one_line_or_success(out)
+
+
+def test_an_intact_result_loads_as_saved_with_no_notice() -> None:
+    for path in STORED.rglob("result.json"):
+        res = result.load(path)
+        assert res.notices == () and dict(res.doc) == json.loads(path.read_text()), path
+
+
+# --- the fuzz ------------------------------------------------------------------------------
+
+QUICK_FIO = ("--tests", "seq_read,seq_write,rand_mix", "--runtime", "300ms", "--ramp-time",
+             "0", "--size", "4MiB", "--clients", "2")
+# name -> the command making it; fio first, so the runs after it are paired with a hero
+MADE = {
+    "fio": ("fio", *QUICK_FIO),
+    "train": ("run", *TINY_ARGS),
+    "prep": ("run", "--phase", "prep", *TINY_ARGS, "--set", "prep.threads=1",
+             "--set", "prep.shard_size=256KiB", "--set", "prep.transfer_size=64KiB"),
+    "checkpoint": ("run", "--phase", "checkpoint", "--clients", "2",
+                   "--set", "checkpoint.size=2MiB"),
+    "load": ("run", "--phase", "load", "--set", "load.size=2MiB", "--set", "load.files=2",
+             "--clients", "2"),
+    "randrw": ("run", "--phase", "randrw", "--set", "prep.file_size=2MiB",
+               "--set", "prep.duration=300ms", "--clients", "2"),
+    "sweep": ("scale", *TINY_DATA, "--batch-size", "2", "--clients", "1,2", "--duration",
+              "300ms", "--no-charts"),
+}
+DEPTH = 2      # key paths this deep (a list position counts as a step) get every damage
+REPORT_DEPTH = 1  # the page is the slowest reader: top-level fields only
+DELETE = object()
+DAMAGE = (None, "junk", 7, [], DELETE)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """name -> folder of a fresh real result of each kind, made once for the module."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    base = tmp_path_factory.mktemp("damaged")
+    target, results = base / "target", base / "reports"
+    target.mkdir()
+    out = {}
+    for name, args in MADE.items():
+        before = set(results.glob("*/")) if results.exists() else set()
+        proc = run_cli(*args, "--target", str(target), "--results", str(results), "-q",
+                       *(("--no-report",) if args[0] == "run" else ()))
+        assert proc.returncode == 0, (name, proc.stderr)
+        (out[name],) = set(results.glob("*/")) - before
+    return out
+
+
+def key_paths(doc: Any, depth: int, base: tuple = ()) -> Iterator[tuple]:
+    """Every key path in doc up to `depth` steps; of a list, its first item only (the others
+    are laid out alike)."""
+    if len(base) >= depth:
+        return
+    items = doc.items() if isinstance(doc, dict) else \
+        [(0, doc[0])] if isinstance(doc, list) and doc else []
+    for key, value in items:
+        yield (*base, key)
+        yield from key_paths(value, depth, (*base, key))
+
+
+def _damage(doc: dict, path: tuple, junk: Any) -> dict:
+    out = copy.deepcopy(doc)
+    part = result.dig(out, *path[:-1]) if len(path) > 1 else out
+    if junk is DELETE:
+        del part[path[-1]]
+    else:
+        part[path[-1]] = junk
+    return out
+
+
+def _history(folder: Path, db: Path) -> None:
+    """The damaged result as the history records it, then `aiio history` over it."""
+    try:
+        res = result.load(folder)
+    except result.AiioError:
+        return  # too damaged to read: the commands said so in one line
+    record = {"run": history.run_record, "sweep": history.sweep_record}.get(res.kind)
+    if record is None:
+        return
+    with history.History(db) as h:
+        h.add(record(res))
+    _one_line_or_success(call_cli("history", "--history", str(db)))
+
+
+@pytest.mark.parametrize("name", MADE)
+def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name: str,
+                                                     tmp_path: Path) -> None:
+    doc = json.loads((made[name] / "result.json").read_text())
+    folder = tmp_path / made[name].name
+    folder.mkdir()
+    db = tmp_path / "history.sqlite"
+    for path in key_paths(doc, DEPTH):
+        for junk in DAMAGE:
+            (folder / "result.json").write_text(json.dumps(_damage(doc, path, junk)))
+            context = (path, "deleted" if junk is DELETE else junk)
+            commands = [("compare", str(folder)),
+                        ("size", "--workload", "demo", "--from", str(folder))]
+            if len(path) <= REPORT_DEPTH:
+                commands.append(("report", str(folder), "-o", str(tmp_path / "page.html")))
+            try:
+                for args in commands:
+                    _one_line_or_success(call_cli(*args))
+                _history(folder, db)
+            except Exception as exc:  # a traceback the user would have seen
+                raise AssertionError(f"{context}: {exc!r}") from exc
