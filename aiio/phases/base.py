@@ -93,8 +93,9 @@ class Phase(Protocol):
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """Name -> path inside `part` (its aggregate, or one client's entry when `client`) of
-        each named I/O section: by default one stream of reads kept flat, as io_aggregate's."""
-        return {"read": ()}
+        each named I/O section: by default one stream kept flat, as io_aggregate's, named by
+        the phase's main operation (a phase that only writes keeps its writes)."""
+        return {self.main_op: ()}
 
     def client_totals(self, entry: Mapping[str, Any]) -> dict[str, Where]:
         """Name -> path in one client's entry of each stream its per-client figures show
