@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks, engine
+from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Writer
 from aiio.phases.base import (
@@ -17,10 +17,10 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
+from aiio.timing import Window, cpu_seconds
 from aiio.units import KiB, MiB
 
 FILE_SIZE = 2 * MiB
@@ -54,15 +54,15 @@ class ScribblePhase(Phase):
         writer = Writer(a.method, TRANSFER, OpLog(0), ctx.add_bytes, seed=a.seed)
         path = a.path(ctx.index)
         try:
-            start_ns = ctx.ready_and_wait()
+            run = Window(ctx.ready_and_wait())  # from the clients' common start
             cpu0 = cpu_seconds()
-            writer.log = OpLog(start_ns)
+            writer.log = OpLog(run.start_ns)
             writer.write_file(path, FILE_SIZE, blocks.file_tag(a.seed, path))
-            end_ns = engine.now_ns()
+            run.close()
         finally:
             writer.close()
         return {**client_identity(ctx.index), "cpu_s": cpu_seconds() - cpu0,
-                **client_io_figures([writer.log], start_ns, end_ns, main_op="write")}
+                **client_io_figures([writer.log], run.start_ns, run.end_ns, main_op="write")}
 
     def summarize(self, rc: RunContext, args: ScribbleArgs, clients: list[dict]) -> dict:
         return io_aggregate(clients)
