@@ -118,7 +118,7 @@ class AuFigures:
         passed = d.get("au_pass")
         return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
                    passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
-                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()))
+                   d.get("au_note"), _items(d.get("clients_below_goal")))
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,11 @@ def _is_byte_series(value: Any) -> bool:
 
 def _bucket(d: Mapping[str, Any]) -> float:
     return number(dig(d, "series", "bucket_s")) or 1.0
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    """A recorded list's items; () for anything else (a damaged or missing list)."""
+    return tuple(value) if isinstance(value, list) else ()
 
 
 def _int(value: Any) -> int | None:
@@ -298,7 +303,7 @@ class CheckpointFigures:
                    number(d.get("read_mib_s")), Spread.of(d.get("restore_first_done_s")),
                    Spread.of(d.get("restore_last_done_s")), number(d.get("restore_gap_s_max")),
                    number(d.get("au_without_checkpoints_mean")),
-                   tuple(b for b in d.get("checkpoints") or () if isinstance(b, Mapping)), d)
+                   tuple(b for b in _items(d.get("checkpoints")) if isinstance(b, Mapping)), d)
 
 
 @dataclass(frozen=True)

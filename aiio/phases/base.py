@@ -141,7 +141,8 @@ class UndeclaredPhase(Phase):
 def burst_sections(part: Any, sides: tuple[str, ...]) -> dict[str, Where]:
     """'checkpoint.N.write' (and '.read') -> path, for each burst under part['checkpoints']."""
     out: dict[str, Where] = {}
-    for k, burst in enumerate(dig(part, "checkpoints", default=[])):
+    bursts = dig(part, "checkpoints", default=[])
+    for k, burst in enumerate(bursts if isinstance(bursts, list) else ()):
         for side in sides:
             if isinstance(dig(burst, side), Mapping):
                 out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = ("checkpoints", k, side)
