@@ -106,9 +106,9 @@ MADE = {
 # ones (to DEEP) under the parts read field by field (a client's entry, a fio test's figures,
 # a sweep point's result), and none below the machine facts only the page lists (SHALLOW:
 # those get the top-level damage alone). Each path gets every damage from compare, history
-# and, for the results it reads (train, checkpoint, a sweep), size; the page, the slowest
-# reader, the top-level fields only, each one damage in turn (test_report.py damages its
-# sections).
+# and, for the results it reads (train, checkpoint, a sweep), size, as JSON; their tables and
+# the page (drawing them is most of the time) the top-level fields only, each one damage in
+# turn (test_report.py damages the page's sections).
 DEPTH, DEEP = 2, 4
 DEEPER = ("clients", "tests", "points")
 SHALLOW = ("environment", "monitor", "writer", "timing")
@@ -198,10 +198,12 @@ def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name
         for n, path in enumerate(key_paths(doc)):
             for junk in DAMAGE:
                 (folder / "result.json").write_text(json.dumps(_damage(doc, path, junk)))
-                commands = [("compare", str(folder))]
-                if name in SIZED:
-                    commands.append(("size", "--workload", "demo", "--from", str(folder)))
-                if len(path) == 1 and junk is DAMAGE[n % len(DAMAGE)]:
+                commands = [("compare", str(folder)),
+                            ("size", "--workload", "demo", "--from", str(folder))]
+                commands = commands if name in SIZED else commands[:1]
+                if len(path) > 1 or junk is not DAMAGE[n % len(DAMAGE)]:
+                    commands = [(*args, "--json") for args in commands]  # no tables drawn
+                else:
                     commands.append(("report", str(folder), "-o", str(tmp_path / "page.html")))
                 found = [_outcome(args) for args in commands] + [_recorded(folder, recorded)]
                 damage = "deleted" if junk is DELETE else repr(junk)
