@@ -38,7 +38,8 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
         report.append({"run": run.id or folder.name, "phase": run.get("phase"),
                        "stage": hero.compared_stage(run),
                        "fio_result": fio_res.id if fio_res else None,
-                       "hero_suite": fio_res.get("aggregate", {}) if fio_res else {},
+                       # the suite's headline per test, as it recorded them
+                       "hero_suite": dict(fio_res.summary.figures) if fio_res else {},
                        "rows": hero.compare_rows(run, fio_res),
                        "note": _missing(run, folder, fio_res)})
     if as_json:
