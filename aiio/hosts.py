@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio import memcheck
-from aiio.clients import RunAborted, TickFn, run_clients
+from aiio.clients import SYNC_LEAD_NS, RunAborted, TickFn, run_clients
 from aiio.comm import POLL_S, LocalComm, MpiComm, RankLost, world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
 from aiio.phases import get_phase
@@ -93,7 +93,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
         got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
-                             on_stage=lambda k: _worker_stage(share, k))
+                             on_stage=lambda k, _start: _worker_stage(share, k))
         results = {share.first + i: r for i, r in enumerate(got)}
         entry.update(status="ok", error=None)
     except RunAborted as exc:
@@ -132,16 +132,17 @@ def _worker_ready(share: Share) -> None:
     comm.barrier()
 
 
-def _worker_stage(share: Share, stage: int) -> None:
-    """Every local client reached sync number `stage`: tell rank 0, wait for its go. The
-    hosts start the stage within rank 0's message latency plus a 1 ms poll of each other."""
+def _worker_stage(share: Share, stage: int) -> int:
+    """Every local client reached sync number `stage`: tell rank 0, wait for its go; returns
+    the stage's instant on the hosts' common timeline (rank 0's). The hosts start the stage
+    within rank 0's message latency plus a 1 ms poll of each other."""
     comm = world()
     comm.to_root("stage", (share.run, stage))
     while True:
         msg = comm.from_root()
         if msg is not None and msg[1] == share.run:
             if msg[0] == "stage" and msg[2] == stage:
-                return
+                return int(msg[3])
             if msg[0] == "stop":
                 raise RunAborted(msg[2], {}, RunInterrupted if msg[3] else RunFailed)
         time.sleep(0.001)
@@ -206,14 +207,17 @@ class _Live:
         except RankLost as exc:
             raise RunAborted(str(exc), {}, RunFailed) from None
 
-    def wait_stage(self, stage: int) -> None:
+    def wait_stage(self, stage: int, start_ns: int) -> int:
         """Rank 0's clients reached sync number `stage`: wait for every host that has clients,
-        then release the stage on all of them."""
+        then release the stage on all of them; returns its instant on the hosts' common
+        timeline (ns after the start), which every host's clients judge by."""
         with_clients = [r for r in range(1, self.comm.size) if self.split[r]]
         while any(self.stages[r] < stage for r in with_clients):
             self.poll()
             time.sleep(0.001)
-        self.comm.tell_workers(("stage", self.run, stage, False), with_clients)
+        at_ns = time.monotonic_ns() + SYNC_LEAD_NS - start_ns
+        self.comm.tell_workers(("stage", self.run, stage, at_ns), with_clients)
+        return at_ns
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
         """Rank 0's own tick: merge its counters with the hosts' and show all of them."""
