@@ -145,6 +145,10 @@ def _worker_stage(share: Share, stage: int) -> int:
                 return int(msg[3])
             if msg[0] == "stop":
                 raise RunAborted(msg[2], {}, RunInterrupted if msg[3] else RunFailed)
+            if msg[0] == "done":  # rank 0's clients ended: none of them comes to this stage
+                raise RunAborted(f"its clients wait at barrier {stage} of the run, which the "
+                                 f"clients of {comm.where(0)} ended before reaching", {},
+                                 RunFailed)
         time.sleep(0.001)
 
 
@@ -214,10 +218,21 @@ class _Live:
         with_clients = [r for r in range(1, self.comm.size) if self.split[r]]
         while any(self.stages[r] < stage for r in with_clients):
             self.poll()
+            self._never_coming(stage, with_clients)
             time.sleep(0.001)
         at_ns = time.monotonic_ns() + SYNC_LEAD_NS - start_ns
         self.comm.tell_workers(("stage", self.run, stage, at_ns), with_clients)
         return at_ns
+
+    def _never_coming(self, stage: int, ranks: list[int]) -> None:
+        """A host whose clients all ended short of `stage` never reaches it: fail, naming it,
+        rather than wait for it forever."""
+        replied = self.comm.replied()
+        for r in ranks:
+            if self.stages[r] < stage and r in replied:
+                raise RunAborted(f"{self.comm.where(r)}: its clients ended before barrier "
+                                 f"{stage} of the run, where the clients of "
+                                 f"{self.comm.where(0)} wait", {}, RunFailed)
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
         """Rank 0's own tick: merge its counters with the hosts' and show all of them."""
@@ -234,7 +249,9 @@ class _Live:
             self.on_tick(list(self.bytes), list(self.units), self.elapsed)
 
     def wait_done(self, t0: float) -> None:
-        """Rank 0's clients are done: keep the live view going until every host replies."""
+        """Rank 0's clients are done: keep the live view going until every host replies. A
+        host whose clients wait at a stage learns that rank 0's never come to it."""
+        self.comm.tell_workers(("done", self.run, "", False))
         while len(self.comm.replied()) < self.comm.size - 1:
             self.poll()
             self.elapsed = time.monotonic() - t0

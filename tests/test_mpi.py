@@ -146,6 +146,30 @@ def test_clients_per_host_and_the_launchers_cpu_binding(target, results):
 
 
 @needs_mpi
+@pytest.mark.parametrize("extra, said", [
+    (0, "(rank 1): its clients ended before barrier 2 of the run, where the clients of host"),
+    (1, "(rank 1): its clients wait at barrier 2 of the run, which the clients of host"),
+])
+def test_hosts_that_disagree_on_the_barriers_end_the_run_naming_the_host(target, results,
+                                                                        extra, said):
+    """Client `extra` meets one barrier more than the other (tests/uneven_phase.py): whichever
+    host waits for the other, the run fails at once naming the host, never hangs."""
+    args = ["run", "--phase", "uneven", "--target", str(target), "--results", str(results),
+            "--clients", "2", "-q", "--no-report"]
+    code = ("import sys\nfrom aiio.phases import REGISTRY\n"
+            "REGISTRY['uneven'] = 'tests.uneven_phase'\n"
+            f"from aiio.cli import main\nmain({args!r})\n")
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "2", sys.executable,
+           "-c", code]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=mpi_env({"AIIO_TEST_EXTRA_BARRIER": str(extra)}))
+    assert done.returncode != 0
+    assert said in done.stderr and "partial result saved" in done.stderr, done.stderr
+    (res,) = saved_results(results)
+    assert res["status"] == "failed" and said in res["error"]
+
+
+@needs_mpi
 def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
     proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
                                    "-q"))
