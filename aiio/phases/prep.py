@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiio import blocks, engine, stats
@@ -294,8 +295,9 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     if rc.options.space_check:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
+    rc.target.make_run_folder(Path(folder))  # after the checks: none left over
     for c in range(rc.clients):
-        os.makedirs(os.path.join(folder, f"client{c:05d}"))  # after the checks: none left over
+        os.mkdir(os.path.join(folder, f"client{c:05d}"))
     return PrepArgs(data, folder, rc.method, p.threads, p.transfer_size, p.passes,
                     p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
 

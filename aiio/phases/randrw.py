@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,7 +76,7 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
-    os.makedirs(folder)
+    rc.target.make_run_folder(Path(folder))
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
                    p.duration, w.run.seed, rc.options.verify, p.iodepth)
     writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,

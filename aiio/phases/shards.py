@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from aiio import blocks, engine, stats
@@ -133,7 +134,7 @@ def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
     if rc.options.space_check:
         rc.target.require_space(plan.total_bytes * copies,
                                 f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
-    os.makedirs(plan.folder)
+    rc.target.make_run_folder(Path(plan.folder))
 
 
 # --- the client side -----------------------------------------------------------------------
