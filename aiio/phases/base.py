@@ -119,6 +119,12 @@ class Phase(Protocol):
         """One client's work and figures, in its own process (ctx.args from `prepare`)."""
         ...
 
+    def rehearsal(self, args: Any) -> tuple[Callable[[ClientContext], dict], Any] | None:
+        """A client function and arguments for a rehearsal of one client in the parent before
+        the clients are forked (aiio.clients.rehearse): the same code, reaching nothing
+        outside the process. None: no rehearsal."""
+        return None
+
     def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
         """The aggregate over every client's figures."""
         ...
