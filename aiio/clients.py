@@ -50,6 +50,9 @@ class ClientContext:
     _shared: Any
     slot: int = 0
     _syncs: int = 0
+    # The last stage's release on the timeline every host shares (ns after the start, as rank
+    # 0 fixed it): decisions every host must make alike read this, never their own clock.
+    stage_at_ns: int = 0
 
     def ready_and_wait(self) -> int:
         """Report ready, wait for the common start instant, return it (monotonic ns)."""
@@ -87,6 +90,7 @@ class ClientContext:
             while sh.released.value < self._syncs and not sh.stop.is_set():
                 sh.cond.wait(0.1)
             start_ns = sh.release_ns.value
+            self.stage_at_ns = sh.stage_at_ns.value
         if sh.stop.is_set():
             return None
         if wait:
@@ -137,6 +141,7 @@ class _Shared:
         self.arrived = ctx.RawValue("q", 0)     # guarded by cond
         self.release_ns = ctx.RawValue("q", 0)  # guarded by cond
         self.released = ctx.RawValue("q", 0)    # stages released so far; guarded by cond
+        self.stage_at_ns = ctx.RawValue("q", 0)  # ClientContext.stage_at_ns; guarded by cond
         self.hosts = ctx.RawValue("b", 0)       # 1: stages are released across hosts
         self.n = n
 
@@ -164,9 +169,11 @@ class _Shared:
         os.close(self.halt_r)
 
 
-def _release(sh: _Shared, stage: int) -> None:
-    """Start stage `stage` shortly (the caller holds sh.cond)."""
+def _release(sh: _Shared, stage: int, at_ns: int | None = None) -> None:
+    """Start stage `stage` shortly (the caller holds sh.cond); `at_ns` is its instant on the
+    hosts' common timeline when rank 0 fixed it, else this host's release after its start."""
     sh.release_ns.value = time.monotonic_ns() + SYNC_LEAD_NS
+    sh.stage_at_ns.value = sh.release_ns.value - sh.start_ns.value if at_ns is None else at_ns
     sh.released.value = stage
     sh.cond.notify_all()
 
@@ -175,7 +182,7 @@ ClientFn = Callable[[ClientContext], dict]
 _HELD_SIGNALS = {_signal.SIGINT, _signal.SIGTERM}  # held back across each client's fork
 TickFn = Callable[[list[int], list[int], float], None]
 ReadyFn = Callable[[], None]
-StageFn = Callable[[int], None]
+StageFn = Callable[[int, int], int]  # (stage, this host's start) -> the stage's common instant
 
 
 class _Client:
@@ -327,8 +334,9 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
     every local client is ready, before the start instant is fixed) waits for the other
-    hosts, and `on_stage(k)` (called once every local client has reached its k-th `sync`)
-    waits for every host's clients to reach it; after the MPI launcher's SIGTERM,
+    hosts, and `on_stage(k, start_ns)` (called once every local client has reached its k-th
+    `sync`) waits for every host's clients to reach it and returns the stage's instant on the
+    hosts' common timeline (ns after the start, rank 0's); after the MPI launcher's SIGTERM,
     `on_terminated()` says how long the clients may take to send their figures. A
     `rehearsal` (function, arguments) is run here first (`rehearse`). Raises RunAborted
     (cause RunFailed, RunInterrupted or Terminated) carrying the partial results, keyed by
@@ -540,9 +548,9 @@ def _stage_check(shared: _Shared, on_stage: StageFn) -> None:
     """Every local client waits at its next `sync`: agree with the other hosts, release."""
     stage = shared.released.value + 1
     if shared.n and shared.arrived.value == stage * shared.n:
-        on_stage(stage)
+        at_ns = on_stage(stage, shared.start_ns.value)
         with shared.cond:
-            _release(shared, stage)
+            _release(shared, stage, at_ns)
 
 
 def _tick(on_tick: TickFn, shared: _Shared, start_ns: int) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio import memcheck
-from aiio.clients import RunAborted, TickFn, run_clients
+from aiio.clients import SYNC_LEAD_NS, RunAborted, TickFn, run_clients
 from aiio.comm import POLL_S, LocalComm, MpiComm, RankLost, world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, Terminated
 from aiio.phases import get_phase
@@ -94,7 +94,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
         got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
-                             on_stage=lambda k: _worker_stage(share, k),
+                             on_stage=lambda k, _start: _worker_stage(share, k),
                              on_terminated=lambda: comm.term_drain_s,
                              rehearsal=phase.rehearsal(share.args))
         results = {share.first + i: r for i, r in enumerate(got)}
@@ -135,18 +135,23 @@ def _worker_ready(share: Share) -> None:
     comm.barrier()
 
 
-def _worker_stage(share: Share, stage: int) -> None:
-    """Every local client reached sync number `stage`: tell rank 0, wait for its go. The
-    hosts start the stage within rank 0's message latency plus a 1 ms poll of each other."""
+def _worker_stage(share: Share, stage: int) -> int:
+    """Every local client reached sync number `stage`: tell rank 0, wait for its go; returns
+    the stage's instant on the hosts' common timeline (rank 0's). The hosts start the stage
+    within rank 0's message latency plus a 1 ms poll of each other."""
     comm = world()
     comm.to_root("stage", (share.run, stage))
     while True:
         msg = comm.from_root()
         if msg is not None and msg[1] == share.run:
             if msg[0] == "stage" and msg[2] == stage:
-                return
+                return int(msg[3])
             if msg[0] == "stop":
                 raise RunAborted(msg[2], {}, RunInterrupted if msg[3] else RunFailed)
+            if msg[0] == "done":  # rank 0's clients ended: none of them comes to this stage
+                raise RunAborted(f"its clients wait at barrier {stage} of the run, which the "
+                                 f"clients of {comm.where(0)} ended before reaching", {},
+                                 RunFailed)
         time.sleep(0.001)
 
 
@@ -209,14 +214,28 @@ class _Live:
         except RankLost as exc:
             raise RunAborted(str(exc), {}, RunFailed) from None
 
-    def wait_stage(self, stage: int) -> None:
+    def wait_stage(self, stage: int, start_ns: int) -> int:
         """Rank 0's clients reached sync number `stage`: wait for every host that has clients,
-        then release the stage on all of them."""
+        then release the stage on all of them; returns its instant on the hosts' common
+        timeline (ns after the start), which every host's clients judge by."""
         with_clients = [r for r in range(1, self.comm.size) if self.split[r]]
         while any(self.stages[r] < stage for r in with_clients):
             self.poll()
+            self._never_coming(stage, with_clients)
             time.sleep(0.001)
-        self.comm.tell_workers(("stage", self.run, stage, False), with_clients)
+        at_ns = time.monotonic_ns() + SYNC_LEAD_NS - start_ns
+        self.comm.tell_workers(("stage", self.run, stage, at_ns), with_clients)
+        return at_ns
+
+    def _never_coming(self, stage: int, ranks: list[int]) -> None:
+        """A host whose clients all ended short of `stage` never reaches it: fail, naming it,
+        rather than wait for it forever."""
+        replied = self.comm.replied()
+        for r in ranks:
+            if self.stages[r] < stage and r in replied:
+                raise RunAborted(f"{self.comm.where(r)}: its clients ended before barrier "
+                                 f"{stage} of the run, where the clients of "
+                                 f"{self.comm.where(0)} wait", {}, RunFailed)
 
     def tick(self, nbytes: list[int], units: list[int], elapsed: float) -> None:
         """Rank 0's own tick: merge its counters with the hosts' and show all of them."""
@@ -233,7 +252,9 @@ class _Live:
             self.on_tick(list(self.bytes), list(self.units), self.elapsed)
 
     def wait_done(self, t0: float) -> None:
-        """Rank 0's clients are done: keep the live view going until every host replies."""
+        """Rank 0's clients are done: keep the live view going until every host replies. A
+        host whose clients wait at a stage learns that rank 0's never come to it."""
+        self.comm.tell_workers(("done", self.run, "", False))
         while len(self.comm.replied()) < self.comm.size - 1:
             self.poll()
             self.elapsed = time.monotonic() - t0

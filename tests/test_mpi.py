@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,7 +18,7 @@ from aiio.comm import launched_size, version_mismatch
 from aiio.hosts import split_clients
 from aiio.target import Target
 
-from .conftest import REPO, TINY_DATA, call_cli, is_root, saved_results
+from .conftest import REPO, TINY_DATA, call_cli, client_processes, is_root, saved_results
 from .mpi import (
     find_mpiexec,
     kill_all,
@@ -142,6 +143,30 @@ def test_clients_per_host_and_the_launchers_cpu_binding(target, results):
              if h["environment"]["cpu_affinity"] < h["environment"]["cpus"]]
     warned = [w["rank"] for w in res["warnings"] if w["code"] == "rank_cpu_bound"]
     assert warned == [h["rank"] for h in bound]
+
+
+@needs_mpi
+@pytest.mark.parametrize("extra, said", [
+    (0, "(rank 1): its clients ended before barrier 2 of the run, where the clients of host"),
+    (1, "(rank 1): its clients wait at barrier 2 of the run, which the clients of host"),
+])
+def test_hosts_that_disagree_on_the_barriers_end_the_run_naming_the_host(target, results,
+                                                                        extra, said):
+    """Client `extra` meets one barrier more than the other (tests/uneven_phase.py): whichever
+    host waits for the other, the run fails at once naming the host, never hangs."""
+    args = ["run", "--phase", "uneven", "--target", str(target), "--results", str(results),
+            "--clients", "2", "-q", "--no-report"]
+    code = ("import sys\nfrom aiio.phases import REGISTRY\n"
+            "REGISTRY['uneven'] = 'tests.uneven_phase'\n"
+            f"from aiio.cli import main\nmain({args!r})\n")
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "2", sys.executable,
+           "-c", code]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=mpi_env({"AIIO_TEST_EXTRA_BARRIER": str(extra)}))
+    assert done.returncode != 0
+    assert said in done.stderr and "partial result saved" in done.stderr, done.stderr
+    (res,) = saved_results(results)
+    assert res["status"] == "failed" and said in res["error"]
 
 
 @needs_mpi
@@ -291,3 +316,53 @@ def test_synchronous_checkpoints_during_training_across_ranks(target, results):
                 # other host's shards the order holds up to that. Compared exactly, a barrier
                 # opened 0.3 ms "before" the other host's last shard, once in six runs.
                 assert opened >= p["write"]["end_s"] - HOST_START_SKEW_S, (k, c["client"])
+
+
+def _signal_all(procs: list, sig: int) -> None:
+    for p in procs:
+        p.send_signal(sig)
+
+
+def _first_checkpoint(proc: subprocess.Popen, target, timeout: float = 120) -> None:
+    """Wait until the run has written its first checkpoint folder (it has started)."""
+    deadline = time.monotonic() + timeout
+    while not list((target / "aiio" / "checkpoints").glob("*/ckpt-*")):
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended early: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("no checkpoint written")
+        time.sleep(0.05)
+
+
+@needs_mpi
+def test_barrier_released_late_on_one_host_across_the_deadline(target, results):
+    """A synchronous checkpoint's barrier opens before the deadline, and its release reaches
+    the other host only after it (a host paused, as a loaded one may be). Each host used to
+    judge on its own clock whether a barrier was still to meet after the deadline: host 0's
+    clients waited at one that host 1's client never came to, and the run hung."""
+    proc = mpi_start(2, *_run_args(target, results, "--clients", "3", "--duration", "10s",
+                                   "--set", "checkpoint.size=3MiB", "--checkpoint-every",
+                                   "1steps", "-q", "--no-report"))
+    pids = []
+    try:
+        _first_checkpoint(proc, target)
+        started = time.monotonic()  # within a step of the start: a step takes ~10 ms
+        pids = tree_pids(proc)
+        ranks = ranks_of(proc)
+        host0 = client_processes(ranks[0].pid)
+        assert len(host0) == 2
+        _signal_all(host0, signal.SIGSTOP)
+        time.sleep(1.5)  # host 1's client reaches the next barrier; rank 1 awaits its release
+        ranks[1].send_signal(signal.SIGSTOP)
+        _signal_all(host0, signal.SIGCONT)  # host 0 opens that barrier, long before 10 s
+        time.sleep(max(0.0, started + 12 - time.monotonic()))
+        ranks[1].send_signal(signal.SIGCONT)  # rank 1 learns of it after the deadline
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run hung after the deadline")
+    finally:
+        kill_all(pids)
+    assert proc.returncode == 0, err
+    (res,) = saved_results(results)
+    assert res["status"] == "ok" and res["aggregate"]["checkpoint"]["completed"] >= 1

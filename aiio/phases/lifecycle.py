@@ -65,6 +65,10 @@ class Stage:
     def sync(self) -> int | None:
         return self._ctx.sync()
 
+    @property
+    def stage_at_ns(self) -> int:
+        return self._ctx.stage_at_ns
+
     def add_bytes(self, n: int) -> None:
         self._ctx.add_bytes(n)
 

@@ -299,7 +299,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     cpu0 = cpu_seconds()
     loader.start(start_ns)
     if hook is not None:
-        hook.run_ns = start_ns
+        hook.start(start_ns)
     _accelerate(ctx, args, loader, run, totals, hook)
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
@@ -380,8 +380,10 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, run: Window
         loader.permits.release()
         ctx.add_units(1)
         totals.record(batch.epoch, batch.step, *step.spans(), batch.samples, app)
-        if hook is not None:  # a due checkpoint stalls this loop; the loaders keep reading
-            hook.after_step(batch.epoch, batch.step)
+        # A due checkpoint stalls this loop (the loaders keep reading); one whose barrier
+        # opened past the deadline ends it, on every host alike.
+        if hook is not None and hook.after_step(batch.epoch, batch.step):
+            break
 
 
 WAKE = object()  # put in a ready queue when the run stops: wakes the accelerator loop

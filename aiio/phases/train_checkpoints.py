@@ -109,10 +109,21 @@ class TrainCheckpointer:
         self.rounds: list[dict[str, Any]] = []
         self.steps = 0
         self.run_ns = 0
-        self.released_ns: int | None = None  # the last barrier's common release instant
+        # On the hosts' common timeline (ClientContext.stage_at_ns): this run's start, and the
+        # last barrier's release. Each host's own clock put a release that reached one host
+        # late on the other side of the deadline there: its clients and the others' then
+        # disagreed on whether a barrier was still to meet, and one side waited forever.
+        self.run_at_ns = 0
+        self.released_at_ns: int | None = None
 
-    def after_step(self, epoch: int, step: int) -> None:
-        """Called after every computed step; checkpoints when one is due."""
+    def start(self, run_ns: int) -> None:
+        """The run started at `run_ns` (this host's clock); note it on the common timeline."""
+        self.run_ns = run_ns
+        self.run_at_ns = self.ctx.stage_at_ns
+
+    def after_step(self, epoch: int, step: int) -> bool:
+        """Called after every computed step; checkpoints when one is due. True when the
+        accelerator loop must end: its barrier opened at or after the deadline."""
         self.steps += 1
         every = self.plan.every
         if self.plan.every_unit == "steps":
@@ -122,6 +133,16 @@ class TrainCheckpointer:
         # epoch-bound runs stop at the count every client reaches (count 0: duration-bound)
         if due and (self.duration_s or len(self.rounds) < self.plan.count):
             self.checkpoint()
+            return self._past_deadline()
+        return False
+
+    def _past_deadline(self) -> bool:
+        """The last barrier opened at or after a duration-bound run's deadline, as every host
+        sees it (their clocks would not agree at a release that straddles it)."""
+        if not (self.synchronous and self.duration_s) or self.released_at_ns is None:
+            return False
+        # the accelerator's deadline (train._accelerate), placed on the common timeline
+        return self.released_at_ns >= Window(self.run_at_ns).deadline(self.duration_s).at_ns
 
     def checkpoint(self) -> None:
         """Write and fsync this client's shard now; the accelerator waits (the stall): for its
@@ -132,12 +153,11 @@ class TrainCheckpointer:
         fig = self.plan.write_burst(k, self.index, self.writers, t0, self.run_ns)
         t1 = opened = t2 = stall.lap()  # its own shard durable
         if self.synchronous:
-            self.released_ns = self.ctx.sync()
+            released_ns = self._meet()
             t2 = stall.lap()  # the barrier released it
             # The barrier opened (every shard durable) a fixed lead before its common release
             # instant; that lead is the emulator's way to start clients together, not a stall.
-            opened = t2 if self.released_ns is None else \
-                min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
+            opened = t2 if released_ns is None else min(t2, max(t1, released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
             self.plan.retire(k - self.plan.keep, self.index, self.retention)
         t3 = stall.close()
@@ -148,16 +168,24 @@ class TrainCheckpointer:
                             "start_s": (t0 - self.run_ns) / 1e9,
                             "end_s": (t3 - self.run_ns) / 1e9})
 
+    def _meet(self) -> int | None:
+        """Wait at the barrier; its release on this host's clock (None: the run stops)."""
+        released_ns = self.ctx.sync()
+        self.released_at_ns = None if released_ns is None else self.ctx.stage_at_ns
+        return released_ns
+
     def finish(self) -> None:
         """The accelerator loop ended. In a duration-bound synchronous run, a client may be
-        waiting at the barrier of a checkpoint this one will never reach: arrive there once,
-        unless the last barrier already opened at or after the deadline (then every client
-        has left its loop and no checkpoint is pending)."""
+        waiting at the barrier of a checkpoint this one will never reach: arrive at barriers
+        until one opens at or after the deadline (then every client has left its loop and no
+        checkpoint is pending). Every client sees the same barriers on the same timeline, so
+        each arrives as often as the others; one arrival is enough unless the hosts started
+        further apart than a barrier's lead."""
         if not (self.synchronous and self.duration_s):
             return
-        deadline = Window(self.run_ns).deadline(self.duration_s).at_ns  # the accelerator's
-        if self.released_ns is None or self.released_ns < deadline:
-            self.released_ns = self.ctx.sync()
+        while not self._past_deadline():
+            if self._meet() is None:
+                return  # the run is stopping: no barrier opens again
 
     def figures(self, out: dict[str, Any]) -> dict[str, Any]:
         """This client's checkpoint records, and its AU with the stalls counted."""
