@@ -319,14 +319,17 @@ class RunAborted(AiioError):
 def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 tick_s: float = 0.2, *, first: int = 0, total: int | None = None,
                 on_ready: ReadyFn | None = None,
-                on_stage: StageFn | None = None) -> tuple[list[dict], int]:
+                on_stage: StageFn | None = None,
+                on_terminated: Callable[[], float] | None = None) -> tuple[list[dict], int]:
     """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
     every local client is ready, before the start instant is fixed) waits for the other
     hosts, and `on_stage(k)` (called once every local client has reached its k-th `sync`)
-    waits for every host's clients to reach it. Raises RunAborted (cause RunFailed,
-    RunInterrupted or Terminated) carrying the partial results, keyed by local slot.
+    waits for every host's clients to reach it; after the MPI launcher's SIGTERM,
+    `on_terminated()` says how long the clients may take to send their figures. Raises
+    RunAborted (cause RunFailed, RunInterrupted or Terminated) carrying the partial results,
+    keyed by local slot.
     """
     procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
@@ -349,11 +352,9 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         _stop_and_drain(procs, shared, results, errors)
         raise RunAborted(str(exc), results, Terminated) from None
     except Terminated as exc:
-        # The launcher's SIGKILL may follow within a fraction of a second, and it signals the
-        # clients too: keep what arrived and leave at once, so the partial result gets saved.
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        # The launcher's SIGKILL follows after a grace: the clients get the part of it that
+        # on_terminated gives them to send what they measured, the rest is left to save.
+        _stop_and_drain(procs, shared, results, errors, on_terminated() if on_terminated else 0)
         raise RunAborted(str(exc), results, Terminated) from None
     except KeyboardInterrupt:
         _stop_and_drain(procs, shared, results, errors)
@@ -372,11 +373,12 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
 
 
 def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
-                    errors: dict[int, dict]) -> None:
-    """Tell every client to stop (waking those still at the gate) and keep what they send."""
+                    errors: dict[int, dict], timeout_s: float = 10.0) -> None:
+    """Tell every client to stop (waking those still at the gate) and keep what they send
+    within timeout_s."""
     shared.halt()
     shared.open_gate()
-    _drain(procs, shared, results, errors, timeout_s=10.0)
+    _drain(procs, shared, results, errors, timeout_s)
 
 
 def _start_all(procs: list) -> None:

@@ -32,6 +32,10 @@ RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_P
              "PMIX_RANK")
 HEARTBEAT_S = 1.0
 SILENCE_S = 30.0     # a rank not heard from for this long is lost (AIIO_MPI_SILENCE_S overrides)
+# After the launcher's SIGTERM, how long a rank's clients get to send what they measured
+# (AIIO_TERM_DRAIN_S overrides): Open MPI 4.1 sends SIGKILL 1 s after a Ctrl-C's SIGTERM (250 ms
+# after a rank died), Slurm after KillWait (30 s); the run still has to be saved after it.
+TERM_DRAIN_S = 0.5
 POLL_S = 0.002
 TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT = 11, 12, 13, 14
 
@@ -59,11 +63,14 @@ def launched_rank(env: dict[str, str] | None = None) -> int:
     return 0
 
 
-def _mpi_silence_s() -> float:
+def _seconds_from_env(name: str, default: float) -> float:
     try:
-        return float(os.environ.get("AIIO_MPI_SILENCE_S", SILENCE_S))
+        value = float(os.environ.get(name, default))
     except ValueError:
-        raise ConfigError("AIIO_MPI_SILENCE_S must be a number of seconds") from None
+        raise ConfigError(f"{name} must be a number of seconds") from None
+    if not value >= 0:  # also NaN
+        raise ConfigError(f"{name} must be a number of seconds, 0 or more")
+    return value
 
 
 class LocalComm(ThisHost):
@@ -149,7 +156,9 @@ class MpiComm:
         self.size = self.comm.Get_size()
         self.host = socket.gethostname()
         self.pid = os.getpid()
-        self.silence_s = _mpi_silence_s()
+        self.silence_s = _seconds_from_env("AIIO_MPI_SILENCE_S", SILENCE_S)
+        self.term_drain_s = _seconds_from_env("AIIO_TERM_DRAIN_S", TERM_DRAIN_S)
+        self.terminated_at: float | None = None  # when the launcher's SIGTERM came (monotonic)
         self._pending: list[Any] = []
         self._seen = [time.monotonic()] * self.size
         self.lost: set[int] = set()
@@ -216,6 +225,7 @@ class MpiComm:
         # within a fraction of a second) or when the job is cancelled: say so to rank 0 at
         # once, then unwind so rank 0 can save what it has.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.terminated_at = time.monotonic()
         if os.getpid() != self.pid:  # a forked client or generator: just end, as by default
             os.kill(os.getpid(), signal.SIGTERM)
             return
@@ -336,6 +346,9 @@ class MpiComm:
             if msg[0] == "quit":
                 return int(msg[1])
             self._run_call(msg[1], msg[2])
+            if self.terminated_at is not None:  # the launcher is ending the job: once the
+                self._flush(1.0)  # partial reply is out, leave rather than wait for rank 0
+                return 1
 
     def _run_call(self, fn: CallFn, args: Any) -> None:
         last = [0.0]

@@ -4,9 +4,9 @@ The one measurement seam. Every read, write and metadata call (open, create, sta
 unlink, mkdir, fsync, folder fsync) is timed here on the monotonic clock; its latency and its
 completion time and byte count go to the calling thread's `OpLog`, which the client merges
 into mergeable histograms and per-interval byte series. Bytes are what the system calls
-returned, never a nominal size. Phases never read a clock to time a call: they call the
-metadata functions below, or time anything else (an object-storage request) with
-`OpLog.timed`; `now_ns` is the same clock for the edges of their windows and their deadlines.
+returned, never a nominal size. Phases never read a clock: they call the metadata functions
+below, or time anything else (an object-storage request) with `OpLog.timed`; `aiio.timing`
+takes the edges of their windows, their deadlines and the accelerator's steps on `now_ns`.
 
 The null method (`METHOD_NULL`) does all of this bookkeeping but replaces each read and write
 system call by a function that returns the length asked for, so aiio's own cost per operation

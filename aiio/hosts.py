@@ -32,6 +32,7 @@ from aiio.target import Target, TargetInfo, probe
 
 STOP_DRAIN_S = 20.0   # how long rank 0 waits for the other hosts' partial results
 TERM_WAIT_S = 0.05    # after SIGTERM: time for the live ranks to say so (SIGKILL is close)
+TERM_SEND_S = 0.1     # after the ranks' drain (comm.TERM_DRAIN_S): time for their replies
 WORKER_TICK_S = 0.25
 _RUNS = itertools.count(1)
 
@@ -93,7 +94,8 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
         got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
-                             on_stage=lambda k: _worker_stage(share, k))
+                             on_stage=lambda k: _worker_stage(share, k),
+                             on_terminated=lambda: comm.term_drain_s)
         results = {share.first + i: r for i, r in enumerate(got)}
         entry.update(status="ok", error=None)
     except RunAborted as exc:
@@ -259,7 +261,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
     try:
         got, start_ns = run_clients(split[0], phase.client, args, live.tick, tick_s,
                                     total=total, on_ready=live.wait_ready,
-                                    on_stage=live.wait_stage)
+                                    on_stage=live.wait_stage,
+                                    on_terminated=lambda: _drain_after_sigterm(comm))
         local = dict(enumerate(got))
         live.wait_done(time.monotonic() - live.elapsed)
     except RunAborted as exc:
@@ -320,11 +323,11 @@ def _drain_workers(live: _Live) -> None:
         time.sleep(POLL_S)
 
 
-def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
-    """The launcher is ending the job: a rank that does not say it got SIGTERM too has
-    probably died first. Time is short (SIGKILL follows), so wait only briefly."""
+def _silent_after_sigterm(comm: MpiComm) -> set[int]:
+    """The ranks that do not say they got the launcher's SIGTERM too within TERM_WAIT_S:
+    such a rank has probably died first. Time is short (SIGKILL follows)."""
     deadline = time.monotonic() + TERM_WAIT_S
-    silent = set(range(1, comm.size))
+    silent = set(range(1, comm.size)) - set(comm.replied())
     while silent and time.monotonic() < deadline:
         try:
             comm.poll_workers()
@@ -332,12 +335,45 @@ def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
             pass
         silent -= set(comm.replied())
         time.sleep(POLL_S)
+    return silent
+
+
+def _drain_after_sigterm(comm: MpiComm) -> float:
+    """How long rank 0's clients get to send their figures after the SIGTERM: none when a rank
+    died (the launcher then sends SIGKILL within 250 ms: saving comes first)."""
+    return 0.0 if _silent_after_sigterm(comm) else comm.term_drain_s
+
+
+def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
+    """The launcher is ending the job: the message, after taking the partial figures the
+    other ranks send in time, unless one of them probably died."""
+    silent = _silent_after_sigterm(comm)
+    if not silent:
+        _wait_partial_replies(comm)
     base = "the MPI launcher ended the run (SIGTERM)"
     if not silent:
         return f"{base}: the job was cancelled or interrupted", RunInterrupted
     names = ", ".join(comm.where(r) for r in sorted(silent))
     return (f"{base} after {names} stopped without a word: it probably died (the launcher's "
             "own message names the rank that ended)", RunFailed)
+
+
+def _wait_partial_replies(comm: MpiComm) -> None:
+    """After SIGTERM every rank gives its clients comm.term_drain_s to send their figures,
+    then replies with them: take the replies that come within that time (and a little)."""
+    if comm.terminated_at is None or comm.term_drain_s <= 0:
+        return
+    deadline = comm.terminated_at + comm.term_drain_s + TERM_SEND_S
+    while time.monotonic() < deadline:
+        try:
+            comm.poll_workers()
+        except RankLost:
+            pass
+        waiting = [r for r in range(1, comm.size)
+                   if comm.replied().get(r, ("",))[0] != "reply" and r not in comm.lost]
+        if not waiting:
+            return
+        time.sleep(POLL_S)
 
 
 def host_figures(entries: list[dict], clients: list[dict], split: list[int],

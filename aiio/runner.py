@@ -84,6 +84,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         if not on_s3:
             target.pin()  # from here to the end the run holds the directory it started on
             check_shared(target, world())
+            for line in target.remove_leftovers():  # before the space checks: it frees space
+                ui.note(line)
         args = phase.prepare(rc)
         out["method"] = getattr(args, "method", method)
         out["workload"] = rc.workload.to_dict()

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import psutil
 
-from aiio import __version__
+from aiio import __version__, owner
 from aiio.errors import SpaceError, TargetError
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
 
 OWN_DIR = "aiio"
 MARKER = ".aiio-owned"
+RUN_MARK = ".aiio-run"  # in a run's scratch folder: which process writes it (aiio.owner)
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph", "fuse.glusterfs",
               "glusterfs", "9p", "fuse.sshfs", "wekafs", "fuse.weka", "pvfs2", "orangefs"}
@@ -158,6 +159,30 @@ class Target:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    # --- a run's scratch folders ------------------------------------------------------
+    def make_run_folder(self, path: Path) -> None:
+        """Create a run's scratch folder, marked with the process that writes it: a run killed
+        outright cannot remove its files, and the mark lets a later run tell they are left."""
+        path.mkdir(parents=True)
+        (path / RUN_MARK).write_text(json.dumps(owner.mark()) + "\n")
+
+    def remove_leftovers(self) -> list[str]:
+        """Remove the scratch folders (TARGET/aiio/<kind>/<run>) of runs that are certainly
+        gone; one line per folder. A folder whose writer may live (on this host, or on any
+        other) or that has no readable mark is kept."""
+        said = []
+        for kind in _subfolders(self.root):
+            for run in _subfolders(kind):
+                why = owner.gone(_read_mark(run / RUN_MARK))
+                if why is None:
+                    continue
+                size = tree_bytes(run)
+                self.remove(run)
+                said.append(f"removed {run} ({format_size(size)}), left by a run that could "
+                            f"not clean up: {why}")
+            self.remove_if_empty(kind)
+        return said
+
     # --- space -------------------------------------------------------------------------
     def free_bytes(self) -> int:
         st = os.statvfs(self.path)
@@ -184,6 +209,23 @@ class Target:
         freed = tree_bytes(self.root)
         remove_tree(self.root, self.root)
         return freed
+
+
+def _subfolders(path: Path) -> list[Path]:
+    """The real folders in path (never through a symlink); none when path is not one."""
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+
+
+def _read_mark(path: Path) -> dict | None:
+    """A run folder's mark, or None when it has none or it cannot be read."""
+    try:
+        mark = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return mark if isinstance(mark, dict) else None
 
 
 def _dev(dev: int) -> str:

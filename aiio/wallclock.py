@@ -11,6 +11,11 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def now_stamp() -> str:
+    """This instant in local time as a folder name's stamp, e.g. 20261130-230500."""
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
 def now_unix() -> float:
     """This instant as Unix time: orders saved results (never a duration)."""
     return time.time()

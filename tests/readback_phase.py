@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks, engine
+from aiio import blocks
 from aiio.clients import ClientContext
 from aiio.engine import OpLog, Reader, Writer
 from aiio.phases.base import (
@@ -16,10 +16,10 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
+from aiio.timing import Window, cpu_seconds
 from aiio.units import KiB, MiB
 
 FILE_SIZE = 2 * MiB
@@ -53,15 +53,15 @@ class ReadbackPhase(Phase):
         a: ReadbackArgs = ctx.args
         reader = Reader(a.method, TRANSFER, OpLog(0), ctx.add_bytes)
         try:
-            start_ns = ctx.ready_and_wait()
+            run = Window(ctx.ready_and_wait())  # from the clients' common start
             cpu0 = cpu_seconds()
-            reader.log = OpLog(start_ns)
+            reader.log = OpLog(run.start_ns)
             reader.read_file(a.path(ctx.index))
-            end_ns = engine.now_ns()  # the engine's clock, as every phase's window ends
+            run.close()  # on the engine's clock, as every phase's window
         finally:
             reader.close()
         return {**client_identity(ctx.index), "cpu_s": cpu_seconds() - cpu0,
-                **client_io_figures([reader.log], start_ns, end_ns, main_op="read")}
+                **client_io_figures([reader.log], run.start_ns, run.end_ns, main_op="read")}
 
     def summarize(self, rc: RunContext, args: ReadbackArgs, clients: list[dict]) -> dict:
         return io_aggregate(clients)

@@ -14,9 +14,9 @@ from aiio import engine
 from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, merge_logs
 
 PACKAGE = Path(aiio.__file__).parent
-CLOCKS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time", "time_ns",
-          "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime",
-          "clock_gettime_ns"}
+# The one use of the time module that reads no clock: sleeping (emulated compute, a transform).
+# Everything else in it reads one, the wall clock's labels (strftime, localtime) included.
+TIME_UNCLOCKED = {"sleep"}
 # Modules that measure: every phase, and object storage's phases and its request layer; and
 # the example phase built outside the package, which a new phase is copied from.
 EXAMPLE_PHASE = Path(__file__).parent / "readback_phase.py"
@@ -29,16 +29,35 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(PACKAGE if path.is_relative_to(PACKAGE) else PACKAGE.parent))
 
 
+def _module_attr(node: ast.AST, module: str) -> str | None:
+    """The attribute `node` reads of `module` (`time.monotonic` -> "monotonic"), or None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == module:
+        return node.attr
+    return None
+
+
 def _clock_reads(tree: ast.AST) -> list[str]:
-    """`time.<clock>` references and `from time import <clock>` in one module."""
+    """Clock reads in one module: the time module's clocks and wall-clock labels (anything but
+    sleep, by attribute or import), the CPU clock (`os.times`), and any use of the engine's
+    clock (`now_ns`, by any path or import)."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in CLOCKS \
-                and isinstance(node.value, ast.Name) and node.value.id == "time":
-            found.append(f"line {node.lineno}: time.{node.attr}")
-        if isinstance(node, ast.ImportFrom) and node.module == "time":
-            found += [f"line {node.lineno}: from time import {a.name}" for a in node.names
-                      if a.name in CLOCKS]
+        if isinstance(node, ast.Attribute) and node.attr == "now_ns" \
+                or isinstance(node, ast.Name) and node.id == "now_ns":
+            found.append(f"line {node.lineno}: now_ns")
+        if isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno}: import of now_ns" for a in node.names
+                      if a.name == "now_ns"]
+        if (attr := _module_attr(node, "time")) is not None and attr not in TIME_UNCLOCKED:
+            found.append(f"line {node.lineno}: time.{attr}")
+        if _module_attr(node, "os") == "times":
+            found.append(f"line {node.lineno}: os.times")
+        if isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno}: from {node.module} import {a.name}"
+                      for a in node.names
+                      if node.module == "time" and a.name not in TIME_UNCLOCKED
+                      or node.module == "os" and a.name == "times"]
     return found
 
 
@@ -46,13 +65,26 @@ def _clock_reads(tree: ast.AST) -> list[str]:
                          ids=_rel)
 def test_measuring_modules_never_read_a_clock(path: Path) -> None:
     """Calls are timed by the engine (its metadata functions, Reader, Writer, OpLog.timed);
-    window edges and deadlines come from engine.now_ns, the same clock."""
+    window edges, deadlines and the accelerator's steps by aiio.timing, on the same clock."""
     assert _clock_reads(ast.parse(path.read_text())) == []
 
 
 def test_the_guard_sees_a_clock_read() -> None:
     code = "import time\nfrom time import perf_counter\nt0 = time.monotonic_ns()\n"
     assert len(_clock_reads(ast.parse(code))) == 2
+
+
+def test_the_guard_sees_the_cpu_clock_and_wall_clock_labels_but_not_a_sleep() -> None:
+    code = ("import os, time\nfrom time import sleep\nfrom os import times\n"
+            "stamp = time.strftime('%Y')\ncpu = os.times()\ntime.sleep(0.1)\n")
+    assert _clock_reads(ast.parse(code)) == ["line 3: from os import times",
+                                             "line 4: time.strftime", "line 5: os.times"]
+
+
+def test_the_guard_sees_the_engine_clock_by_any_path() -> None:
+    code = ("from aiio import engine\nfrom aiio.engine import OpLog, now_ns\n"
+            "t0 = engine.now_ns()\nt1 = now_ns()\nnow = engine.now_ns\n")
+    assert len(_clock_reads(ast.parse(code))) == 4
 
 
 def _oplog_private() -> set[str]:

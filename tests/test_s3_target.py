@@ -3,6 +3,9 @@ exactly aiio's prefix, and one line with exit code 2 for each kind of bad input.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from aiio.s3.localserver import free_ports
@@ -106,7 +109,8 @@ def test_two_test_servers_run_side_by_side(s3_server):
     """Every port of the test server is free-picked: a second one (another test run, the
     bench) starts beside the session's without colliding on a default port. Stopping it does
     not wait for weed's own shutdown, which does not finish (its parts keep retrying the filer
-    that already went): a 15 s grace before the kill cost the suite 15 s per server."""
+    that already went): a 15 s grace before the kill cost the suite 15 s per server. The kill
+    left weed's four gRPC sockets in the temp folder, every time: 768 after a day of runs."""
     import time
 
     from aiio.s3.localserver import SeaweedServer
@@ -120,6 +124,13 @@ def test_two_test_servers_run_side_by_side(s3_server):
         other.stop()
         took = time.monotonic() - t0
     assert other.proc.poll() is not None and not other.dir.exists()
+    # weed's gRPC sockets are named by port in the temp folder; a killed weed leaves them
+    args = other.proc.args
+    ports = [args[i + 1] for i, a in enumerate(args) if a.endswith(".port.grpc")]
+    assert len(ports) == 4
+    tmp = Path(tempfile.gettempdir())
+    left = [p for port in ports for p in tmp.glob(f"seaweedfs-*-{port}.sock")]
+    assert not left, left
     # the suite's own cost, not a figure aiio measures: far under the old 15 s, even loaded
     assert took < 5, f"stop took {took:.1f} s"
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from aiio.clients import ClientContext, _Shared
 from aiio.phases import train
+from aiio.timing import NEVER, Deadline
 
 
 class CountingQueue(queue.Queue):
@@ -38,7 +39,7 @@ def test_a_slow_batch_is_one_wake_up():
     loader, ctx = _loader_and_ctx()
     timer = threading.Timer(1.0, loader.ready.put, args=[("batch", 1)])
     timer.start()
-    assert train._next_ready(loader, ctx, None) == ("batch", 1)
+    assert train._next_ready(loader, ctx, NEVER) == ("batch", 1)
     assert loader.ready.gets == 1
 
 
@@ -46,15 +47,15 @@ def test_a_stop_wakes_the_waiting_loop():
     loader, ctx = _loader_and_ctx()
     train.wake_on_stop(ctx, loader.ready)
     threading.Timer(0.5, ctx.stop.set).start()
-    assert train._next_ready(loader, ctx, None) is None
+    assert train._next_ready(loader, ctx, NEVER) is None
     assert loader.ready.gets == 1
 
 
 def test_the_deadline_ends_the_wait():
     loader, ctx = _loader_and_ctx()
-    deadline = time.monotonic_ns() + 300_000_000
+    deadline = Deadline(time.monotonic_ns() + 300_000_000)
     assert train._next_ready(loader, ctx, deadline) is None
-    assert loader.ready.gets == 1 and time.monotonic_ns() >= deadline
+    assert loader.ready.gets == 1 and time.monotonic_ns() >= deadline.at_ns
 
 
 def _wait_then_exit(shared) -> None:

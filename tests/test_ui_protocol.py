@@ -27,3 +27,24 @@ def test_quiet_ui_accepts_a_whole_run_and_shows_nothing(capsys):
     ui.tick([1, 2], [1, 1], 0.5)
     ui.stop()
     assert capsys.readouterr() == ("", "")
+
+
+def test_the_bar_ends_on_the_runs_mean_rate_not_on_its_idle_last_tick():
+    """The bar showed the rate since the tick before: the last tick comes after every client
+    is done, so a run of 188 MiB/s ended its bar on "0.0 MiB/s" above its summary."""
+    import io
+
+    from rich.console import Console
+
+    from aiio.units import MiB
+
+    ui = RichUI()
+    out = io.StringIO()
+    ui.console = Console(file=out, width=100, force_terminal=False)
+    ui.start("train demo", 10, 2)
+    ui.tick([50 * MiB, 0], [5, 0], 0.5)
+    ui.tick([50 * MiB, 50 * MiB], [5, 5], 1.0)
+    ui.tick([50 * MiB, 50 * MiB], [5, 5], 1.25)  # the clients are done: nothing moved
+    ui.stop()
+    last = out.getvalue().strip().splitlines()[-1]
+    assert "80.0 MiB/s" in last and "0.0 MiB/s" not in last.replace("80.0", ""), last

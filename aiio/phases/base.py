@@ -184,11 +184,6 @@ def client_identity(index: int) -> dict[str, Any]:
     return {"client": index, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-def cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
     """Aggregates over every client: first done, last done, spread, fairness, latency."""
     series = [ByteSeries.from_dict(c[f"{prefix}series"]) for c in clients]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiio import engine, honesty
+from aiio import honesty
 from aiio.clients import ClientContext
 from aiio.engine import OpLog
 from aiio.options import RunOptions
@@ -20,10 +20,10 @@ from aiio.phases.base import (
     RunContext,
     burst_sections,
     client_identity,
-    cpu_seconds,
 )
 from aiio.phases.shards import CheckpointPlan
 from aiio.result import Where
+from aiio.timing import Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -36,18 +36,18 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     retention = OpLog(0)
     rounds: list[dict[str, Any]] = []
     try:
-        run_ns = ctx.ready_and_wait()
+        run = Window(ctx.ready_and_wait())
         cpu0 = cpu_seconds()
         for k in range(plan.count):
-            if not _one_round(ctx, plan, k, writers, readers, run_ns, rounds):
+            if not _one_round(ctx, plan, k, writers, readers, run.start_ns, rounds):
                 break
             if k >= plan.keep:
                 shards.retire(plan, k - plan.keep, ctx.index, retention)
-        end_ns = engine.now_ns()
+        run.close()
     finally:
         for io in writers + readers:
             io.close()
-    return client_result(ctx.index, run_ns, end_ns, cpu0, rounds,
+    return client_result(ctx.index, run.start_ns, run.end_ns, cpu0, rounds,
                          retention, "unlink")
 
 

@@ -27,12 +27,12 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
 )
 from aiio.phases.rundata import remove_run_folder, split_sizes, verify_summary
-from aiio.phases.threads import PolledStop, run_parallel
+from aiio.phases.threads import run_parallel
 from aiio.target import remove_tree
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -143,7 +143,7 @@ def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None
                 rc.progress("writing model weights", done[0], len(names))
 
     try:
-        run_parallel(range(len(names)), writers, work, engine.now_ns())
+        run_parallel(range(len(names)), writers, work)
     finally:
         for wr in writers:
             wr.close()
@@ -179,18 +179,18 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         delay = ctx.index * a.stagger_s
         if delay > 0:
             ctx.stop.wait(delay)
-        own_ns = engine.now_ns()
+        own = Window()  # this replica's own (staggered) start
         logs = run_parallel(range(len(a.names)), readers, work, start_ns)
-        end_ns = engine.now_ns()
+        own.close()
     finally:
         for rd in readers:
             rd.close()
     out = client_identity(ctx.index)
-    out.update(client_io_figures(logs, start_ns, end_ns, main_op="read"))
-    load_s = (end_ns - own_ns) / 1e9
+    out.update(client_io_figures(logs, start_ns, own.end_ns, main_op="read"))
+    load_s = own.elapsed_s
     # elapsed_s (and the series) count from the common start, so first/last done line up;
     # load_s and mib_s count from this replica's own (staggered) start.
-    out.update(start_s=(own_ns - start_ns) / 1e9, load_s=load_s,
+    out.update(start_s=(own.start_ns - start_ns) / 1e9, load_s=load_s,
                mib_s=mib_per_s(out["bytes"], load_s), cpu_s=cpu_seconds() - cpu0)
     if a.checksum:
         merged = blocks.Verifier()

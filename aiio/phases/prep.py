@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiio import blocks, engine, stats
@@ -29,16 +30,16 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     ensure_dataset,
     io_aggregate,
     read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.phases.threads import PolledStop, run_parallel
+from aiio.phases.threads import run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
 from aiio.result import Where, dig
 from aiio.stats import Histogram
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -194,7 +195,8 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
     workers = [make_worker(a, ctx, i) for i in range(a.threads)]
     cleanup = OpLog(0)
     try:
-        start_ns = ctx.ready_and_wait()
+        run = Window(ctx.ready_and_wait())
+        start_ns = run.start_ns
         cpu0 = cpu_seconds()
         for wk in workers:
             wk.reset(start_ns)
@@ -205,7 +207,7 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
             wk.shards.flush()
         for wk in workers:  # staging done: the processed shards are removed
             remove(wk.shards.paths, cleanup)
-        end_ns = engine.now_ns()
+        end_ns = run.close()
     finally:
         for wk in workers:
             wk.close()
@@ -294,8 +296,9 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
     if rc.options.space_check:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
+    rc.target.make_run_folder(Path(folder))  # after the checks: none left over
     for c in range(rc.clients):
-        os.makedirs(os.path.join(folder, f"client{c:05d}"))  # after the checks: none left over
+        os.mkdir(os.path.join(folder, f"client{c:05d}"))
     return PrepArgs(data, folder, rc.method, p.threads, p.transfer_size, p.passes,
                     p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
 

@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,13 @@ from aiio.phases.base import (
     RunContext,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     io_aggregate,
     read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import PolledStop, run_parallel
 from aiio.result import Where
+from aiio.timing import Deadline, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 
 BATCH = 1024  # random choices drawn at once
@@ -75,7 +76,7 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
-    os.makedirs(folder)
+    rc.target.make_run_folder(Path(folder))
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
                    p.duration, w.run.seed, rc.options.verify, p.iodepth)
     writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,
@@ -84,7 +85,7 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")
     try:
         run_parallel(range(rc.clients), writers,
-                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)), engine.now_ns())
+                     lambda wr, c: wr.write_file(a.path(c), size, a.tag(c)))
     except BaseException:  # cleanup never sees args that prepare did not return
         remove_run_folder(rc, folder)
         raise
@@ -115,13 +116,13 @@ class _Mixer:
         nblocks = a.file_size // a.block_size
         self.mine = (nblocks - thread + threads - 1) // threads  # blocks b with b % threads == t
 
-    def run(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
+    def run(self, fd: int, deadline: Deadline, stop: Any, counter: Any) -> None:
         if self.a.iodepth > 1:
-            return self._run_depth(fd, deadline_ns, stop, counter)
+            return self._run_depth(fd, deadline, stop, counter)
         a, read, write, path, tag = (self.a, self.reader.read_block, self.writer.write_range,
                                      self.path, self.tag)
-        bs, now = a.block_size, engine.now_ns
-        while now() < deadline_ns and not stop.is_set():
+        bs, passed = a.block_size, deadline.passed
+        while not passed() and not stop.is_set():
             reads = self.rng.random(BATCH) < a.read_share
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
             done = 0
@@ -135,12 +136,12 @@ class _Mixer:
                     else:
                         write(fd, path, off, bs, tag)
                     done += bs
-                    if now() >= deadline_ns:
+                    if passed():
                         return
             finally:  # live progress once per batch: a store to the shared counter costs
                 counter(done)  # about 0.2 us, per I/O a tenth of a 4 KiB read on tmpfs
 
-    def _run_depth(self, fd: int, deadline_ns: int, stop: Any, counter: Any) -> None:
+    def _run_depth(self, fd: int, deadline: Deadline, stop: Any, counter: Any) -> None:
         """Reads only, `iodepth` in flight: batches of random blocks until the deadline."""
         reader, a = self.reader, self.a
         # the client's stop is a multiprocessing Event: its is_set() takes a lock shared by
@@ -149,7 +150,7 @@ class _Mixer:
         while not (reader.expired or stop.is_set()):
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread)
             try:
-                counter(reader.read_blocks(fd, (offs * a.block_size).tolist(), deadline_ns))
+                counter(reader.read_blocks(fd, (offs * a.block_size).tolist(), deadline.at_ns))
             except depth.ReadFailed as exc:
                 raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
@@ -168,9 +169,10 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     mixers = [_Mixer(a, ctx.index, t, a.threads) for t in range(a.threads)]
     errors: list[BaseException] = []
     try:
-        start_ns = ctx.ready_and_wait()
+        run = Window(ctx.ready_and_wait())
+        start_ns = run.start_ns
         cpu0 = cpu_seconds()
-        deadline = start_ns + int(a.duration_s * 1e9)
+        deadline = run.deadline(a.duration_s)
         for m in mixers:
             m.reader.log, m.writer.log = OpLog(start_ns), OpLog(start_ns)
         threads = [threading.Thread(target=_guard, args=(m, fd, deadline, ctx, errors))
@@ -179,7 +181,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
             th.start()
         for th in threads:
             th.join()
-        end_ns = engine.now_ns()
+        end_ns = run.close()
         if errors:
             raise errors[0]
         fsync_log = OpLog(start_ns)
@@ -191,7 +193,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     return _client_figures(ctx, a, mixers, fsync_log, start_ns, end_ns, cpu0)
 
 
-def _guard(m: _Mixer, fd: int, deadline: int, ctx: ClientContext,
+def _guard(m: _Mixer, fd: int, deadline: Deadline, ctx: ClientContext,
            errors: list[BaseException]) -> None:
     try:
         m.run(fd, deadline, ctx.stop, ctx.add_bytes)

@@ -6,19 +6,19 @@ summary over its clients.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 from aiio import blocks
 from aiio.phases.base import RunContext
+from aiio.wallclock import now_stamp
 
 ALIGN = 4096
 
 
 def new_run_tag() -> str:
     """A folder name unique to this run: time and the parent's pid."""
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    return f"{now_stamp()}-{os.getpid()}"
 
 
 def remove_run_folder(rc: RunContext, folder: str | None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from aiio import blocks, engine, stats
@@ -21,8 +22,9 @@ from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import RunContext, client_io_figures, io_aggregate
 from aiio.phases.rundata import split_sizes
-from aiio.phases.threads import PolledStop, run_parallel
+from aiio.phases.threads import run_parallel
 from aiio.stats import Histogram
+from aiio.timing import PolledStop, Window
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -133,7 +135,7 @@ def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
     if rc.options.space_check:
         rc.target.require_space(plan.total_bytes * copies,
                                 f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
-    os.makedirs(plan.folder)
+    rc.target.make_run_folder(Path(plan.folder))
 
 
 # --- the client side -----------------------------------------------------------------------
@@ -165,6 +167,7 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
                 burst_ns: int, run_ns: int) -> dict[str, Any]:
     """Write and fsync every file of this client's shard of checkpoint k, then fsync the
     folders that name them; the burst ends when all of that has returned (persisted)."""
+    burst = Window(burst_ns)  # from the common release of checkpoint k
     folder = os.path.join(plan.folder, f"ckpt-{k}")
     meta = OpLog(burst_ns)  # the folder's mkdir: inside the burst, so timed with it
     engine.makedirs(meta, folder)
@@ -181,7 +184,7 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
     # entry in the run's folder (it may be new in this burst).
     writers[0].fsync_dir(folder)
     writers[0].fsync_dir(plan.folder)
-    fig = burst_figures([*logs, meta], burst_ns, engine.now_ns(), run_ns, "write", len(items))
+    fig = burst_figures([*logs, meta], burst_ns, burst.close(), run_ns, "write", len(items))
     fig["durable"] = sorted(durable)
     return fig
 
@@ -189,6 +192,7 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
 def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
                burst_ns: int, run_ns: int) -> dict[str, Any]:
     """Read back every byte of this client's shard of checkpoint k (cache defeated)."""
+    burst = Window(burst_ns)
     items = list(enumerate(plan.sizes(client)))
     checkers = {id(rd): blocks.Verifier() for rd in readers}
 
@@ -206,7 +210,7 @@ def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
             raise RunFailed(f"restore read {got} of the {size} bytes of {path}")
 
     logs = run_parallel(items, readers, work, burst_ns)
-    fig = burst_figures(logs, burst_ns, engine.now_ns(), run_ns, "read", len(items))
+    fig = burst_figures(logs, burst_ns, burst.close(), run_ns, "read", len(items))
     if plan.checksum:
         merged = blocks.Verifier()
         for v in checkers.values():

@@ -6,37 +6,21 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aiio.engine import OpLog, now_ns
+from aiio.engine import OpLog
+from aiio.timing import Window
 
 _DONE = object()
 
 
-class PolledStop:
-    """A client's stop event, looked at no more than every `every_s`: a multiprocessing
-    Event's is_set() takes a lock shared by every client process, too dear for every call."""
-
-    def __init__(self, event: Any, every_s: float = 0.02) -> None:
-        self.event, self.every_s = event, every_s
-        self.every_ns = int(every_s * 1e9)
-        self.next = 0
-        self.flag = False
-
-    def is_set(self) -> bool:
-        if not self.flag:
-            now = now_ns()
-            if now >= self.next:
-                self.next = now + self.every_ns
-                self.flag = self.event.is_set()
-        return self.flag
-
-
 def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],
-                 start_ns: int) -> list[OpLog]:
+                 start_ns: int | None = None) -> list[OpLog]:
     """Hand items to the workers (Readers or Writers, one thread each) as they free up.
 
-    Every worker gets a fresh OpLog whose clock starts at start_ns; the logs are returned.
-    The first error in any thread stops the others and is raised here.
+    Every worker gets a fresh OpLog whose clock starts at start_ns (None: now, for the files a
+    phase writes before it measures); the logs are returned. The first error in any thread
+    stops the others and is raised here.
     """
+    start_ns = Window(start_ns).start_ns
     for w in workers:
         w.log = OpLog(start_ns)
     source = iter(items)

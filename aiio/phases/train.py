@@ -11,7 +11,6 @@ from __future__ import annotations
 import mmap
 import queue
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +39,13 @@ from aiio.phases.base import (
     burst_sections,
     client_identity,
     client_io_figures,
-    cpu_seconds,
     ensure_dataset,
     io_aggregate,
 )
 from aiio.phases.train_steps import StepTotals
 from aiio.result import Where
 from aiio.stats import ByteSeries
+from aiio.timing import NEVER, Deadline, StepClock, Window, cpu_seconds
 from aiio.units import mib_per_s
 from aiio.workload import Workload
 
@@ -295,15 +294,16 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
                         w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     # The loader threads wait for the start instant; this thread next waits for a batch.
-    start_ns = ctx.ready()
+    run = Window(ctx.ready())
+    start_ns = run.start_ns
     cpu0 = cpu_seconds()
     loader.start(start_ns)
     if hook is not None:
         hook.run_ns = start_ns
-    _accelerate(ctx, args, loader, start_ns, totals, hook)
+    _accelerate(ctx, args, loader, run, totals, hook)
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
-    end_ns = engine.now_ns()
+    end_ns = run.close()
     loader.stop.set()
     for _ in loader.threads:
         loader.permits.release()
@@ -337,25 +337,23 @@ def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
         epoch += 1
 
 
-def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, start_ns: int,
+def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, run: Window,
                 totals: StepTotals, hook: Any = None) -> None:
     """The accelerator loop: wait for a batch, compute, repeat; every step goes to totals."""
-    deadline = start_ns + int(args.duration_s * 1e9) if args.epochs is None else None
+    deadline = run.deadline(args.duration_s) if args.epochs is None else NEVER
+    step = StepClock(run.start_ns)
     while not ctx.stop.is_set():
-        if deadline is not None and engine.now_ns() >= deadline:
+        if deadline.passed():
             break
-        t0 = max(engine.now_ns(), start_ns)  # the first wait begins at the common start
+        step.wait()
         item = _next_ready(loader, ctx, deadline)
         if item is None:
             break
         batch, app = item
-        t1 = engine.now_ns()
-        time.sleep(args.compute_s)
-        t2 = engine.now_ns()
+        step.compute(args.compute_s)
         loader.permits.release()
         ctx.add_units(1)
-        totals.record(batch.epoch, batch.step, (t0 - start_ns) / 1e9, (t1 - start_ns) / 1e9,
-                      (t2 - start_ns) / 1e9, batch.samples, app)
+        totals.record(batch.epoch, batch.step, *step.spans(), batch.samples, app)
         if hook is not None:  # a due checkpoint stalls this loop; the loaders keep reading
             hook.after_step(batch.epoch, batch.step)
 
@@ -373,12 +371,11 @@ def wake_on_stop(ctx: Any, ready: queue.Queue) -> None:
     threading.Thread(target=watch, daemon=True, name="stop-watch").start()
 
 
-def _next_ready(loader: Loader, ctx: ClientContext, deadline: int | None):
+def _next_ready(loader: Loader, ctx: ClientContext, deadline: Deadline):
     """The next batch, blocking until it is read; None at a stop, the deadline or the end."""
     while True:
-        wait = None if deadline is None else max(0.0, (deadline - engine.now_ns()) / 1e9)
         try:
-            item = loader.ready.get(timeout=wait)
+            item = loader.ready.get(timeout=deadline.remaining_s())
         except queue.Empty:  # the deadline passed
             return None
         if item is WAKE:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from aiio import engine, honesty, stats
+from aiio import honesty, stats
 from aiio.clients import SYNC_LEAD_NS
 from aiio.engine import OpLog
 from aiio.errors import ConfigError
@@ -26,6 +26,7 @@ from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
 from aiio.stats import ByteSeries
+from aiio.timing import Window
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -126,19 +127,20 @@ class TrainCheckpointer:
         """Write and fsync this client's shard now; the accelerator waits (the stall): for its
         own shard, or (synchronous) until every client's shard is durable."""
         k = len(self.rounds)
-        t0 = engine.now_ns()
+        stall = Window()  # the accelerator stops now
+        t0 = stall.start_ns
         fig = self.plan.write_burst(k, self.index, self.writers, t0, self.run_ns)
-        t1 = opened = t2 = engine.now_ns()
+        t1 = opened = t2 = stall.lap()  # its own shard durable
         if self.synchronous:
             self.released_ns = self.ctx.sync()
-            t2 = engine.now_ns()
+            t2 = stall.lap()  # the barrier released it
             # The barrier opened (every shard durable) a fixed lead before its common release
             # instant; that lead is the emulator's way to start clients together, not a stall.
             opened = t2 if self.released_ns is None else \
                 min(t2, max(t1, self.released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
             self.plan.retire(k - self.plan.keep, self.index, self.retention)
-        t3 = engine.now_ns()
+        t3 = stall.close()
         self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
                             "own_shard_s": (t1 - t0) / 1e9,
                             "wait_for_others_s": (opened - t1) / 1e9,
@@ -153,7 +155,7 @@ class TrainCheckpointer:
         has left its loop and no checkpoint is pending)."""
         if not (self.synchronous and self.duration_s):
             return
-        deadline = self.run_ns + int(self.duration_s * 1e9)
+        deadline = Window(self.run_ns).deadline(self.duration_s).at_ns  # the accelerator's
         if self.released_ns is None or self.released_ns < deadline:
             self.released_ns = self.ctx.sync()
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from aiio.clients import ClientContext
-from aiio.engine import OpLog, now_ns
+from aiio.engine import OpLog
 from aiio.phases import rundata, shards
-from aiio.phases.base import RunContext, cpu_seconds
+from aiio.phases.base import RunContext
 from aiio.phases.checkpoint import CheckpointPhase, _one_round, client_result
 from aiio.s3.shards import S3CheckpointPlan, object_plan, remove
 from aiio.s3.train import request_warnings, s3_aggregate
+from aiio.timing import Window, cpu_seconds
 from aiio.units import format_size
 
 
@@ -24,7 +25,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     readers = [plan.io.reader(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes)
                for _ in writers]
     retention, rounds = OpLog(0), []
-    run_ns = ctx.ready_and_wait()
+    run = Window(ctx.ready_and_wait())
+    run_ns = run.start_ns
     cpu0 = cpu_seconds()
     try:
         for k in range(plan.count):
@@ -36,7 +38,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     finally:
         for wr in writers:
             wr.close()
-    out = client_result(ctx.index, run_ns, now_ns(), cpu0, rounds, retention, plan.delete_op)
+    out = client_result(ctx.index, run_ns, run.close(), cpu0, rounds, retention, plan.delete_op)
     out["s3"] = plan.io.counts.to_dict()
     return out
 

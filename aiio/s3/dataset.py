@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -18,10 +17,12 @@ import numpy as np
 
 from aiio import dataset as ds
 from aiio import formats
-from aiio.engine import OpLog, merge_logs, now_ns
+from aiio.engine import OpLog, merge_logs
 from aiio.errors import RunFailed
 from aiio.s3.objectio import ObjectIO, check_parts
 from aiio.s3.target import S3Target
+from aiio.timing import Window
+from aiio.wallclock import now_iso
 
 UPLOAD_STREAMS = 8
 
@@ -81,8 +82,8 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
     stage = Path(tempfile.mkdtemp(prefix="aiio-s3-stage-"))
     sizes = np.zeros(params.num_files, dtype=np.int64)
     ranges: list[np.ndarray | None] = [None] * params.num_files
-    logs = [OpLog(start_ns=now_ns()) for _ in range(UPLOAD_STREAMS)]
-    t0 = now_ns()
+    logs = [OpLog(start_ns=Window().start_ns) for _ in range(UPLOAD_STREAMS)]
+    generating = Window()
     try:
         def upload(i: int) -> None:
             path = stage / f"{i}.part"
@@ -104,8 +105,8 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
                     "total_bytes": int(sizes.sum()), "num_files": params.num_files,
                     "num_samples": params.num_files * params.samples_per_file,
                     "part_size": part_size,
-                    "generated_s": round((now_ns() - t0) / 1e9, 3),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                    "generated_s": round(generating.since_start_s(generating.lap()), 3),
+                    "created": now_iso()}
         io.client.put_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json",
                              Body=(json.dumps(manifest, indent=1) + "\n").encode())
     except BaseException as exc:
@@ -114,7 +115,8 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
         if isinstance(exc, Exception) and not isinstance(exc, RunFailed):
             raise RunFailed(f"dataset upload failed: {exc}; partial objects removed") from exc
         raise
-    return S3Dataset(stage, params, manifest, base), _upload_figures(logs, (now_ns() - t0) / 1e9)
+    generating.close()
+    return S3Dataset(stage, params, manifest, base), _upload_figures(logs, generating.elapsed_s)
 
 
 def _upload_figures(logs: list[OpLog], seconds: float) -> dict:

@@ -9,14 +9,15 @@ from typing import Any
 
 from aiio import blocks
 from aiio.clients import ClientContext
-from aiio.engine import OpLog, now_ns
+from aiio.engine import OpLog
 from aiio.errors import RunFailed
 from aiio.phases import load
-from aiio.phases.base import RunContext, client_identity, client_io_figures, cpu_seconds
+from aiio.phases.base import RunContext, client_identity, client_io_figures
 from aiio.phases.rundata import split_sizes
-from aiio.phases.threads import PolledStop, run_parallel
+from aiio.phases.threads import run_parallel
 from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
 from aiio.s3.train import request_warnings, reread_warning, s3_aggregate
+from aiio.timing import PolledStop, Window, cpu_seconds
 from aiio.units import MiB, format_size, mib_per_s
 
 RANGE_SIZE = 8 * MiB  # bytes per ranged GET
@@ -63,7 +64,7 @@ def ensure_weights(rc: RunContext, io: ObjectIO, total: int) -> tuple[str, bool]
         wr.write_object(f"{base}/{names[f]}", sizes[f], blocks.file_tag(params["seed"], names[f]))
 
     try:
-        run_parallel(range(len(names)), writers, work, now_ns())
+        run_parallel(range(len(names)), writers, work)
     finally:
         for wr in writers:
             wr.close()
@@ -95,14 +96,14 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     cpu0 = cpu_seconds()
     if ctx.index * a.stagger_s > 0:
         ctx.stop.wait(ctx.index * a.stagger_s)
-    own_ns = now_ns()
+    own = Window()  # this replica's own (staggered) start
     logs = run_parallel(items, readers, work, start_ns)
-    end_ns = now_ns()
+    own.close()
     ctx.add_units(len(a.names))
     out = client_identity(ctx.index)
-    out.update(client_io_figures(logs, start_ns, end_ns, main_op="read"))
-    load_s = (end_ns - own_ns) / 1e9
-    out.update(start_s=(own_ns - start_ns) / 1e9, load_s=load_s,
+    out.update(client_io_figures(logs, start_ns, own.end_ns, main_op="read"))
+    load_s = own.elapsed_s
+    out.update(start_s=(own.start_ns - start_ns) / 1e9, load_s=load_s,
                mib_s=mib_per_s(out["bytes"], load_s), cpu_s=cpu_seconds() - cpu0,
                requests=len(items), requests_per_s=len(items) / load_s if load_s else 0.0,
                s3=a.io.counts.to_dict())

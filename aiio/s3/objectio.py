@@ -18,10 +18,11 @@ from typing import Any
 
 from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
-from aiio.engine import OpLog, Writer, now_ns
+from aiio.engine import OpLog, Writer
 from aiio.errors import ConfigError
 from aiio.options import Access
 from aiio.s3.connect import RequestCounts, make_client
+from aiio.timing import Window
 from aiio.units import MiB, format_size
 from aiio.workload import MAX_PARTS
 
@@ -229,14 +230,15 @@ class ObjectWriter:
         return self.io.multipart(key, parts, self.log, lambda: self.made_ns)
 
     def _part(self, pos: int, n: int, tag: int) -> bytes:
-        t0 = now_ns()
+        making = Window()
         if self.checksum:
             with self.log.timed("checksum"):
                 self.payload.stamper.stamp(n, tag, pos)
         else:
             self.payload.stamper.stamp(n, tag, pos)
         data = bytes(self.payload.view[:n])
-        self.made_ns += now_ns() - t0
+        making.close()
+        self.made_ns += making.elapsed_ns
         if self.counter:
             self.counter(n)
         return data

@@ -17,11 +17,11 @@ from aiio.options import RunOptions
 from aiio.phases import prep
 from aiio.phases.base import Phase, RunContext
 from aiio.phases.rundata import new_run_tag
-from aiio.phases.threads import PolledStop
 from aiio.s3 import dataset as s3ds
 from aiio.s3.backend import RANDRW_REFUSED
 from aiio.s3.objectio import ObjectIO, ObjectWriter
 from aiio.s3.train import request_warnings, s3_aggregate
+from aiio.timing import PolledStop
 from aiio.workload import Workload
 
 OBJECT_OPS = ("list", "head", "get", "put", "delete")

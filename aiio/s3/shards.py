@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from aiio.engine import OpLog, now_ns
+from aiio.engine import OpLog
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan, burst_figures
 from aiio.phases.threads import run_parallel
 from aiio.s3.objectio import ObjectIO, ObjectWriter, check_parts
+from aiio.timing import Window
 
 
 @dataclass
@@ -37,6 +38,7 @@ class S3CheckpointPlan(CheckpointPlan):
                     run_ns: int) -> dict[str, Any]:
         """PUT every object of this client's shard of checkpoint k; the burst ends when the
         last one is durable."""
+        burst = Window(burst_ns)
         items = list(enumerate(self.sizes(client)))
 
         def work(wr: ObjectWriter, item: tuple[int, int]) -> None:
@@ -44,7 +46,7 @@ class S3CheckpointPlan(CheckpointPlan):
             wr.write_object(self.path(k, client, f), size, self.tag(k, client, f))
 
         logs = run_parallel(items, writers, work, burst_ns)
-        return burst_figures(logs, burst_ns, now_ns(), run_ns, "write", len(items))
+        return burst_figures(logs, burst_ns, burst.close(), run_ns, "write", len(items))
 
     def retire(self, k: int, client: int, log: OpLog) -> int:
         """DELETE this client's objects of checkpoint k (retention); each is timed."""

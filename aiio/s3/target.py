@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
@@ -16,6 +15,7 @@ from aiio.errors import TargetError
 from aiio.options import Access
 from aiio.s3 import location
 from aiio.s3.connect import make_client
+from aiio.wallclock import now_iso
 
 DELETE_BATCH = 1000  # the most keys one DeleteObjects request may carry
 
@@ -116,7 +116,7 @@ class S3Target:
         self.check_usable()
         if not self.is_owned():
             marker = {"tool": "aiio", "version": __version__, "host": socket.gethostname(),
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                      "created": now_iso()}
             self._call("put", self.client.put_object, Bucket=self.loc.bucket,
                        Key=self.loc.marker, Body=(json.dumps(marker) + "\n").encode())
         return self.loc.own

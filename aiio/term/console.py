@@ -109,6 +109,9 @@ class RichUI:
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.extra = None  # the summary follows; the last frame would repeat it
+            total_bytes, elapsed = self._last
+            if elapsed > 0 and self.task is not None:  # the last tick saw the clients done
+                self.bar.update(self.task, rate=f"{format_rate(total_bytes / MiB / elapsed)} mean")
             self.bar.stop()
             self.bar = None
 
