@@ -240,6 +240,7 @@ class _CountingStop:
 @needs_ring
 def test_randrw_at_depth_looks_at_the_shared_stop_only_now_and_then(tmp_path: Path) -> None:
     from aiio.phases.randrw import RandrwArgs, _Mixer
+    from aiio.timing import Deadline
 
     a = RandrwArgs(str(tmp_path), "none", 1, 1 << 20, BLOCK, 1.0, 0.3, 1, False, iodepth=16)
     Path(a.path(0)).write_bytes(os.urandom(a.file_size))
@@ -247,7 +248,7 @@ def test_randrw_at_depth_looks_at_the_shared_stop_only_now_and_then(tmp_path: Pa
     fd = os.open(a.path(0), os.O_RDONLY)
     try:
         t0 = time.monotonic_ns()
-        mixer.run(fd, t0 + 300_000_000, stop, lambda n: None)
+        mixer.run(fd, Deadline(t0 + 300_000_000), stop, lambda n: None)
         elapsed_s = (time.monotonic_ns() - t0) / 1e9
     finally:
         os.close(fd)

@@ -31,9 +31,9 @@ from aiio.phases.base import (
     read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
-from aiio.phases.threads import PolledStop, run_parallel
+from aiio.phases.threads import run_parallel
 from aiio.result import Where
-from aiio.timing import Deadline, Window, cpu_seconds
+from aiio.timing import Deadline, PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
 
 BATCH = 1024  # random choices drawn at once
