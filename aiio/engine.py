@@ -21,7 +21,6 @@ import mmap
 import os
 import threading
 import time
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,9 +67,15 @@ class OpLog:
     start_ns: int
     series: ByteSeries = field(default_factory=ByteSeries)
     hist: dict[str, Histogram] = field(default_factory=dict)
-    _lat: dict[str, array] = field(default_factory=dict)
-    _end: array = field(default_factory=lambda: array("q"))
-    _bytes: array = field(default_factory=lambda: array("q"))
+    # One operation at a time (`add_timed`) goes to Python lists: an append to an
+    # array("q") parses its int as a format does (about 400 instructions, a list's 40).
+    _lat: dict[str, list[int]] = field(default_factory=dict)
+    _end: list[int] = field(default_factory=list)
+    _bytes: list[int] = field(default_factory=list)
+    # Batches (`add_many`) stay int64 arrays: (op, latencies, completion times, bytes).
+    _batches: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=list)
+    _batched: int = 0
     ops: int = 0
     nbytes: int = 0
 
@@ -83,7 +88,7 @@ class OpLog:
         """Record one operation that started at t0 and ended at t1 (`now_ns` readings)."""
         lat = self._lat.get(op)
         if lat is None:
-            lat = self._lat[op] = array("q")
+            lat = self._lat[op] = []
         lat.append(t1 - t0)
         if nbytes:
             self._end.append(t1)
@@ -96,34 +101,41 @@ class OpLog:
     def add_many(self, op: str, lat: Any, ends: Any, sizes: Any) -> None:
         """Record a batch of operations: their latencies, completion times (`now_ns`
         readings) and bytes, in one call where a hot loop cannot afford one call per
-        operation. Each is int64 in one contiguous buffer (`array("q")` or numpy)."""
-        dst = self._lat.get(op)
-        if dst is None:
-            dst = self._lat[op] = array("q")
-        dst.frombytes(_raw(lat))
-        self._end.frombytes(_raw(ends))
-        self._bytes.frombytes(_raw(sizes))
-        self.ops += len(lat)
-        # numpy's sum: Python's sum() over the array cost 36 ns per operation
-        self.nbytes += int(np.frombuffer(sizes, np.int64).sum())
-        if len(dst) >= FLUSH_EVERY:
+        operation. Each is a sequence of ints (an int64 array, copied here)."""
+        batch = (op, *(np.array(x, np.int64) for x in (lat, ends, sizes)))
+        self._batches.append(batch)
+        n = len(batch[1])
+        self.ops += n
+        self.nbytes += int(batch[3].sum())
+        self._batched += n
+        if self._batched >= FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
+        """Fold what is buffered into the histograms and the byte series."""
+        lats: dict[str, list[np.ndarray]] = {}
+        ends: list[np.ndarray] = []
+        sizes: list[np.ndarray] = []
         for op, lat in self._lat.items():
             if lat:
-                self.hist.setdefault(op, Histogram()).record_many(np.frombuffer(lat, np.int64))
-                del lat[:]
+                lats.setdefault(op, []).append(np.array(lat, np.int64))
+                lat.clear()
         if self._end:
-            ends = (np.frombuffer(self._end, np.int64) - self.start_ns) / 1e9
-            self.series.add_many(ends, np.frombuffer(self._bytes, np.int64))
-            del self._end[:]
-            del self._bytes[:]
-
-
-def _raw(values: Any) -> memoryview:
-    """The bytes of an int64 buffer, for `array.frombytes` (which takes no numpy format)."""
-    return memoryview(values).cast("B")
+            ends.append(np.array(self._end, np.int64))
+            sizes.append(np.array(self._bytes, np.int64))
+            self._end.clear()
+            self._bytes.clear()
+        for op, lat, end, size in self._batches:
+            lats.setdefault(op, []).append(lat)
+            ends.append(end)
+            sizes.append(size)
+        self._batches.clear()
+        self._batched = 0
+        for op, parts in lats.items():
+            self.hist.setdefault(op, Histogram()).record_many(np.concatenate(parts))
+        if ends:
+            times = (np.concatenate(ends) - self.start_ns) / 1e9
+            self.series.add_many(times, np.concatenate(sizes))
 
 
 class Timed:
@@ -227,12 +239,11 @@ class Reader:
         self.log.add_timed("open", t0, now_ns(), 0)
         return fd
 
-    def _buffers(self, want: int) -> list[memoryview]:
-        """preadv's one-buffer list for a read of `want` bytes into the buffer's start."""
-        if want != self._iov_len:
-            self._iov[0].release()
-            self._iov_len, self._iov = want, [self.view[:want]]
-        return self._iov
+    def _buffers(self, want: int) -> None:
+        """Make `_iov` preadv's one-buffer list for a read of `want` bytes into the buffer's
+        start."""
+        self._iov[0].release()
+        self._iov_len, self._iov = want, [self.view[:want]]
 
     def read_range(self, fd: int, offset: int, length: int) -> int:
         """Read [offset, offset+length) in transfer-size calls; returns bytes transferred.
@@ -240,16 +251,20 @@ class Reader:
         With O_DIRECT the range is widened to 4 KiB boundaries, and the widened bytes count:
         the storage really moved them.
         """
+        # align_up and align_down written out, and `_buffers` called only when the length
+        # changes: prep reads one range per small file, and each call costs about as much
+        # as the arithmetic it wraps
         direct = self._direct
         if direct:
-            end = align_up(offset + length)
-            offset = align_down(offset)
+            end = -(-(offset + length) // DIRECT_ALIGN) * DIRECT_ALIGN
+            offset -= offset % DIRECT_ALIGN
         else:
             end = offset + length
         done = 0
         view, size, log, counter, preadv = (self.view, self.transfer_size, self.log,
                                             self.counter, self.preadv)
-        if min(size, end - offset) > len(view):  # a slice would shorten the call silently
+        if (end - offset if end - offset < size else size) > len(view):
+            # a slice would shorten the call silently
             raise ValueError(f"a read of {end - offset} bytes does not fit the reader's "
                              f"{len(view)}-byte buffer (its `largest` is wrong)")
         pos = offset
@@ -257,7 +272,9 @@ class Reader:
             want = end - pos if end - pos < size else size
             if direct and want % DIRECT_ALIGN:
                 want = align_up(want)
-            bufs = self._buffers(want)
+            if want != self._iov_len:
+                self._buffers(want)
+            bufs = self._iov
             t0 = now_ns()
             n = preadv(fd, bufs, pos)
             if n <= 0:

@@ -146,8 +146,9 @@ def test_read_blocks_latencies_lie_inside_the_batch(tmp_path):
         after = now_ns()
     finally:
         os.close(fd)
-    lat = list(log._lat["read"])
-    ends = list(log._end)
+    ((op, lat, ends, _),) = log._batches  # the batch read_blocks recorded
+    lat, ends = lat.tolist(), ends.tolist()
+    assert op == "read"
     assert len(lat) == len(ends) == 2000 and min(lat) > 0
     assert before <= ends[0] - lat[0] and ends[-1] <= after
     assert all(b - a >= lb for a, b, lb in zip(ends, ends[1:], lat[1:], strict=False))
