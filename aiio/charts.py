@@ -26,6 +26,7 @@ from typing import Any
 
 from aiio.markup import Html, esc, tag
 from aiio.phases import layout_of
+from aiio.result import SweepRow, model
 from aiio.units import format_latency_ns, format_rate
 
 WIDTH_IN, HEIGHT_IN = 6.4, 3.3
@@ -368,7 +369,7 @@ JUDGED = {"first_done": "first done", "persist": "write, over the time to persis
 
 def draw(sweep: dict[str, Any], folder: Path) -> list[str]:
     """Write aggregate.{png,svg} and per_client.{png,svg}; returns the file names."""
-    rows = sweep["table"]
+    rows = list(model(sweep).table)
     if not rows:
         return []
     title = _title(sweep)
@@ -405,17 +406,17 @@ def _clients_panel(ax: Any, counts: list[int],
     ax.set_xlabel(xlabel)
 
 
-def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
+def aggregate_figure(rows: Sequence[SweepRow], threshold: float, title: str,
                      judged: str = "first done") -> Any:
     """Measured aggregate (the figure the verdict judges) against the ideal linear line on
     log-log axes, where linear scaling is a straight line of slope 1; below it, E(N) per
     count against the threshold."""
     from matplotlib.figure import Figure
 
-    counts = [r["clients"] for r in rows]
-    agg = [r["aggregate_mib_s"] for r in rows]
-    lo = [r["aggregate_mib_s"] - r["aggregate_spread"]["min"] for r in rows]
-    hi = [r["aggregate_spread"]["max"] - r["aggregate_mib_s"] for r in rows]
+    counts = [r.clients for r in rows]
+    agg = [r.aggregate_mib_s for r in rows]
+    lo = [r.aggregate_mib_s - r.aggregate_spread.min for r in rows]
+    hi = [r.aggregate_spread.max - r.aggregate_mib_s for r in rows]
     base_n, base = counts[0], agg[0]
     ideal = [base * n / base_n for n in counts]
     fig = Figure(figsize=(7, 6.2))
@@ -426,7 +427,7 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
                     label=f"within {threshold:.0%} of linear")
     ax.errorbar(counts, agg, yerr=[lo, hi], fmt="o-", color=BLUE, capsize=3,
                 label=f"measured ({judged})")
-    ax.plot(counts, [r["last_done_mib_s"] for r in rows], ".:", color=BLUE, alpha=0.6,
+    ax.plot(counts, [r.last_done_mib_s for r in rows], ".:", color=BLUE, alpha=0.6,
             label="measured (last done)")
     _clients_panel(ax, counts, "clients (emulated accelerators, log scale)")
     # the measured and ideal values with room above for the legend: a lone point too
@@ -435,37 +436,37 @@ def aggregate_figure(rows: list[dict[str, Any]], threshold: float, title: str,
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     _style(eff)
-    _efficiency_bars(eff, counts, [r["efficiency"] for r in rows], threshold)
+    _efficiency_bars(eff, counts, [r.efficiency for r in rows], threshold)
     fig.subplots_adjust(hspace=0.45)
     return fig
 
 
-def per_client_figure(rows: list[dict[str, Any]], title: str) -> Any:
+def per_client_figure(rows: Sequence[SweepRow], title: str) -> Any:
     """Per-client bandwidth (and AU for training) against clients."""
     from matplotlib.figure import Figure
 
-    counts = [r["clients"] for r in rows]
-    has_au = all("au_mean" in r for r in rows)
+    counts = [r.clients for r in rows]
+    has_au = all(r.au is not None for r in rows)
     fig = Figure(figsize=(7, 7 if has_au else 4.5))
     ax = fig.add_subplot(2 if has_au else 1, 1, 1)
-    pc = [r["per_client_mib_s"] for r in rows]
-    ax.fill_between(counts, [p["min"] for p in pc], [p["max"] for p in pc], color=ORANGE,
+    pc = [r.per_client_mib_s for r in rows]
+    ax.fill_between(counts, [p.min for p in pc], [p.max for p in pc], color=ORANGE,
                     alpha=0.2, label="slowest to fastest client")
-    ax.plot(counts, [p["mean"] for p in pc], "o-", color=ORANGE, label="per-client mean")
-    ax.axhline(pc[0]["mean"], ls="--", color=GREY,
+    ax.plot(counts, [p.mean for p in pc], "o-", color=ORANGE, label="per-client mean")
+    ax.axhline(pc[0].mean, ls="--", color=GREY,
                label=f"at {counts[0]} client{'s' if counts[0] > 1 else ''} (constant is ideal)")
     _clients_panel(ax, counts)
     ax.set_ylabel("per-client bandwidth (MiB/s)")
-    ax.set_ylim(0, 1.3 * max(p["max"] for p in pc) or 1)  # room for the legend above
+    ax.set_ylim(0, 1.3 * max(p.max for p in pc) or 1)  # room for the legend above
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="upper right", ncols=3)
     if has_au:
         au = fig.add_subplot(2, 1, 2)
-        au.plot(counts, [100 * r["au_mean"] for r in rows], "o-", color=GREEN, label="AU mean")
-        au.plot(counts, [100 * r["au_min"] for r in rows], "v:", color=RED,
+        au.plot(counts, [100 * r.au.mean for r in rows], "o-", color=GREEN, label="AU mean")
+        au.plot(counts, [100 * r.au.min for r in rows], "v:", color=RED,
                 label="AU of the lowest client")
-        au.axhline(100 * rows[0]["au_goal"], ls="--", color=GREY,
-                   label=f"AU goal {rows[0]['au_goal']:.0%}")
+        goal = rows[0].au.goal
+        au.axhline(100 * goal, ls="--", color=GREY, label=f"AU goal {goal:.0%}")
         _clients_panel(au, counts)
         au.set_ylabel("accelerator utilization (%)")
         au.set_ylim(0, 125)

@@ -8,20 +8,11 @@ numbers under the same names.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from aiio.phases import get_phase, layout_of
-from aiio.result import (
-    AuFigures,
-    IoFigures,
-    Result,
-    Spread,
-    declared_part,
-    dig,
-    model,
-    number,
-)
+from aiio.result import IoFigures, Result, RunSummary, Spread, dig, model, number
 from aiio.units import format_rate
 
 if TYPE_CHECKING:
@@ -78,7 +69,7 @@ FIGURES = {f.name: f for f in (
 
 
 
-def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any]]:
+def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, IoFigures | RunSummary]:
     """The I/O section a run's headline figures come from, and the figures recorded beside it
     (AU, samples/s): the first section the phase declares (the reads of training, model
     loading and any phase with the common aggregate), a lifecycle run's training reads, a
@@ -86,20 +77,18 @@ def headline(res: Mapping[str, Any]) -> tuple[IoFigures | None, Mapping[str, Any
     aggregate only)."""
     run = res if isinstance(res, Result) else model(res)
     phase, stage = _judged(run)
-    agg = dig(run, "aggregate", default={})
     if phase.judged_on == "read_plus_write":  # two streams, judged as one
         read = run.section(f"{stage}read")
         if read is None:
-            return None, agg
-        view = _read_write_view(agg, read, run.section(f"{stage}write"))
-        return IoFigures.of("read+write", ("aggregate",), view), view
+            return None, run.summary
+        both = _read_write(run.summary.top, read, run.section(f"{stage}write"))
+        return both, both
     if phase.judged_on == "persist":
         bursts = [s for s in run.sections(f"{stage}checkpoint.") if s.name.endswith(".write")]
-        worst = max(bursts, key=lambda b: number(b.figures.get("last_done_s")) or 0.0,
-                    default=None)
-        return worst, worst.figures if worst else {}
+        worst = max(bursts, key=lambda b: b.last_done_s or 0.0, default=None)
+        return worst, worst if worst else IoFigures.of("none", (), {})
     section = run.first(stage)
-    return section, section.figures if section else agg
+    return section, section if section else run.summary
 
 
 def _judged(run: Result) -> tuple[Phase, str]:
@@ -111,29 +100,22 @@ def _judged(run: Result) -> tuple[Phase, str]:
     return phase, ""
 
 
-def views(res: Mapping[str, Any]) -> tuple[Mapping, Mapping | None, Mapping | None]:
-    """Where a result keeps its figures: (the headline's, the checkpoint aggregate, the
-    model-load aggregate), wherever the phase (or one of its stages) declares them."""
-    return (headline(res)[1], declared_part(res, "checkpoint_at"),
-            declared_part(res, "load_at"))
-
-
-def _read_write_view(agg: Mapping[str, Any], read: IoFigures,
-                     write: IoFigures | None) -> dict[str, Any]:
+def _read_write(top: IoFigures, read: IoFigures, write: IoFigures | None) -> IoFigures:
     """Reads and writes at once (prep, randrw), seen as their sweep judges them: bandwidth is
     read plus write; the per-client spread and fairness are the reads' (every client reads)
-    in shards mode, each client's reads plus writes for randrw; latency holds both directions'
-    operations."""
-    # randrw keeps each client's reads plus writes beside them
-    view = {**read.figures, **{k: agg[k] for k in ("per_client_mib_s", "jain") if k in agg}}
+    in shards mode, each client's reads plus writes for randrw (beside them at the top of its
+    aggregate); latency holds both directions' operations."""
+    windows = {}
     for window in ("first_done", "last_done"):
-        got = getattr(read, window)
+        got, also = getattr(read, window), getattr(write, window, None)
         if got is not None:
-            also = getattr(write, window, None)
-            view[window] = {**read.figures[window],
-                            "mib_s": got.mib_s + (also.mib_s if also else 0.0)}
-    view["latency"] = {**(write.latency if write else {}), **read.latency}
-    return view
+            windows[window] = replace(got, mib_s=got.mib_s + (also.mib_s if also else 0.0))
+    last = windows.get("last_done")
+    return replace(read, name="read+write", path=top.path, **windows,
+                   mib_s=last.mib_s if last else read.mib_s,
+                   per_client_mib_s=top.per_client_mib_s or read.per_client_mib_s,
+                   jain=top.jain if top.jain is not None else read.jain,
+                   latency={**(write.latency if write else {}), **read.latency})
 
 
 def _latency_op(section: IoFigures | None, run: Result, op: str | None) -> str | None:
@@ -148,9 +130,9 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
     """Every figure a run result holds; a figure the result lacks is simply absent."""
     run = res if isinstance(res, Result) else model(res)
     section, beside = headline(run)
-    ckpt, load = run.checkpoint, declared_part(run, "load_at")
+    ckpt, load = run.checkpoint, run.model_load
     spread = section.per_client_mib_s if section else None
-    au = section.au if section else AuFigures.of(beside)
+    au = beside.au
     out: dict[str, float | None] = {
         "aggregate_mib_s": section.first_done.mib_s if section and section.first_done else None,
         "last_done_mib_s": section.last_done.mib_s if section and section.last_done else None,
@@ -160,12 +142,12 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "jain": section.jain if section else None,
         "au_min": au.min if au else None,
         "au_mean": au.mean if au else None,
-        "samples_per_s": number(beside.get("samples_per_s")),
+        "samples_per_s": beside.samples_per_s,
         # the worst checkpoint: every accelerator waits until the last shard is durable
         "checkpoint_s": _max(ckpt.persist_last_done_s) if ckpt else None,
         "restore_s": _max(ckpt.restore_last_done_s) if ckpt else None,
         # from the common start until the last replica has every byte: the fleet is serving
-        "load_s": number(dig(load, "last_ready_s")),
+        "load_s": load.last_ready_s if load else None,
         "hero_fraction": _hero_fraction(res),
     }
     op = _latency_op(section, run, latency_op)
@@ -198,7 +180,7 @@ def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[
         return {}
     top = max(points, key=lambda p: (p["clients"], p.get("repeat", 0)))["result"]
     out = run_figures(top, latency_op)
-    efficiency = [row["efficiency"] for row in sweep.get("table") or [] if "efficiency" in row]
+    efficiency = [row.efficiency for row in model(sweep).table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition
         out["scaling_efficiency"] = float(efficiency[-1])
         out["scaling_efficiency_min"] = float(min(efficiency[1:]))

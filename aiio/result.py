@@ -109,16 +109,19 @@ class AuFigures:
     rule: str
     note: str | None                 # why there is no verdict (no compute time, no step)
     below_goal: tuple[Any, ...]      # the clients under the goal
+    recorded_rule: str | None = None  # the rule as recorded; None: saved before it was
+    recorded_pass: bool = False      # a verdict was recorded, even none (AU not measurable)
 
     @classmethod
     def of(cls, d: Any) -> AuFigures | None:
         """None unless the figures record AU or why it was not measured."""
         if not isinstance(d, Mapping) or ("au_mean" not in d and "au_note" not in d):
             return None
-        passed = d.get("au_pass")
+        passed, rule = d.get("au_pass"), d.get("au_rule")
         return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
                    passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
-                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()))
+                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()),
+                   None if rule is None else str(rule), "au_pass" in d)
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,14 @@ class IoFigures:
     bucket_s: float = 1.0            # the series' bucket width
     has_series: bool = False         # a client's: it recorded a byte series, even an empty one
     au: AuFigures | None = None      # training's: the accelerators' utilization beside its reads
+    samples_per_s: float | None = None            # training's, beside its reads
+    demand_mib_s_per_client: float | None = None  # training's: batch x sample / compute time
+    directions: Mapping[str, IoFigures] = field(default_factory=dict)  # fio's: read, write
+    iops: float | None = None
+    first_done_s: float | None = None  # a checkpoint burst's: until the first / last client
+    last_done_s: float | None = None   # had its shards durable (or restored)
+    app_bytes: int | None = None       # training's delivered: sample bytes the loaders asked
+    device_bytes: int | None = None    # and bytes the device moved for them
     figures: Mapping[str, Any] = field(default_factory=dict)  # the section as recorded
 
     @classmethod
@@ -161,7 +172,13 @@ class IoFigures:
                    histograms=_ops(d.get("histograms")),
                    series=_values(d), bucket_s=_bucket(d),
                    has_series=_is_byte_series(d.get("series")), au=AuFigures.of(d),
-                   figures=d)
+                   samples_per_s=number(d.get("samples_per_s")),
+                   demand_mib_s_per_client=number(d.get("demand_mib_s_per_client")),
+                   directions={op: cls.of(op, (*path, "ops", op), v)
+                               for op, v in _ops(d.get("ops")).items()},
+                   iops=number(d.get("iops")), first_done_s=number(d.get("first_done_s")),
+                   last_done_s=number(d.get("last_done_s")), app_bytes=_int(d.get("app_bytes")),
+                   device_bytes=_int(d.get("device_bytes")), figures=d)
 
     def p(self, op: str, quantile: str = "p99") -> float | None:
         """An operation's latency quantile in ns (p50, p90, p99, p999, max, mean)."""
@@ -210,6 +227,145 @@ def _summary(value: Any) -> Mapping[str, float]:
     if not isinstance(value, Mapping) or any(isinstance(v, Mapping) for v in value.values()):
         return {}
     return {k: v for k, v in value.items() if number(v) is not None}
+
+
+@dataclass(frozen=True)
+class CorruptBlock:
+    """One block --verify found corrupt: the file, the offset and what was wrong."""
+
+    file: str
+    offset: int
+    problem: str
+
+
+@dataclass(frozen=True)
+class VerifyFigures:
+    """What --verify checked: blocks, corrupt blocks (the first few named) and its cost."""
+
+    blocks_checked: int | None
+    mismatches: int
+    checksum_s: float | None
+    cost_share: float | None       # None: saved before the cost was recorded
+    corrupt: tuple[CorruptBlock, ...]
+
+    @classmethod
+    def of(cls, d: Any) -> VerifyFigures | None:
+        """None when the run did not verify (nothing, or an empty record)."""
+        if not isinstance(d, Mapping) or not d:
+            return None
+        corrupt = tuple(CorruptBlock(str(c.get("file")), _int(c.get("offset")) or 0,
+                                     str(c.get("problem")))
+                        for c in d.get("corrupt") or () if isinstance(c, Mapping))
+        return cls(_int(d.get("blocks_checked")), _int(d.get("mismatches")) or 0,
+                   number(d.get("checksum_s")), number(d.get("cost_share")), corrupt)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The figures a run's aggregate records beside its I/O sections: samples, the demand
+    per client, shards, a random mix's shape and rates, the accelerators' AU and --verify's
+    checks. Each is None when the phase does not record it."""
+
+    bytes: int | None
+    samples: int | None
+    samples_per_s: float | None
+    consumed_bytes: int | None
+    compute_s_per_batch: float | None
+    demand_mib_s_per_client: float | None
+    demand_note: str | None          # why there is no demand (no compute time)
+    shards: int | None
+    iops: float | None
+    read_mib_s: float | None
+    write_mib_s: float | None
+    per_client_iops: Spread | None
+    block_size: int | None
+    read_share: float | None
+    file_size: int | None
+    au: AuFigures | None
+    verify: VerifyFigures | None
+    figures: Mapping[str, Any]       # the aggregate as recorded
+
+    @classmethod
+    def of(cls, d: Any) -> RunSummary:
+        d = d if isinstance(d, Mapping) else {}
+        note = d.get("demand_note")
+        return cls(_int(d.get("bytes")), _int(d.get("samples")), number(d.get("samples_per_s")),
+                   _int(d.get("consumed_bytes")), number(d.get("compute_s_per_batch")),
+                   number(d.get("demand_mib_s_per_client")),
+                   None if note is None else str(note), _int(d.get("shards")),
+                   number(d.get("iops")), number(d.get("read_mib_s")),
+                   number(d.get("write_mib_s")), Spread.of(d.get("per_client_iops")),
+                   _int(d.get("block_size")), number(d.get("read_share")),
+                   _int(d.get("file_size")), AuFigures.of(d), VerifyFigures.of(d.get("verify")),
+                   d)
+
+    @property
+    def top(self) -> IoFigures:
+        """The aggregate's own top level read as one I/O section (windows, spread, latency):
+        the phase's one stream when it keeps it flat (train, load), else mostly empty."""
+        return IoFigures.of("aggregate", ("aggregate",), self.figures)
+
+
+@dataclass(frozen=True)
+class ModelWeights:
+    """The model weights a load run read: their size (and the scale of the model's they stand
+    for), how many files, where the size came from, and the replicas' stagger."""
+
+    total_bytes: int | None
+    base_bytes: int | None
+    scale: float | None
+    files: int | None
+    source: str
+    stagger_s: float | None
+
+
+@dataclass(frozen=True)
+class LoadFigures:
+    """A model load over its replicas: the weights, how many replicas, when the first and
+    the last were ready, and per replica its rate and its time to load (spreads)."""
+
+    weights: ModelWeights
+    replicas: int | None
+    first_ready_s: float | None
+    last_ready_s: float | None
+    per_replica_mib_s: Spread | None
+    load_s: Spread | None
+    verify: VerifyFigures | None
+
+    @classmethod
+    def of(cls, d: Any) -> LoadFigures | None:
+        if not isinstance(d, Mapping):
+            return None
+        m = d.get("model") if isinstance(d.get("model"), Mapping) else {}
+        weights = ModelWeights(_int(m.get("total_bytes")), _int(m.get("base_bytes")),
+                               number(m.get("scale")), _int(m.get("files")),
+                               str(m.get("source", "")), number(m.get("stagger_s")))
+        return cls(weights, _int(d.get("replicas")), number(d.get("first_ready_s")),
+                   number(d.get("last_ready_s")), Spread.of(d.get("per_replica_mib_s")),
+                   Spread.of(d.get("load_s")), VerifyFigures.of(d.get("verify")))
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One checkpoint over every client, as recorded beside its write and restore sections:
+    its number, the gap before its restore and, during training, what it cost."""
+
+    n: int
+    restore_gap_s: float | None
+    window_s: float | None             # training's: the window the checkpoint took
+    accelerator_s_lost: float | None
+    read_mib_s_during: float | None
+    read_mib_s_baseline: float | None
+    read_dip: float | None
+    au_during: float | None
+    au_baseline: float | None
+    au_lost: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Burst:
+        return cls(_int(d.get("n")) or 0, *(number(d.get(k)) for k in (
+            "restore_gap_s", "window_s", "accelerator_s_lost", "read_mib_s_during",
+            "read_mib_s_baseline", "read_dip", "au_during", "au_baseline", "au_lost")))
 
 
 @dataclass(frozen=True)
@@ -284,7 +440,8 @@ class CheckpointFigures:
     restore_last_done_s: Spread | None
     restore_gap_s_max: float | None
     au_without_checkpoints_mean: float | None  # training's: its AU had none been taken
-    bursts: tuple[Mapping[str, Any], ...]      # each checkpoint as recorded
+    bursts: tuple[Burst, ...]                  # each checkpoint's own figures
+    verify: VerifyFigures | None
     figures: Mapping[str, Any]
 
     @classmethod
@@ -298,7 +455,50 @@ class CheckpointFigures:
                    number(d.get("read_mib_s")), Spread.of(d.get("restore_first_done_s")),
                    Spread.of(d.get("restore_last_done_s")), number(d.get("restore_gap_s_max")),
                    number(d.get("au_without_checkpoints_mean")),
-                   tuple(b for b in d.get("checkpoints") or () if isinstance(b, Mapping)), d)
+                   tuple(Burst.of(b) for b in d.get("checkpoints") or ()
+                         if isinstance(b, Mapping)),
+                   VerifyFigures.of(d.get("verify")), d)
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One client count of a sweep's table, means over its repeats: the judged aggregate and
+    its range, both windows, E(N) and C(N), the per-client spread and fairness, latency, the
+    phase's own figures, the client machine's CPU and, for accelerators, AU."""
+
+    clients: int
+    repeats: int
+    aggregate_mib_s: float | None      # the figure the verdict judges
+    aggregate_spread: Spread | None    # over the repeats
+    first_done_mib_s: float | None     # saved before it was kept apart: the judged figure
+    last_done_mib_s: float | None
+    efficiency: float | None
+    consistency: float | None
+    per_client_mib_s: Spread | None
+    jain: float | None
+    latency: Mapping[str, Mapping[str, Any]]
+    extras: Mapping[str, Spread]       # the phase's own figures (Phase.sweep_extras)
+    cpu_percent: float | None
+    au: AuFigures | None
+    demand_mib_s: float | None = None       # what one accelerator reads at full speed
+    compute_s_per_step: float | None = None  # measured emulated compute, and as asked
+    compute_s_nominal: float | None = None
+    warnings: tuple[str, ...] = ()          # the codes its runs warned of
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> SweepRow:
+        extras = d.get("figures") if isinstance(d.get("figures"), Mapping) else {}
+        return cls(_int(d.get("clients")) or 0, _int(d.get("repeats")) or 1,
+                   number(d.get("aggregate_mib_s")), Spread.of(d.get("aggregate_spread")),
+                   number(d.get("first_done_mib_s", d.get("aggregate_mib_s"))),
+                   number(d.get("last_done_mib_s")), number(d.get("efficiency")),
+                   number(d.get("consistency")), Spread.of(d.get("per_client_mib_s")),
+                   number(d.get("jain")), _ops(d.get("latency")),
+                   {k: got for k, v in extras.items() if (got := Spread.of(v)) is not None},
+                   number(d.get("cpu_percent")), AuFigures.of(d),
+                   number(d.get("demand_mib_s")), number(d.get("compute_s_per_step")),
+                   number(d.get("compute_s_nominal")),
+                   tuple(str(w) for w in d.get("warnings") or ()))
 
 
 @dataclass(frozen=True)
@@ -344,6 +544,142 @@ class ClientFigures:
     series: Mapping[str, IoFigures] = field(default_factory=dict)  # Phase.other_series
     events: tuple[TimedPart, ...] = ()
     metadata: Metadata | None = None                                # Phase.metadata_at
+
+    def _number(self, key: str) -> float | None:
+        return number(self.figures.get(key))
+
+    @property
+    def mib_s(self) -> float | None:
+        """The client's own MiB/s, where its phase keeps its figures flat (train, load)."""
+        return self._number("mib_s")
+
+    @property
+    def ops(self) -> int | None:
+        return _int(self.figures.get("ops"))
+
+    @property
+    def ran_steps(self) -> bool:
+        """The client emulated an accelerator's steps: it records its AU, even none."""
+        return "au" in self.figures
+
+    @property
+    def other_scalars(self) -> dict[str, Any]:
+        """The numbers the client recorded that no typed figure here holds, in its order."""
+        return {k: v for k, v in self.figures.items() if k not in _CLIENT_TYPED
+                and isinstance(v, int | float) and not isinstance(v, bool)}
+
+    @property
+    def au(self) -> float | None:
+        """A training client's accelerator utilization over its measured steps."""
+        return self._number("au")
+
+    @property
+    def wait_s(self) -> float | None:
+        """How long a training client's accelerator waited for data (measured steps)."""
+        return self._number("wait_s")
+
+    @property
+    def compute_s(self) -> float | None:
+        """A training client's emulated compute time over its measured steps."""
+        return self._number("compute_s")
+
+    @property
+    def measured_steps(self) -> int | None:
+        return _int(self.figures.get("measured_steps"))
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return self._number("samples_per_s")
+
+    @property
+    def consumed_bytes(self) -> int | None:
+        """A training client's sample bytes its accelerator consumed."""
+        return _int(self.figures.get("consumed_bytes"))
+
+    @property
+    def consumed_mib_s(self) -> float | None:
+        return self._number("consumed_mib_s")
+
+    @property
+    def start_s(self) -> float | None:
+        """When the client started, since the common start (a staggered replica's)."""
+        return self._number("start_s")
+
+    @property
+    def load_s(self) -> float | None:
+        """A replica's time to load the model: from its start until it had every byte."""
+        return self._number("load_s")
+
+    @property
+    def step_log(self) -> tuple[Step, ...]:
+        """A training client's steps as recorded: epoch, step, start, wait, compute, batch."""
+        got = self.figures.get("step_log")
+        return tuple(Step(*row[:6]) for row in got if isinstance(row, list) and len(row) >= 6) \
+            if isinstance(got, list) else ()
+
+
+# what a client's typed figures hold (ClientFigures), left out of its other_scalars
+_CLIENT_TYPED = frozenset({"client", "host", "pid", "mib_s", "bytes", "ops", "elapsed_s", "au",
+                           "wait_s", "compute_s", "samples_per_s", "cpu_s"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One training step of one client: its epoch and number, when it started (since the
+    common start), how long it waited for its batch and computed, and the batch's samples."""
+
+    epoch: int
+    step: int
+    start_s: float
+    wait_s: float
+    compute_s: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    """One host of a run (an MPI rank): its share of the clients, how it ended, its clients'
+    aggregate (the phase's over them, histograms left out) and its CPU use."""
+
+    rank: Any                        # as recorded: the table shows what the rank said
+    host: Any
+    status: Any
+    clients: Any
+    client_numbers: Any
+    error: Any
+    io: IoFigures                    # its clients' aggregate: bytes and both windows
+    au_min: float | None
+    cpu_percent_mean: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> HostFigures:
+        agg = d.get("aggregate") if isinstance(d.get("aggregate"), Mapping) else {}
+        return cls(d.get("rank", "?"), d.get("host", "?"), d.get("status"), d.get("clients"),
+                   d.get("client_numbers"), d.get("error"), IoFigures.of("host", (), agg),
+                   number(agg.get("au_min")), number(dig(d, "monitor", "cpu_percent_mean")))
+
+
+@dataclass(frozen=True)
+class RunWorkload:
+    """The workload a run recorded, read-only, as sizing reads it back: each value as
+    recorded (None when it is missing), so a reader can name what is wrong with it."""
+
+    name: Any
+    accelerator: Any
+    compute_time: Any                # per accelerator: seconds per batch
+    batch_size: Any
+    sample_size: Any
+    au_goal: Any
+
+    @classmethod
+    def of(cls, d: Any) -> RunWorkload:
+        return cls(dig(d, "workload", "name"), dig(d, "train", "accelerator"),
+                   dig(d, "train", "compute_time"), dig(d, "train", "batch_size"),
+                   dig(d, "dataset", "sample_size"), dig(d, "train", "au_goal"))
+
+    def compute_s(self) -> Any:
+        """The compute time per batch of the run's accelerator, as recorded."""
+        return dig(self.compute_time, str(self.accelerator))
 
 
 # --- where the I/O sections are: each phase declares its own (Phase.io_sections) -------------
@@ -447,6 +783,16 @@ class Result(Mapping[str, Any]):
         return str(self.doc.get("id", ""))
 
     @property
+    def method(self) -> str:
+        """How the run defeated the page cache (or that it moved no byte: the null method)."""
+        return str(self.doc.get("method") or "")
+
+    @property
+    def ranks(self) -> int:
+        """How many MPI ranks (hosts) the run spanned; 1 without MPI."""
+        return _int(self.doc.get("ranks")) or 1
+
+    @property
     def main_op(self) -> str:
         """The operation the phase's latency figure is taken from: as the result records it,
         else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
@@ -462,6 +808,50 @@ class Result(Mapping[str, Any]):
         """The run's metadata operations over every client (Phase.metadata_at)."""
         return _metadata(layout_of(self.doc), dig(self.doc, "aggregate", default={}))
 
+    @property
+    def summary(self) -> RunSummary:
+        """The figures the run's aggregate records beside its I/O sections."""
+        return RunSummary.of(self.doc.get("aggregate"))
+
+    @property
+    def has_aggregate(self) -> bool:
+        """The run computed its aggregate (one that ended early may not have)."""
+        got = self.doc.get("aggregate")
+        return isinstance(got, Mapping) and bool(got)
+
+    @property
+    def model_load(self) -> LoadFigures | None:
+        """The model load over its replicas, where its phase (or a stage) declares it."""
+        return LoadFigures.of(declared_part(self.doc, "load_at"))
+
+    @property
+    def hosts(self) -> tuple[HostFigures, ...]:
+        """Each host (MPI rank) of the run, in rank order as recorded."""
+        got = self.doc.get("hosts")
+        return tuple(HostFigures.of(x) for x in got if isinstance(x, Mapping)) \
+            if isinstance(got, list) else ()
+
+    @property
+    def workload(self) -> RunWorkload:
+        return RunWorkload.of(self.doc.get("workload"))
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stages of a lifecycle run that recorded an aggregate of their own, in order."""
+        return tuple(name for name in layout_of(self.doc).stages
+                     if isinstance(dig(self.doc, "aggregate", name), Mapping))
+
+    @property
+    def table(self) -> tuple[SweepRow, ...]:
+        """A sweep's table, one row per client count (empty before it was judged)."""
+        got = self.doc.get("table")
+        return tuple(SweepRow.of(r) for r in got if isinstance(r, Mapping)) \
+            if isinstance(got, list) else ()
+
+    def stage(self, name: str) -> Result:
+        """One stage of a lifecycle run, laid out as a result of that stage's phase."""
+        return model(stage_doc(self.doc, name))
+
     def section(self, name: str) -> IoFigures | None:
         return self.io.get(name)
 
@@ -473,6 +863,19 @@ class Result(Mapping[str, Any]):
         """The first section named with prefix: the phase's main stream, the one it declares
         first (reads for train and load; 'train.': the lifecycle's train stage's)."""
         return next(iter(self.sections(prefix)), None)
+
+
+def stage_doc(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A lifecycle run's stage as a run of that stage's phase: its aggregate, each client's
+    entry of it, and its own fio hero pairing."""
+    out = dict(doc, phase=name, aggregate=dig(doc, "aggregate", name, default={}),
+               clients=[c[name] for c in dig(doc, "clients", default=[])
+                        if isinstance(c, Mapping) and isinstance(c.get(name), Mapping)])
+    out.pop("hero", None)
+    hero = dig(doc, "hero", "stages", name)
+    if hero is not None:
+        out["hero"] = hero
+    return out
 
 
 def main_op(doc: Mapping[str, Any]) -> str:
@@ -565,6 +968,27 @@ def new(kind: str, run_id: str, started: str, **fields: Any) -> dict[str, Any]:
                                                if "phase" in fields else {}),
             "id": run_id, "status": "running", "error": None, "started": started,
             "finished": None, "writer": owner.mark(), **fields}
+
+
+def fio_test(description: str, rw: str, block_size: int | None, jobfile: str,
+             clients: list[dict[str, Any]], aggregate: dict[str, Any],
+             disk_util: list[Any]) -> dict[str, Any]:
+    """One test of a fio suite's result: what it ran, each job's figures and their aggregate
+    (an I/O section: `Result.section(test)`), and the devices' use."""
+    return {"description": description, "rw": rw, "block_size": block_size, "jobfile": jobfile,
+            "clients": clients, "aggregate": aggregate, "disk_util": disk_util}
+
+
+def fio_figures(name: str, test: Mapping[str, Any]) -> IoFigures:
+    """A fio test's aggregate (`fio_test`) read as the I/O section it is in the result."""
+    return IoFigures.of(name, ("tests", name, "aggregate"), test["aggregate"])
+
+
+def add_fio_test(doc: dict[str, Any], name: str, test: dict[str, Any]) -> None:
+    """Record a finished test in a fio suite's result, its MiB/s and IOPS among the suite's
+    headline figures."""
+    doc["tests"][name] = test
+    doc["aggregate"][name] = {k: test["aggregate"][k] for k in ("mib_s", "iops")}
 
 
 def unique_folder(base: Path, run_id: str) -> Path:

@@ -172,15 +172,18 @@ class Target:
         other) or that has no readable mark is kept."""
         said = []
         for kind in _subfolders(self.root):
+            removed = 0
             for run in _subfolders(kind):
                 why = owner.gone(_read_mark(run / RUN_MARK))
                 if why is None:
                     continue
                 size = tree_bytes(run)
                 self.remove(run)
+                removed += 1
                 said.append(f"removed {run} ({format_size(size)}), left by a run that could "
                             f"not clean up: {why}")
-            self.remove_if_empty(kind)
+            if removed:  # an empty folder aiio did not just empty is not this check's business
+                self.remove_if_empty(kind)
         return said
 
     # --- space -------------------------------------------------------------------------

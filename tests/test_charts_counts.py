@@ -9,14 +9,16 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from aiio import charts
+from aiio.result import SweepRow
 
 MANY = list(range(1, 65))
 
 
-def _rows(counts: list[int]) -> list[dict[str, Any]]:
-    return [{"clients": n, "aggregate_mib_s": 100.0 * n, "last_done_mib_s": 100.0 * n,
-             "aggregate_spread": {"min": 100.0 * n, "max": 100.0 * n}, "efficiency": 1.0,
-             "per_client_mib_s": {"mean": 100.0, "min": 100.0, "max": 100.0}}
+def _rows(counts: list[int]) -> list[SweepRow]:
+    return [SweepRow.of({"clients": n, "aggregate_mib_s": 100.0 * n, "last_done_mib_s": 100.0 * n,
+                         "aggregate_spread": {"mean": 100.0 * n, "min": 100.0 * n,
+                                              "max": 100.0 * n}, "efficiency": 1.0,
+                         "per_client_mib_s": {"mean": 100.0, "min": 100.0, "max": 100.0}})
             for n in counts]
 
 

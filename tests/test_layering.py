@@ -63,10 +63,9 @@ LAYERS = {"cli": 9, "term": 8, "report": 8, "accept": 7, "sweep": 6, "fio": 5, "
           "hosts": 4, "s3": 3, "phases": 2}
 # The bends that are meant, importer module -> part (ARCHITECTURE, Layers): readers asking the
 # phase registry how a phase lays out and is judged, the registry finding object phases
-# (phases/__init__), checkpoint figures read through the sweep's one accessor.
+# (phases/__init__).
 MEANT = {("aiio.result", "aiio.phases"), ("aiio.figures", "aiio.phases"),
-         ("aiio.charts", "aiio.phases"), ("aiio.phases", "aiio.s3"),
-         ("aiio.fio.pairing", "aiio.sweep")}
+         ("aiio.charts", "aiio.phases"), ("aiio.phases", "aiio.s3")}
 
 
 def layer(module: str) -> tuple[str, int]:

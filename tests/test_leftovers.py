@@ -66,8 +66,10 @@ def test_folders_of_runs_that_may_still_go_on_are_kept(target: Path, results: Pa
     unmarked = prep / "unmarked"  # an older aiio's, or not a run's at all: not ours to judge
     unmarked.mkdir()
     (target / "aiio" / ".aiio-owned").write_text("{}\n")
+    empty = target / "aiio" / "models"  # a folder the check did not empty is not its business
+    empty.mkdir()
     done = call_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
                     "--no-report", "--no-history")
     assert done.returncode == 0, done.stderr
-    assert alive.exists() and elsewhere.exists() and unmarked.exists()
+    assert alive.exists() and elsewhere.exists() and unmarked.exists() and empty.exists()
     assert "removed" not in done.stdout + done.stderr

@@ -405,11 +405,13 @@ def test_sweep_chart_files_draw_linear_scaling_straight() -> None:
     """The aggregate chart written beside a sweep: log-log, measured and ideal lines straight
     on screen, and E(N) in its own panel against the threshold."""
     from aiio import charts
+    from aiio.result import SweepRow
 
     rows = _linear_rows(eff_at_16=0.8)
     for r in rows:
-        r["aggregate_spread"] = {"min": r["aggregate_mib_s"], "max": r["aggregate_mib_s"]}
-    fig = charts.aggregate_figure(rows, 0.9, "t")
+        r["aggregate_spread"] = {"mean": r["aggregate_mib_s"], "min": r["aggregate_mib_s"],
+                                 "max": r["aggregate_mib_s"]}
+    fig = charts.aggregate_figure([SweepRow.of(r) for r in rows], 0.9, "t")
     ax, eff = fig.axes
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     ideal = [100.0 * r["clients"] for r in rows]

@@ -310,7 +310,9 @@ def test_checkpoints_read_as_a_type_where_the_phase_declares_them(
     assert ck.persist_last_done_s.max == recorded["persist_last_done_s"]["max"]
     assert ck.stall_s.mean == recorded["stall_s"]["mean"]
     assert ck.read_mib_s == recorded.get("read_mib_s")
-    assert list(ck.bursts) == recorded["checkpoints"]
+    assert [b.n for b in ck.bursts] == [b["n"] for b in recorded["checkpoints"]]
+    assert [b.restore_gap_s for b in ck.bursts] == \
+        [b.get("restore_gap_s") for b in recorded["checkpoints"]]
     assert result.load(_folder("load-demo-c2")).checkpoint is None
 
 
@@ -321,3 +323,42 @@ def test_a_number_that_is_not_finite_reads_as_missing_not_a_traceback(tmp_path: 
     (tmp_path / "result.json").write_text(json.dumps(doc))
     assert result.load(tmp_path).section("read").bytes is None
     assert call_cli("report", str(tmp_path)).returncode == 0
+
+
+LATER = Path(__file__).parent / "data" / "results-v2"
+
+
+def test_the_figures_beside_the_sections_read_as_types() -> None:
+    train = result.load(_folder("230529-train-demo-c2"))
+    recorded = _doc(_folder("230529-train-demo-c2"))
+    agg, first = recorded["aggregate"], recorded["clients"][0]
+    assert (train.summary.samples, train.summary.samples_per_s, train.summary.consumed_bytes) \
+        == (agg["samples"], agg["samples_per_s"], agg["consumed_bytes"])
+    assert train.summary.demand_mib_s_per_client == agg["demand_mib_s_per_client"]
+    assert train.summary.au.passed is agg["au_pass"] and train.summary.verify is None
+    client = train.clients[0]
+    assert (client.au, client.wait_s, client.consumed_bytes, client.measured_steps) == (
+        first["au"], first["wait_s"], first["consumed_bytes"], first["measured_steps"])
+    assert [tuple(s.__dict__.values()) for s in client.step_log] == \
+        [tuple(row) for row in first["step_log"]]
+    assert train.workload.name == "demo" and train.workload.compute_s() == \
+        recorded["workload"]["train"]["compute_time"][recorded["workload"]["train"]["accelerator"]]
+    load = result.load(_folder("load-demo-c2")).model_load
+    model = _doc(_folder("load-demo-c2"))["aggregate"]
+    assert (load.weights.files, load.replicas, load.last_ready_s, load.load_s.max) == (
+        model["model"]["files"], model["replicas"], model["last_ready_s"], model["load_s"]["max"])
+
+
+def test_hosts_verify_and_stages_read_as_types() -> None:
+    mpi = result.load(next(LATER.glob("*-train-demo-c4")))
+    hosts = _doc(next(LATER.glob("*-train-demo-c4")))["hosts"]
+    assert mpi.ranks == 2 and [h.rank for h in mpi.hosts] == [h["rank"] for h in hosts]
+    assert [h.io.bytes for h in mpi.hosts] == [h["aggregate"]["bytes"] for h in hosts]
+    mix = result.load(next(LATER.glob("*-randrw-demo-c2")))
+    verify = _doc(next(LATER.glob("*-randrw-demo-c2")))["aggregate"]["verify"]
+    assert (mix.summary.verify.blocks_checked, mix.summary.verify.mismatches) == (
+        verify["blocks_checked"], verify["mismatches"])
+    lifecycle = result.load(_folder("all-demo-c2"))
+    assert lifecycle.stages == ("prep", "train", "load")
+    assert lifecycle.stage("load").model_load.replicas == \
+        _doc(_folder("all-demo-c2"))["aggregate"]["load"]["replicas"]

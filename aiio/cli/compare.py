@@ -34,7 +34,8 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
         fio_res = fixed or hero.fio_result_for(run, folder)
         report.append({"run": run["id"], "phase": run.get("phase"),
                        "fio_result": fio_res["id"] if fio_res else None,
-                       "hero_suite": fio_res.get("aggregate", {}) if fio_res else {},
+                       # the suite's headline per test, as it recorded them
+                       "hero_suite": dict(fio_res.summary.figures) if fio_res else {},
                        "rows": hero.compare_rows(run, fio_res),
                        "note": _missing(run, folder, fio_res)})
     if as_json:

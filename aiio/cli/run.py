@@ -62,6 +62,7 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     from aiio.fio import hero
     from aiio.options import RunOptions
     from aiio.phases import get_phase
+    from aiio.result import model
     from aiio.term.console import RichUI, phase_tables, print_result
 
     get_phase(phase)  # unknown phases fail before anything else happens
@@ -105,11 +106,12 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
         print_result(res, folder, phase_tables(res))
         for path in written:
             click.echo(f"report: {path}")
-    bad = res["aggregate"].get("verify", {}).get("mismatches", 0)
-    if bad:
-        first = res["aggregate"]["verify"]["corrupt"][0]
-        raise RunFailed(f"--verify found {bad} corrupt block(s), the first in {first['file']} "
-                        f"at offset {first['offset']} ({first['problem']}); result in {folder}")
+    checked = model(res).summary.verify
+    if checked is not None and checked.mismatches:
+        first = checked.corrupt[0]
+        raise RunFailed(f"--verify found {checked.mismatches} corrupt block(s), the first in "
+                        f"{first.file} at offset {first.offset} ({first.problem}); "
+                        f"result in {folder}")
 
 
 def check_null(method: str, verify: bool, on_s3: bool, workload: Workload) -> None:

@@ -19,7 +19,7 @@ from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
 from aiio.fio.http_engine import require_http_engine
-from aiio.fio.suite import HeroTest, headline
+from aiio.fio.suite import HeroTest
 from aiio.options import Access, RunOptions
 from aiio.s3 import backend
 from aiio.s3.connect import session
@@ -136,12 +136,14 @@ class S3Suite:
             self._remove()
             write = self._test("seq_write")
             held = self._held()
-            check_bytes("seq_write", write["aggregate"]["bytes"], held, self.req.objects)
+            check_bytes("seq_write", result.fio_figures("seq_write", write).bytes, held,
+                        self.req.objects)
             if "seq_write" in self.req.tests:
                 self._store("seq_write", write, held)
             if "seq_read" in self.req.tests:
                 read = self._test("seq_read")
-                check_bytes("seq_read", read["aggregate"]["bytes"], held, self.req.objects)
+                check_bytes("seq_read", result.fio_figures("seq_read", read).bytes, held,
+                            self.req.objects)
                 self._store("seq_read", read, held)
             self.out["status"] = "ok"
         except KeyboardInterrupt:
@@ -163,9 +165,8 @@ class S3Suite:
         if len(clients) != self.req.clients:
             raise RunFailed(f"fio reported {len(clients)} jobs for {name}, expected "
                             f"{self.req.clients}")
-        return {"description": test.description, "rw": test.rw,
-                "block_size": self.req.object_size, "jobfile": text, "clients": clients,
-                "aggregate": job.aggregate(clients), "disk_util": []}
+        return result.fio_test(test.description, test.rw, self.req.object_size, text, clients,
+                               job.aggregate(clients), [])
 
     def _held(self) -> dict[str, int]:
         """What the bucket holds below the hero prefix: objects and their bytes."""
@@ -174,8 +175,7 @@ class S3Suite:
         return {"count": len(sizes), "bytes": sum(sizes)}
 
     def _store(self, name: str, entry: dict[str, Any], held: dict[str, int]) -> None:
-        self.out["tests"][name] = {**entry, "objects": held}
-        self.out["aggregate"][name] = headline(entry["aggregate"])
+        result.add_fio_test(self.out, name, {**entry, "objects": held})
 
     def _remove(self) -> None:
         self.target.delete([o["Key"] for o in self.target.objects()

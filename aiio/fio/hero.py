@@ -74,17 +74,19 @@ def latest_hero(found: Found, target_path: str, phase: str, test: str | None = N
     for folder, res in reversed(found):
         path = (res.get("target") or {}).get("path")
         entry = (res.get("tests") or {}).get(test) or {}
-        agg = entry.get("aggregate") or {}
-        if not path or "mib_s" not in agg or not same_target(path, target_path):
+        fio = res.section(test)
+        if not path or fio is None or fio.mib_s is None or not same_target(path, target_path):
             continue  # a result without the figure is passed over, never fails a run
         jobs, depth = len(entry.get("clients", [])), int(res.get("options", {}).get("iodepth", 1))
         if streams is not None and jobs * depth != streams:
             continue
+        spread = fio.per_client_mib_s
         return {"test": test, "description": entry.get("description", test),
-                "fio_mib_s": agg["mib_s"], "fio_iops": agg.get("iops", 0.0),
-                "fio_per_client_mib_s": agg.get("per_client_mib_s", {}).get("mean", 0.0),
+                "fio_mib_s": fio.mib_s, "fio_iops": 0.0 if fio.iops is None else fio.iops,
+                "fio_per_client_mib_s": spread.mean if spread else 0.0,
                 "fio_clients": jobs, "fio_iodepth": depth,
-                "block_size": entry.get("block_size"), "fio_latency": agg.get("latency"),
+                "block_size": entry.get("block_size"),
+                "fio_latency": dict(fio.main_latency) or None,
                 "fio_result_id": res.get("id", folder.name), "fio_result": str(folder),
                 "fio_version": res.get("fio_version"), "method": res.get("method"),
                 "finished": res.get("finished")}
@@ -175,9 +177,9 @@ def _pair(res: dict[str, Any], side: pairing.Side, target: str,
 
 def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """The lifecycle run: each stage against its own hero number."""
-    stages = {name: pair_entry({**res, "phase": name, "aggregate": agg}, found)
-              for name, agg in (res.get("aggregate") or {}).items()
-              if hero_test(name) and isinstance(agg, dict)}
+    run = res if isinstance(res, Result) else result.model(res)
+    stages = {name: pair_entry(result.stage_doc(run, name), found)
+              for name in run.stages if hero_test(name)}
     text = "; ".join(f"{name}: {entry['text']}" for name, entry in stages.items())
     return {"stages": stages, "text": text or "no stage of this run has a fio hero number"}
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiio.errors import AiioError
 from aiio.phases import REGISTRY, layout_of, phase_of
 from aiio.result import IoFigures, Result, model
 
@@ -78,16 +77,16 @@ def direction_sides(phase: Phase, run: Result) -> list[Side]:
 
 def mix_side(phase: Phase, run: Result) -> list[Side]:
     """Reads plus writes against the random mix (randrw)."""
-    agg = run.get("aggregate") or {}
-    parts = [agg.get("read_mib_s"), agg.get("write_mib_s")]
-    total = sum(p for p in parts if isinstance(p, (int, float))) if any(
-        isinstance(p, (int, float)) for p in parts) else None
-    return [Side("read+write", phase.hero_test, total)]
+    parts = [p for p in (run.summary.read_mib_s, run.summary.write_mib_s) if p is not None]
+    return [Side("read+write", phase.hero_test, sum(parts) if parts else None)]
 
 
 def persist_side(phase: Phase, run: Result) -> list[Side]:
-    """The write rate over the time to persist against sequential writes (checkpoint)."""
-    return [Side("write", phase.hero_test, _checkpoint_rate(run.get("aggregate") or {}))]
+    """The write rate over the time to persist (bytes over the windows until every client's
+    shard was durable) against sequential writes (checkpoint); none before a write finished."""
+    ck = run.checkpoint
+    written = any(s.name.endswith(".write") for s in run.sections("checkpoint."))
+    return [Side("write", phase.hero_test, ck.write_mib_s if ck and written else None)]
 
 
 def phases_beside(test: str) -> list[str]:
@@ -103,17 +102,6 @@ def phases_beside(test: str) -> list[str]:
 
 def _last_done(section: IoFigures | None) -> float | None:
     return section.last_done.mib_s if section and section.last_done else None
-
-
-def _checkpoint_rate(agg: dict[str, Any]) -> float | None:
-    """Bytes over the time to persist: the checkpoint's last-done rate, read through the one
-    accessor for checkpoint results."""
-    from aiio.sweep.per_point import checkpoint_figures
-
-    try:
-        return checkpoint_figures(agg)["headline_mib_s"]
-    except AiioError:
-        return None
 
 
 def fio_command(target: str, res: dict[str, Any], tests: list[str]) -> str:

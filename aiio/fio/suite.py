@@ -142,8 +142,8 @@ def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], 
         out["warnings"] += _prepare(req, target, info, data, ui,
                                     out["environment"]["ram_bytes"])
         for name in req.tests:
-            out["tests"][name] = _run_test(req, HERO_TESTS[name], data, info.o_direct, ui)
-            out["aggregate"][name] = headline(out["tests"][name]["aggregate"])
+            result.add_fio_test(out, name, _run_test(req, HERO_TESTS[name], data,
+                                                      info.o_direct, ui))
         out["status"] = "ok"
     except KeyboardInterrupt:
         _fail(out, "interrupted", "interrupted by the user", req, target, data, folder)
@@ -222,14 +222,8 @@ def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
     if len(clients) != req.clients:
         raise RunFailed(f"fio reported {len(clients)} jobs for {test.name}, "
                         f"expected {req.clients}")
-    return {"description": test.description, "rw": test.rw, "block_size": test.block_size,
-            "jobfile": text, "clients": clients, "aggregate": aggregate(clients),
-            "disk_util": disk_util(report)}
-
-
-def headline(agg: dict[str, Any]) -> dict[str, float]:
-    """A test's figures the suite's own aggregate keeps: MiB/s and IOPS."""
-    return {"mib_s": agg["mib_s"], "iops": agg["iops"]}
+    return result.fio_test(test.description, test.rw, test.block_size, text, clients,
+                           aggregate(clients), disk_util(report))
 
 
 def _fail(out: dict[str, Any], status: str, msg: str, req: SuiteRequest, target: Target,

@@ -5,6 +5,7 @@ fio ran with which options; and the aiio runs each test is set beside."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from aiio.fio.pairing import phases_beside
@@ -19,7 +20,7 @@ from aiio.report.common import (
     target_pairs,
     warnings_section,
 )
-from aiio.result import dig
+from aiio.result import IoFigures, Result, dig, model
 
 KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished",
          "environment", "target", "method", "fio_version", "options", "clients_requested",
@@ -49,7 +50,8 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
                              finished=res.get("status") == "ok")]
     if not found:
         body.append(h.notice("warn", "This result holds no fio test, so no figures are shown."))
-    body.append(guarded("summary", summary_section, found))
+    body.append(guarded("summary", summary_section, res if isinstance(res, Result)
+                        else model(res), found))
     body.append(guarded("pairing", pairing_section, res, found))
     body += [guarded(f"test {name}", test_section, name, test) for name, test in found.items()]
     body.append(guarded("what was measured", measured_section, res))
@@ -58,12 +60,6 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
 
 
 # --- over all jobs ---------------------------------------------------------------------------
-
-def _ops(test: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    ops = dig(test, "aggregate", "ops", default={})
-    return {k: v for k, v in ops.items() if isinstance(v, Mapping)} \
-        if isinstance(ops, Mapping) else {}
-
 
 def _latency_cells(lat: Any) -> list[h.Cell]:
     lat = lat if isinstance(lat, Mapping) else {}
@@ -75,23 +71,23 @@ def _rate(value: Any) -> str:
     return h.number(value, 1)
 
 
-def summary_section(found: Mapping[str, Mapping[str, Any]]) -> Html:
+def summary_section(run: Result, found: Mapping[str, Mapping[str, Any]]) -> Html:
     """One row per test and direction: a mixed test's reads and writes stay apart."""
     rows = []
-    for name, test in found.items():
-        agg = test.get("aggregate") if isinstance(test.get("aggregate"), Mapping) else {}
-        spread = agg.get("per_client_mib_s") if isinstance(agg.get("per_client_mib_s"),
-                                                           Mapping) else {}
-        ops = _ops(test) or {"(none)": {}}
+    for name in found:
+        test = run.section(name) or IoFigures.of(name, (), {})
+        spread = test.per_client_mib_s
+        low, high = (spread.min, spread.max) if spread else (None, None)
+        ops = dict(test.directions) or {"(none)": IoFigures.of("(none)", (), {})}
         if len(ops) > 1:  # a mix: its total too (no latency: the directions' differ)
-            ops = {**ops, "+".join(ops): {"mib_s": agg.get("mib_s"), "iops": agg.get("iops")}}
+            total = "+".join(ops)
+            ops[total] = replace(IoFigures.of(total, (), {}), mib_s=test.mib_s, iops=test.iops)
         for op, fig in ops.items():
-            rows.append([name, op, h.num(_rate(fig.get("mib_s")), fig.get("mib_s")),
-                         h.num(h.number(fig.get("iops")), fig.get("iops")),
-                         h.num(f"{_rate(spread.get('min'))} – {_rate(spread.get('max'))}",
-                               spread.get("min")),
-                         h.num(h.number(agg.get("jain"), 3), agg.get("jain")),
-                         *_latency_cells(fig.get("latency"))])
+            rows.append([name, op, h.num(_rate(fig.mib_s), fig.mib_s),
+                         h.num(h.number(fig.iops), fig.iops),
+                         h.num(f"{_rate(low)} – {_rate(high)}", low),
+                         h.num(h.number(test.jain, 3), test.jain),
+                         *_latency_cells(fig.main_latency)])
     heads = ["test", "direction", "MiB/s", "IOPS", "per job MiB/s", "Jain",
              *[f"clat {p}" for p, _ in PERCENTILES]]
     return h.section("fio's figures per test", h.table(heads, rows, sortable=True),

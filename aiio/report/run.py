@@ -26,7 +26,7 @@ from aiio.report.hosts import hosts_section
 from aiio.report.latency import latency_section
 from aiio.report.parts import aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
-from aiio.result import AuFigures, IoFigures, Result, dig, model
+from aiio.result import ClientFigures, IoFigures, Result, RunSummary, dig, model
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -70,7 +70,7 @@ def no_io_notice(res: Mapping[str, Any]) -> Html:
 def render_body(res: Mapping[str, Any]) -> list[Html]:
     """Every section of a run report: the answer, the reasons to doubt it and the headline
     figures first, the configuration after them; each survives damage to the others."""
-    res = clean(res)
+    res = model(clean(res))  # typed once: every section reads the same model
     return [
         header(res, title(res)),
         no_io_notice(res),
@@ -132,11 +132,11 @@ def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[
     return rows
 
 
-def training_pairs(au: AuFigures | None, agg: Mapping[str, Any],
-                   label: str = "") -> list[tuple[str, Any]]:
+def training_pairs(beside: IoFigures | RunSummary, label: str = "") -> list[tuple[str, Any]]:
     """Samples per second, AU against its goal and its verdict, the demand per client: the
-    figures recorded beside training's reads (`agg`), AU among them typed (`au`)."""
-    if au is None or "au_mean" not in agg:
+    figures recorded beside training's reads (or in the run's aggregate)."""
+    au = beside.au
+    if au is None:
         return []
     label = f"{label} " if label else ""
     below = list(au.below_goal)
@@ -147,12 +147,12 @@ def training_pairs(au: AuFigures | None, agg: Mapping[str, Any],
                           "" if au.passed else
                           f" {len(below)} client(s) below the goal: {h.plain(below[:20])}"])
     return [
-        (f"{label}samples per second", h.number(agg.get("samples_per_s"), 1, "samples/s")),
+        (f"{label}samples per second", h.number(beside.samples_per_s, 1, "samples/s")),
         (f"{label}AU mean / min (goal)", f"{h.pct(au.mean)} / {h.pct(au.min)} "
                                          f"({h.pct(au.goal, 0)})"),
         (f"{label}AU verdict", h.Cell(verdict)),
         (f"{label}demand per client (batch x sample / compute time)",
-         h.mib_s(agg.get("demand_mib_s_per_client"))),
+         h.mib_s(beside.demand_mib_s_per_client)),
     ]
 
 
@@ -163,20 +163,20 @@ TRAIN_KEYS = {"samples_per_s", "au_mean", "au_min", "au_goal", "au_pass", "clien
 
 
 def headline_section(res: Mapping[str, Any]) -> Html:
-    agg = res.get("aggregate")
-    if not isinstance(agg, Mapping) or not agg:
+    run = res if isinstance(res, Result) else model(res)
+    if not run.has_aggregate:
         return h.section("Headline figures", h.notice(
             "warn", "No aggregate figures in this result; see the per-client table below."),
             anchor="headline")
-    sections = aggregate_sections(res)
+    sections, summary = aggregate_sections(run), run.summary
     rows: list[tuple[str, Any]] = []
     for sec in sections:
         rows += io_pairs(sec.figures, sec.label)
-        rows += training_pairs(sec.section.au, sec.figures, sec.label)
-    if not any(sec.figures is agg for sec in sections):
-        rows += training_pairs(AuFigures.of(agg), agg)
+        rows += training_pairs(sec.section, sec.label)
+    if not any(sec.figures is summary.figures for sec in sections):
+        rows += training_pairs(summary)
     parts = [h.kv_table(rows)] if rows else []
-    extra = _rest(agg, sections)
+    extra = _rest(summary.figures, sections)
     if extra:
         parts.append(h.tag("h3", "Other aggregate figures of this phase"))
         parts.append(h.nested_table(extra))
@@ -235,6 +235,7 @@ def hero_section(res: Mapping[str, Any]) -> Html:
 
 # --- clients ------------------------------------------------------------------------------
 
+# (heading, the client's figure, its format); a column shows when a client records it
 CLIENT_COLUMNS: list[tuple[str, str, Any]] = [
     ("MiB/s", "mib_s", h.mib_s),
     ("bytes", "bytes", h.size),
@@ -246,73 +247,73 @@ CLIENT_COLUMNS: list[tuple[str, str, Any]] = [
     ("samples/s", "samples_per_s", lambda v: h.number(v, 1, "samples/s")),
     ("CPU time", "cpu_s", h.seconds),
 ]
+
+
+def _records(c: ClientFigures, figure: str) -> bool:
+    """The client records this figure (a training client its AU even when there is none)."""
+    return c.ran_steps if figure == "au" else getattr(c, figure) is not None
 LAT_COLUMNS = [("p50", "p50_ns"), ("p99", "p99_ns"), ("max latency", "max_ns")]
 
 
 def clients_section(res: Mapping[str, Any]) -> Html:
-    clients = list(res.get("clients") or [])
+    run = res if isinstance(res, Result) else model(res)
+    clients = list(run.clients)
     if not clients:
         return h.section("Per client", h.notice("warn", "No client reported any figures."),
                          anchor="clients")
-    cols = [c for c in CLIENT_COLUMNS if any(c[1] in x for x in clients)]
-    run = res if isinstance(res, Result) else model(res)
+    cols = [c for c in CLIENT_COLUMNS if any(_records(x, c[1]) for x in clients)]
     latency = _flat_latency(run)
     lats = [c for c in LAT_COLUMNS if any(c[1] in latency.get(id(x), {}) for x in clients)]
     subs = client_subsections(run)  # 'read', 'write', ...
-    totals = {id(c.figures): c.totals for c in run.clients}
-    extra = sorted({k for x in clients for k, v in x.items() if _scalar(v)
-                    and k not in {c[1] for c in CLIENT_COLUMNS} | {"client", "host", "pid"}})
+    extra = sorted({k for x in clients for k in x.other_scalars})
     headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats),
                *(f"{label} {w}" for label, _ in subs for w in ("MiB/s", "bytes", "p99")),
                *extra]
-    speed = (lambda x: h.finite(x.get("mib_s"))) if "mib_s" in {c[1] for c in cols} else \
-        (lambda x: h.finite(_total(totals, x, subs[0][1]).mib_s) if subs else None)
+    speed = (lambda x: x.mib_s) if "mib_s" in {c[1] for c in cols} else \
+        (lambda x: h.finite(_total(x, subs[0][1]).mib_s) if subs else None)
     rows = []
     for x in sorted(clients, key=lambda x: speed(x) or 0.0):
-        row: list[Any] = [h.num(str(x.get("client", "?")), x.get("client")), x.get("host", "?")]
-        row += [h.num(fmt(x[key]) if key in x else h.MISSING, x.get(key)) for _, key, fmt in cols]
+        row: list[Any] = [h.num(str(x.client if x.client is not None else "?"), x.client),
+                          x.host or "?"]
+        row += [h.num(fmt(got := getattr(x, key)), got) for _, key, fmt in cols]
         lat = latency.get(id(x), {})
         row += [h.num(h.latency(lat.get(k)), lat.get(k)) for _, k in lats]
         for _, name in subs:
-            total = _total(totals, x, name)
+            total = _total(x, name)
             got, size, p99 = total.mib_s, total.bytes, total.main_p("p99")
             row += [h.num(h.mib_s(got), got), h.num(h.size(size), size),
                     h.num(h.latency(p99), p99)]
-        row += [h.num(h.by_name(k, x.get(k)), x.get(k)) for k in extra]
+        row += [h.num(h.by_name(k, x.other_scalars.get(k)), x.other_scalars.get(k))
+                for k in extra]
         rows.append(row)
     return h.section("Per client", h.table(headers, rows, sortable=True),
                      note="Slowest client first; click a column heading to sort by it. "
                           "Latency is per system call.", anchor="clients")
 
 
-def _total(totals: Mapping[int, Mapping[str, IoFigures]], entry: Mapping[str, Any],
-           name: str) -> IoFigures:
-    """A client's (by its entry) figures of one stream its row shows; none recorded: empty."""
-    return totals.get(id(entry), {}).get(name) or IoFigures.of(name, (), {})
+def _total(client: ClientFigures, name: str) -> IoFigures:
+    """A client's figures of one stream its row shows; none recorded: empty."""
+    return client.totals.get(name) or IoFigures.of(name, (), {})
 
 
 def _flat_latency(run: Result) -> dict[int, Mapping[str, Any]]:
-    """Each client entry's (by id) latency summary of the section it keeps flat (training's
-    and model loading's reads); clients that keep their sections below get none."""
-    return {id(c.figures): s.main_latency for c in run.clients for s in c.io.values()
-            if s.path == ()}
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """Each client's (by id) latency summary of the section it keeps flat (training's and
+    model loading's reads); clients that keep their sections below get none."""
+    return {id(c): s.main_latency for c in run.clients for s in c.io.values() if s.path == ()}
 
 
 # --- training -----------------------------------------------------------------------------
 
 def training_section(res: Mapping[str, Any]) -> Html:
-    clients = [c for c in res.get("clients") or [] if "au" in c]
+    run = res if isinstance(res, Result) else model(res)
+    clients = [c for c in run.clients if c.ran_steps]
     if not clients:
         return Html("")
-    goal = h.finite(dig(res, "aggregate", "au_goal")) or \
-        h.finite(dig(res, "workload", "train", "au_goal"))
-    clients.sort(key=lambda c: h.finite(c.get("client")) or 0)
-    au = charts.bars([str(c.get("client", "?")) for c in clients],
-                     [h.finite(c.get("au")) or 0.0 for c in clients], percent=True,
+    au_goal = run.summary.au.goal if run.summary.au else None
+    goal = au_goal or h.finite(run.workload.au_goal)
+    clients.sort(key=lambda c: h.finite(c.client) or 0)
+    au = charts.bars([str(c.client if c.client is not None else "?") for c in clients],
+                     [c.au or 0.0 for c in clients], percent=True,
                      title="accelerator utilization per client", xlabel="client",
                      ylabel="AU (%)", goal=goal, goal_label=f"goal {h.pct(goal, 0)}",
                      caption="Compute time / (compute + waiting for data) over measured steps; "
@@ -322,18 +323,18 @@ def training_section(res: Mapping[str, Any]) -> Html:
                      anchor="au")
 
 
-def _wait_chart(clients: Sequence[Mapping[str, Any]]) -> Html | None:
+def _wait_chart(clients: Sequence[ClientFigures]) -> Html | None:
     """How long each step waited for its batch, over time: the shape of a data stall."""
-    logs = [(c, c.get("step_log")) for c in clients if c.get("step_log")]
+    logs = [(c, c.step_log) for c in clients if c.step_log]
     if not logs:
         return None
-    logs.sort(key=lambda t: h.finite(t[0].get("au")) or 0)
+    logs.sort(key=lambda t: t[0].au or 0)
     shown = logs[:TOP_CLIENTS]
     lines = []
     for c, steps in shown:
-        steps = sorted(steps, key=lambda s: s[2])
-        lines.append((f"client {c.get('client', '?')}", [s[2] for s in steps],
-                      [s[3] * 1000 for s in steps]))
+        steps = sorted(steps, key=lambda s: s.start_s)
+        lines.append((f"client {c.client if c.client is not None else '?'}",
+                      [s.start_s for s in steps], [s.wait_s * 1000 for s in steps]))
     cut = "" if len(logs) == len(shown) else f" (the {len(shown)} lowest-AU clients of {len(logs)})"
     return charts.time_lines(lines, title="time each step waited for data",
                              xlabel="step start since the common start (s)",
@@ -359,7 +360,8 @@ def monitor_section(res: Mapping[str, Any]) -> Html:
     if isinstance(dev, Mapping):
         rows.append((f"block device {dev.get('name', '?')} read / written",
                      f"{h.size(dev.get('read_bytes'))} / {h.size(dev.get('write_bytes'))}"))
-        rows.append(("bytes the clients moved", h.size(dig(res, "aggregate", "bytes"))))
+        moved = (res if isinstance(res, Result) else model(res)).summary.bytes
+        rows.append(("bytes the clients moved", h.size(moved)))
     for name, nic in (mon.get("nics") or {}).items():
         rows.append((f"network {name} received / sent (peak share of link)",
                      f"{h.size(nic.get('rx_bytes'))} / {h.size(nic.get('tx_bytes'))} "

@@ -23,7 +23,7 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.run import clients_section
-from aiio.result import dig, main_op
+from aiio.result import Result, dig, main_op, model
 
 EXPECTED = {
     "points": "the measured client counts (no point finished)",
@@ -175,20 +175,21 @@ def _mean(values: Sequence[Any]) -> float | None:
 
 def _row(n: int, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One count's figures from its runs (means over repeats)."""
-    aggs = [r.get("aggregate") or {} for r in runs]
-    pcs = [a.get("per_client_mib_s") or {} for a in aggs]
+    sums = [(r if isinstance(r, Result) else model(r)).summary for r in runs]
+    tops = [s.top for s in sums]
+    pcs = [t.per_client_mib_s for t in tops]
     row = {"clients": n, "repeats": len(runs),
-           "aggregate_mib_s": _mean([dig(a, "first_done", "mib_s") for a in aggs]),
-           "last_done_mib_s": _mean([dig(a, "last_done", "mib_s") for a in aggs]),
-           "per_client_mib_s": {k: _mean([p.get(k) for p in pcs])
+           "aggregate_mib_s": _mean([t.first_done and t.first_done.mib_s for t in tops]),
+           "last_done_mib_s": _mean([t.last_done and t.last_done.mib_s for t in tops]),
+           "per_client_mib_s": {k: _mean([getattr(p, k) if p else None for p in pcs])
                                 for k in ("mean", "min", "max", "cv")},
-           "jain": _mean([a.get("jain") for a in aggs]),
-           "latency": aggs[0].get("latency") or {},
+           "jain": _mean([t.jain for t in tops]),
+           "latency": tops[0].latency,
            "cpu_percent": _mean([dig(r, "monitor", "cpu_percent_mean") for r in runs])}
-    if all("au_min" in a for a in aggs):
-        row.update(au_mean=_mean([a["au_mean"] for a in aggs]),
-                   au_min=min(h.finite(a["au_min"]) or 0 for a in aggs),
-                   au_goal=aggs[0].get("au_goal"))
+    aus = [s.au for s in sums]
+    if all(au is not None for au in aus):
+        row.update(au_mean=_mean([au.mean for au in aus]),
+                   au_min=min(au.min or 0 for au in aus), au_goal=aus[0].goal)
     return row
 
 

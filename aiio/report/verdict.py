@@ -10,7 +10,7 @@ from aiio.figures import FIGURES, run_figures
 from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import status_notice
-from aiio.result import dig
+from aiio.result import Result, model
 
 # The figures shown as cards, in this order, when the result has them.
 CARDS = ("aggregate_mib_s", "client_mib_s_min", "au_min", "cv", "p99_ms", "checkpoint_s",
@@ -28,13 +28,13 @@ def run_verdict(res: Mapping[str, Any]) -> Html:
 
 def _answer(res: Mapping[str, Any]) -> tuple[str, str]:
     """(notice kind, sentence) of a finished run: the phase's own goal if it has one."""
-    agg = dig(res, "aggregate", default={})
-    if isinstance(agg, Mapping) and "au_pass" in agg:
-        goal, least = h.pct(agg.get("au_goal"), 0), h.pct(agg.get("au_min"))
-        if agg.get("au_pass"):
+    au = (res if isinstance(res, Result) else model(res)).summary.au
+    if au is not None and au.recorded_pass:
+        goal, least = h.pct(au.goal, 0), h.pct(au.min)
+        if au.passed:
             return "ok", (f"PASS: the storage kept every accelerator at least {goal} busy "
                           f"(the least busy client: {least}).")
-        below = h.items(agg.get("clients_below_goal"))
+        below = list(au.below_goal)
         return "fail", (f"FAIL: {len(below)} of {len(h.items(res.get('clients')))} clients "
                         f"were below the {goal} accelerator-utilization goal (the least busy: "
                         f"{least}); the storage did not keep up.")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.errors import ConfigError
-from aiio.result import Result, dig, number
+from aiio.result import Result, number
 from aiio.sizing.formulas import demand_mib_s
 
 
@@ -59,49 +59,46 @@ class MeasuredCheckpoint:
     warnings: tuple[str, ...] = ()
 
 
-def _get(doc: Any, dotted: str, where: str) -> Any:
-    """A recorded value by its dotted path, or a one-line error naming the missing field."""
-    value = dig(doc, *dotted.split("."), default=_MISSING)
-    if value is _MISSING:
-        raise ConfigError(f"--from {where}: the result has no {dotted}")
+def _need(value: Any, name: str, where: str) -> Any:
+    """A value the run recorded, or a one-line error naming the missing field."""
+    if value is None:
+        raise ConfigError(f"--from {where}: the result has no {name}")
     return value
 
 
-_MISSING = object()
-
-
-def _number(doc: Any, dotted: str, where: str) -> float:
-    value = _get(doc, dotted, where)
-    if number(value) is None:
-        raise ConfigError(f"--from {where}: {dotted} = {value!r} is not a number")
+def _num(value: Any, name: str, where: str) -> float:
+    """A recorded number, or a one-line error naming the field that is missing or no number."""
+    if number(_need(value, name, where)) is None:
+        raise ConfigError(f"--from {where}: {name} = {value!r} is not a number")
     return float(value)
 
 
 def _runs(res: Result, where: str) -> list[tuple[int, Result]]:
     """(client count, run result) for a run, or for each point of a sweep."""
     if res.kind == "run":
-        return [(len(_get(res, "clients", where)), res)]
-    points = _get(res, "points", where)
+        _need(res.get("clients"), "clients", where)
+        return [(len(res.clients), res)]
+    points = _need(res.get("points"), "points", where)
     if not isinstance(points, list) or not points:
         raise ConfigError(f"--from {where}: the sweep has no points")
-    for p in points:
-        _get(p, "result", where)  # a point without its run result is named, not skipped
-    return [(int(_number(p, "clients", where)), run)
+    for p in points:  # a point without its run result is named, not skipped
+        _need(p.get("result") if isinstance(p, dict) else None, "result", where)
+    return [(int(_num(p.get("clients"), "clients", where)), run)
             for p, run in zip(points, res.points, strict=True)]
 
 
 def measured_train(res: Result, where: str) -> MeasuredTrain:
     """Summarize a train run or sweep: per point, AU pass and first-done aggregate MiB/s."""
     runs = _runs(res, where)
-    first = runs[0][1]
-    accel = str(_get(first, "workload.train.accelerator", where))
-    compute = _number(first, f"workload.train.compute_time.{accel}", where)
-    demand = demand_mib_s(_number(first, "workload.train.batch_size", where),
-                          _number(first, "workload.dataset.sample_size", where), compute)
-    au_goal = _number(first, "workload.train.au_goal", where)
+    w = runs[0][1].workload
+    accel = str(_need(w.accelerator, "workload.train.accelerator", where))
+    compute = _num(w.compute_s(), f"workload.train.compute_time.{accel}", where)
+    demand = demand_mib_s(_num(w.batch_size, "workload.train.batch_size", where),
+                          _num(w.sample_size, "workload.dataset.sample_size", where), compute)
+    au_goal = _num(w.au_goal, "workload.train.au_goal", where)
     points = tuple(TrainPoint(n, _au_pass(run, au_goal, where), _first_done(run, where))
                    for n, run in runs)
-    name = str(_get(first, "workload.workload.name", where))
+    name = str(_need(w.name, "workload.workload.name", where))
     return MeasuredTrain(source=where, kind=res.kind, workload=name, accelerator=accel,
                          au_goal=au_goal, demand_mib_s=demand, points=points,
                          warnings=result_warnings(run for _, run in runs))
@@ -131,8 +128,8 @@ def _au_pass(run: Result, au_goal: float, where: str) -> bool:
     verdict = reads.au.passed if reads is not None and reads.au is not None else None
     if verdict is not None:
         return verdict
-    clients = _get(run, "clients", where)
-    return bool(clients) and all(_number(c, "au", where) >= au_goal for c in clients)
+    _need(run.get("clients"), "clients", where)
+    return bool(run.clients) and all(_num(c.au, "au", where) >= au_goal for c in run.clients)
 
 
 def measured_checkpoint(res: Result, where: str) -> MeasuredCheckpoint:

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiio.errors import ConfigError
 from aiio.phases import get_phase
+from aiio.result import model
 from aiio.stats import spread
 
 HOLDS, FAILS, STRADDLES = "holds", "fails", "straddles"
@@ -73,17 +74,18 @@ def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, An
 
     def probe(n: int) -> str:
         row = measure(n)
-        runs = [p["result"]["aggregate"] for p in out["points"] if p["clients"] == n]
-        if any(a.get("au_min") is None for a in runs):  # the search stops: nothing to judge
+        runs = [model(p["result"]).summary.au for p in out["points"] if p["clients"] == n]
+        unmeasured = [au for au in runs if au is None or au.min is None]
+        if unmeasured:  # the search stops: nothing to judge
             entry = {"clients": n, "decision": UNMEASURED, "au_min": None, "au_mean": None,
-                     "note": next(a.get("au_note") for a in runs if a.get("au_min") is None),
+                     "note": unmeasured[0].note if unmeasured[0] else None,
                      "goal": row.get("au_goal")}
             probes.append(entry)
             return UNMEASURED
-        entry = {"clients": n, "decision": decide([bool(a.get("au_pass")) for a in runs]),
-                 "au_min": spread([a["au_min"] for a in runs]),
-                 "au_mean": spread([a["au_mean"] for a in runs]),
-                 "goal": row.get("au_goal"), "au_rule": runs[0].get("au_rule", "mean")}
+        entry = {"clients": n, "decision": decide([bool(au.passed) for au in runs]),
+                 "au_min": spread([au.min for au in runs]),
+                 "au_mean": spread([au.mean for au in runs]),
+                 "goal": row.get("au_goal"), "au_rule": runs[0].recorded_rule or "mean"}
         probes.append(entry)
         return entry["decision"]
 

@@ -341,7 +341,8 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
 
 
 def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
-    figs = [per_point.point_figures(phase, r["aggregate"]) for r in runs]
+    typed = [result.model(r) for r in runs]
+    figs = [per_point.point_figures(phase, t.summary.figures) for t in typed]
     pcs = [f["per_client_mib_s"] for f in figs]
     heads = [f["headline_mib_s"] for f in figs]
     row: dict[str, Any] = {
@@ -362,28 +363,28 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
         "cpu_percent": _mean([r.get("monitor", {}).get("cpu_percent_mean", 0.0)
                               for r in runs]),
         "cpu_percent_max": max(r.get("monitor", {}).get("cpu_percent_max", 0.0) for r in runs),
-        "warnings": sorted({w["code"] for r in runs for w in r.get("warnings", [])}),
+        "warnings": sorted({w.code for t in typed for w in t.warnings}),
     }
-    aggs = [r["aggregate"] for r in runs]
-    if all(a.get("au_min") is not None for a in aggs):  # AU not measurable: no AU columns
-        row.update({"au_mean": _mean([a["au_mean"] for a in aggs]),
-                    "au_min": min(a["au_min"] for a in aggs), "au_goal": aggs[0]["au_goal"],
-                    "au_pass": all(a["au_pass"] for a in aggs),
-                    "au_rule": aggs[0].get("au_rule", "min"),
-                    "samples_per_s": _mean([a["samples_per_s"] for a in aggs]),
-                    "demand_mib_s": aggs[0].get("demand_mib_s_per_client")})
-        row.update(_compute_pace(runs))
+    sums = [t.summary for t in typed]
+    aus = [s.au for s in sums]
+    if all(au is not None and au.min is not None for au in aus):  # else no AU columns
+        row.update({"au_mean": _mean([au.mean for au in aus]),
+                    "au_min": min(au.min for au in aus), "au_goal": aus[0].goal,
+                    "au_pass": all(au.passed for au in aus), "au_rule": aus[0].rule,
+                    "samples_per_s": _mean([s.samples_per_s for s in sums]),
+                    "demand_mib_s": sums[0].demand_mib_s_per_client})
+        row.update(_compute_pace(typed))
     return row
 
 
-def _compute_pace(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _compute_pace(runs: list[result.Result]) -> dict[str, Any]:
     """Measured compute per step against the nominal: a busy client machine makes the emulated
     compute (a sleep) run long, which slows the client for the client's own reasons."""
-    steps = sum(c.get("measured_steps", 0) for r in runs for c in r.get("clients", []))
-    nominal = runs[0]["aggregate"].get("compute_s_per_batch")
+    steps = sum(c.measured_steps or 0 for r in runs for c in r.clients)
+    nominal = runs[0].summary.compute_s_per_batch
     if not steps or not nominal:
         return {}
-    measured = sum(c.get("compute_s", 0.0) for r in runs for c in r.get("clients", [])) / steps
+    measured = sum(c.compute_s or 0.0 for r in runs for c in r.clients) / steps
     return {"compute_s_per_step": measured, "compute_s_nominal": nominal}
 
 
@@ -396,28 +397,32 @@ def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     """The verdict over the table, with the basis it was computed on."""
-    rows = out["table"]
-    pts = [Point(
-        clients=r["clients"], aggregate_mib_s=r["aggregate_mib_s"],
-        per_client_mib_s=r["per_client_mib_s"]["mean"],
-        per_client_min_mib_s=r["per_client_mib_s"]["min"], jain=r["jain"],
-        au_min=r.get("au_min"), au_goal=r.get("au_goal"), demand_mib_s=r.get("demand_mib_s"),
-        au_mean=r.get("au_mean"), au_pass=r.get("au_pass"), au_rule=r.get("au_rule", "min"),
-        cpu_busy=r["cpu_percent"] if "client_cpu_saturated" in r["warnings"] else None,
-        process_busy="client_process_busy" in r["warnings"],
-        compute_s=r.get("compute_s_per_step"), compute_nominal_s=r.get("compute_s_nominal"),
-        agg_min=r["aggregate_spread"]["min"], agg_max=r["aggregate_spread"]["max"],
-        repeats=r["repeats"])
-        for r in rows]
+    rows = [result.SweepRow.of(r) for r in out["table"]]
+    pts = [_point(r) for r in rows]
     accelerated = get_phase(out["phase"]).accelerators
     accelerator = out["workload"].get("train", {}).get("accelerator", "") if accelerated else ""
     v = judge(pts, threshold, accelerator).to_dict()
     v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
-                  f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0]['clients']}")
+                  f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0].clients}")
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "
                                f"{len(rows)} client counts that finished")
     return v
+
+
+def _point(r: result.SweepRow) -> Point:
+    """One row of the table as the verdict judges it."""
+    au = r.au
+    return Point(
+        clients=r.clients, aggregate_mib_s=r.aggregate_mib_s,
+        per_client_mib_s=r.per_client_mib_s.mean,
+        per_client_min_mib_s=r.per_client_mib_s.min, jain=r.jain,
+        au_min=au and au.min, au_goal=au and au.goal, demand_mib_s=r.demand_mib_s,
+        au_mean=au and au.mean, au_pass=au and au.passed, au_rule=au.rule if au else "min",
+        cpu_busy=r.cpu_percent if "client_cpu_saturated" in r.warnings else None,
+        process_busy="client_process_busy" in r.warnings,
+        compute_s=r.compute_s_per_step, compute_nominal_s=r.compute_s_nominal,
+        agg_min=r.aggregate_spread.min, agg_max=r.aggregate_spread.max, repeats=r.repeats)
 
 
 def merge_warnings(points: list[dict[str, Any]]) -> list[dict[str, Any]]:

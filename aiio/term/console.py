@@ -21,7 +21,17 @@ from aiio.cache_methods import METHOD_NULL, METHOD_S3
 from aiio.errors import AiioError
 from aiio.honesty import NO_IO
 from aiio.phases import get_phase, phase_of
-from aiio.result import AuFigures, ClientFigures, IoFigures, Result, Spread, model
+from aiio.result import (
+    AuFigures,
+    Burst,
+    ClientFigures,
+    IoFigures,
+    Result,
+    RunSummary,
+    Spread,
+    VerifyFigures,
+    model,
+)
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -124,7 +134,7 @@ def print_warnings(console: Console, warnings: list[dict[str, str]]) -> None:
 def train_tables(res: dict[str, Any]) -> list[Table]:
     """Headline table and per-client table for a training run."""
     run = _typed(res)
-    agg, io = res["aggregate"], _main(run)
+    agg, io = run.summary, _main(run)
     head = Table(title=f"train: {res['workload']['workload']['name']} on "
                  f"{res['target']['path']} ({res['target']['fstype']}, {res['method']})")
     head.add_column("figure")
@@ -138,7 +148,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
         *_delivered_rows(run),
         ("per client consumed MiB/s (mean / min / max)", _spread3(spread)),
         ("per client CV / Jain fairness", f"{spread.cv:.3f} / {io.jain:.3f}"),
-        ("samples/s", f"{agg['samples_per_s']:,.1f}"),
+        ("samples/s", f"{agg.samples_per_s:,.1f}"),
         *_au_rows(io.au),
         (f"{run.main_op} latency p50 / p99 / max",
          " / ".join(format_latency_ns(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))),
@@ -146,20 +156,20 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     ]
     for name, value in rows:
         head.add_row(name, value)
-    if "checkpoint" in agg:
+    if run.checkpoint is not None:
         return [head, train_checkpoint_table(run), client_table(res)]
     return [head, client_table(res)]
 
 
 def _delivered_rows(run: Result) -> list[tuple[str, str]]:
     """What the storage delivered to the loaders, beside what the accelerators consumed."""
-    agg, d = run["aggregate"], run.section("delivered")
+    agg, d = run.summary, run.section("delivered")
     if d is None:  # a result from before the two were told apart
-        return [("bytes read", format_size(agg["bytes"]))]
-    return [("bytes consumed (samples)", f"{format_size(agg['consumed_bytes'])} "
-             f"({agg['samples']:,} samples)"),
+        return [("bytes read", format_size(agg.bytes))]
+    return [("bytes consumed (samples)", f"{format_size(agg.consumed_bytes)} "
+             f"({agg.samples:,} samples)"),
             ("bytes delivered (samples / device)",
-             f"{format_size(d.figures['app_bytes'])} / {format_size(d.figures['device_bytes'])}"),
+             f"{format_size(d.app_bytes)} / {format_size(d.device_bytes)}"),
             ("delivered, first done / last done",
              f"{bare_rate(d.first_done.mib_s)} / {format_rate(d.last_done.mib_s)}")]
 
@@ -181,18 +191,19 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}%}"
 
 
-def _demand(agg: dict[str, Any]) -> str:
-    value = agg.get("demand_mib_s_per_client")
-    return agg.get("demand_note", "-") if value is None else format_rate(value)
+def _demand(agg: RunSummary) -> str:
+    value = agg.demand_mib_s_per_client
+    if value is not None:
+        return format_rate(value)
+    return "-" if agg.demand_note is None else agg.demand_note
 
 
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     """Per-client figures; long lists show the slowest and fastest clients. Training sorts and
     leads with consumed MiB/s (its headline) and shows the delivered MiB/s beside it."""
     run = _typed(res)
-    train = any("consumed_mib_s" in c.figures for c in run.clients)
-    rate = "consumed_mib_s" if train else "mib_s"
-    clients = sorted(run.clients, key=lambda c: _own(c).get(rate, 0))
+    train = any(c.consumed_mib_s is not None for c in run.clients)
+    clients = sorted(run.clients, key=lambda c: _rates(c, train)[0])
     shown = clients if len(clients) <= limit else clients[: limit // 2] + clients[-limit // 2:]
     title = "per client" + ("" if len(clients) <= limit else
                             f" (slowest and fastest {limit // 2} of {len(clients)})")
@@ -201,52 +212,58 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     for col in ("client", *rates, "bytes consumed" if train else "bytes", "AU", "wait s", "p50",
                 "p99", "elapsed"):
         table.add_column(col, justify="right")
+    ranked = run.ranks > 1  # under MPI: each client with its rank
     for c in shown:
-        own, figs = _own(c), c.figures
-        lat = next(iter(c.io.values())).main_latency if c.io else {}
-        where = f" @{c.rank}" if res.get("ranks", 1) > 1 else ""  # rank under MPI
-        mib = [bare_rate(own.get(k, 0)) for k in (("consumed_mib_s", "mib_s") if train
-                                                  else ("mib_s",))]
-        table.add_row(f"{c.client}{where}", *mib,
-                      format_size(own.get("consumed_bytes" if train else "bytes", 0)),
-                      f"{figs['au']:.1%}" if figs.get("au") is not None else "-",
-                      f"{figs.get('wait_s', 0):.2f}",
+        main = _own(c)
+        lat = main.main_latency if main is not None else {}
+        moved = c.consumed_bytes if train else main.bytes if main is not None else None
+        table.add_row(f"{c.client}{f' @{c.rank}' if ranked else ''}",
+                      *(bare_rate(r) for r in _rates(c, train)), format_size(moved or 0),
+                      f"{c.au:.1%}" if c.au is not None else "-", f"{c.wait_s or 0:.2f}",
                       format_latency_ns(lat.get("p50_ns")),
                       format_latency_ns(lat.get("p99_ns")),
                       format_duration(c.elapsed_s or 0))
     return table
 
 
-def _own(c: ClientFigures) -> Mapping[str, Any]:
-    """A client's figures of its main stream: its entry itself when the phase keeps them
-    flat (training, model loading), else the section it declares first."""
-    main = next(iter(c.io.values()), None)
-    return main.figures if main is not None else c.figures
+def _own(c: ClientFigures) -> IoFigures | None:
+    """A client's main stream: the section it declares first (its entry itself when the
+    phase keeps it flat: training, model loading)."""
+    return next(iter(c.io.values()), None)
+
+
+def _rates(c: ClientFigures, train: bool) -> list[float]:
+    """The client's MiB/s columns: consumed and delivered for training, else its main
+    stream's (0 for one it did not record)."""
+    main = _own(c)
+    mib_s = (main.mib_s if main is not None else None) or 0
+    return [c.consumed_mib_s or 0, mib_s] if train else [mib_s]
 
 
 def host_table(res: dict[str, Any]) -> Table:
     """Per host (MPI rank): its clients and what they moved together."""
-    table = Table(title=f"per host ({len(res['hosts'])} ranks)")
+    hosts = _typed(res).hosts
+    table = Table(title=f"per host ({len(hosts)} ranks)")
     for col in ("rank", "host", "clients", "bytes", "first done MiB/s", "last done MiB/s",
                 "status"):
         table.add_column(col, justify="right")
-    for h in res["hosts"]:
-        agg = h.get("aggregate", {})
-        fd, ld = agg.get("first_done", {}), agg.get("last_done", {})
-        table.add_row(str(h["rank"]), h["host"], str(h.get("clients", 0)),
-                      format_size(agg.get("bytes", 0)), bare_rate(fd.get("mib_s", 0)),
-                      bare_rate(ld.get("mib_s", 0)), h.get("status", ""))
+    for h in hosts:
+        fd, ld = h.io.first_done, h.io.last_done
+        table.add_row(str(h.rank), h.host, str(h.clients or 0), format_size(h.io.bytes or 0),
+                      bare_rate(fd.mib_s if fd else 0), bare_rate(ld.mib_s if ld else 0),
+                      h.status or "")
     return table
 
 
 def print_result(res: dict[str, Any], folder: Any, tables: list[Table]) -> None:
     console = out_console()
-    if res.get("method") == METHOD_NULL:
+    run = _typed(res)
+    if run.method == METHOD_NULL:
         console.print(f"[bold red]{NO_IO}[/]", highlight=False)
     for t in tables:
         console.print(t)
-    if len(res.get("hosts", [])) > 1:
-        console.print(host_table(res))
+    if len(run.hosts) > 1:
+        console.print(host_table(run))
     print_warnings(console, res.get("warnings", []))
     console.print(f"result: {folder}/result.json", highlight=False)
 
@@ -300,17 +317,17 @@ def _where(res: dict[str, Any], phase: str) -> str:
             f"({res['target']['fstype']}, {res['method']})")
 
 
-def _verify_rows(v: dict[str, Any] | None) -> list[tuple[str, str]]:
-    if not v:
+def _verify_rows(v: VerifyFigures | None) -> list[tuple[str, str]]:
+    if v is None:
         return []
-    verdict = "[green]no corruption[/]" if not v["mismatches"] else \
-        f"[red]{v['mismatches']:,} corrupt block(s)[/]"
-    rows = [("verify", f"{v['blocks_checked']:,} blocks checked: {verdict}")]
-    if "cost_share" in v:
-        rows.append(("verify cost", f"{v['checksum_s']:.2f} s of checksum work, "
-                     f"{v['cost_share']:.1%} of the clients' I/O time"))
-    for c in v.get("corrupt", [])[:5]:
-        rows.append(("corrupt", f"{c['file']} at offset {c['offset']:,}: {c['problem']}"))
+    verdict = "[green]no corruption[/]" if not v.mismatches else \
+        f"[red]{v.mismatches:,} corrupt block(s)[/]"
+    rows = [("verify", f"{v.blocks_checked:,} blocks checked: {verdict}")]
+    if v.cost_share is not None:
+        rows.append(("verify cost", f"{v.checksum_s:.2f} s of checksum work, "
+                     f"{v.cost_share:.1%} of the clients' I/O time"))
+    for c in v.corrupt[:5]:
+        rows.append(("corrupt", f"{c.file} at offset {c.offset:,}: {c.problem}"))
     return rows
 
 
@@ -334,15 +351,15 @@ def io_tables(res: dict[str, Any]) -> list[Table]:
 def prep_tables(res: dict[str, Any]) -> list[Table]:
     """Data preparation in shards mode: read, write, metadata."""
     run = _typed(res)
-    agg, rd, wr, meta = res["aggregate"], run.section("read"), run.section("write"), run.metadata
+    agg, rd, wr, meta = run.summary, run.section("read"), run.section("write"), run.metadata
     rows = [
         ("clients", str(len(run.clients))),
-        ("samples read", f"{agg['samples']:,} ({agg['samples_per_s']:,.0f} samples/s)"),
+        ("samples read", f"{agg.samples:,} ({agg.samples_per_s:,.0f} samples/s)"),
         ("read, first / last done", _windows(rd)),
-        ("read IOPS", f"{rd.figures['iops']:,.0f}"),
+        ("read IOPS", f"{rd.iops:,.0f}"),
         ("write, first / last done", _windows(wr)),
         ("bytes read / written", f"{format_size(rd.bytes)} / {format_size(wr.bytes)}"),
-        ("shards written", f"{agg['shards']:,}"),
+        ("shards written", f"{agg.shards:,}"),
         ("metadata ops/s", f"{meta.ops_s:,.0f} ({meta.total:,} ops)"),
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
@@ -353,8 +370,8 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
                  for op, m in meta.ops.items()])
     per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
                                "meta ops/s", "elapsed"),
-                [[str(c.client), f"{c.figures['samples_per_s']:,.0f}",
-                  bare_rate(c.io["read"].mib_s), f"{c.io['read'].figures['iops']:,.0f}",
+                [[str(c.client), f"{c.samples_per_s:,.0f}",
+                  bare_rate(c.io["read"].mib_s), f"{c.io['read'].iops:,.0f}",
                   bare_rate(c.io["write"].mib_s), f"{c.metadata.ops_s:,.0f}",
                   format_duration(c.elapsed_s)] for c in run.clients])
     return [_table(_where(res, "prep"), rows), ops, per]
@@ -368,27 +385,25 @@ def _windows(io: IoFigures) -> str:
 def randrw_tables(res: dict[str, Any]) -> list[Table]:
     """The random mix: IOPS and latency of reads and writes."""
     run = _typed(res)
-    agg, rd, wr = res["aggregate"], run.section("read"), run.section("write")
+    agg, rd, wr = run.summary, run.section("read"), run.section("write")
     rows = [
         ("clients", str(len(run.clients))),
-        ("mix", f"{format_size(agg['block_size'])} blocks, {agg['read_share']:.0%} reads, "
-                f"{format_size(agg['file_size'])} per client"),
-        ("IOPS (read + write)", f"{agg['iops']:,.0f} ({rd.figures['iops']:,.0f} + "
-                                f"{wr.figures['iops']:,.0f})"),
-        ("read / write MiB/s", f"{bare_rate(agg['read_mib_s'])} / {bare_rate(agg['write_mib_s'])}"),
+        ("mix", f"{format_size(agg.block_size)} blocks, {agg.read_share:.0%} reads, "
+                f"{format_size(agg.file_size)} per client"),
+        ("IOPS (read + write)", f"{agg.iops:,.0f} ({rd.iops:,.0f} + {wr.iops:,.0f})"),
+        ("read / write MiB/s", f"{bare_rate(agg.read_mib_s)} / {bare_rate(agg.write_mib_s)}"),
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
-        ("per client IOPS (mean / min / max)", _spread3(agg["per_client_iops"], "{:,.0f}".format)),
-    ] + _verify_rows(agg.get("verify"))
+        ("per client IOPS (mean / min / max)", _spread3(agg.per_client_iops, "{:,.0f}".format)),
+    ] + _verify_rows(agg.verify)
     per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
                                "elapsed"),
-                [[str(c.client), f"{c.io['read'].figures['iops']:,.0f}",
-                  f"{c.io['write'].figures['iops']:,.0f}",
+                [[str(c.client), f"{c.io['read'].iops:,.0f}", f"{c.io['write'].iops:,.0f}",
                   _lat(c.io["read"].main_latency, ("p99_ns",)),
                   _lat(c.io["write"].main_latency, ("p99_ns",)),
                   format_duration(c.elapsed_s)] for c in run.clients])
     # run as the phase these tables belong to, or as prep's mode (alone or as a stage)
-    itself = get_phase(res.get("phase", "")).console == "randrw_tables"
+    itself = get_phase(run.phase).console == "randrw_tables"
     title = "randrw" if itself else "prep randrw"
     return [_table(_where(res, title), rows), per]
 
@@ -420,7 +435,7 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
              f"{ck.restore_first_done_s.mean:.2f} / {ck.restore_last_done_s.mean:.2f} s"),
             ("restore started after the write (max)", f"{ck.restore_gap_s_max:.2f} s"),
         ]
-    rows += _verify_rows(ck.figures.get("verify"))
+    rows += _verify_rows(ck.verify)
     bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
                                       "fsync p99", "gap", "read MiB/s", "restore last"),
                    [_burst_row(p, run) for p in ck.bursts])
@@ -433,37 +448,37 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
-def _burst_row(p: dict[str, Any], run: Result) -> list[str]:
+def _burst_row(p: Burst, run: Result) -> list[str]:
     """One checkpoint: its write burst and, when it was restored, its read burst."""
-    w, r = (run.section(f"checkpoint.{p['n']}.{side}") for side in ("write", "read"))
-    return [str(p["n"]), bare_rate(w.mib_s), f"{w.figures['first_done_s']:.2f} s",
-            f"{w.figures['last_done_s']:.2f} s", _lat(w.latency.get("fsync"), ("p99_ns",)),
-            f"{p['restore_gap_s']:.2f} s" if r else "-",
-            bare_rate(r.mib_s) if r else "-", f"{r.figures['last_done_s']:.2f} s" if r else "-"]
+    w, r = (run.section(f"checkpoint.{p.n}.{side}") for side in ("write", "read"))
+    return [str(p.n), bare_rate(w.mib_s), f"{w.first_done_s:.2f} s",
+            f"{w.last_done_s:.2f} s", _lat(w.latency.get("fsync"), ("p99_ns",)),
+            f"{p.restore_gap_s:.2f} s" if r else "-",
+            bare_rate(r.mib_s) if r else "-", f"{r.last_done_s:.2f} s" if r else "-"]
 
 
 def load_tables(res: dict[str, Any]) -> list[Table]:
     """Model loading: when the first and the last replica were ready, per-replica MiB/s."""
     run = _typed(res)
-    agg, io = res["aggregate"], _main(run)
-    weights = agg["model"]
-    scale = f" (scale {weights['scale']:g} of {format_size(weights['base_bytes'])})" \
-        if weights["scale"] != 1 else ""
+    ld, io = run.model_load, _main(run)
+    weights = ld.weights
+    scale = f" (scale {weights.scale:g} of {format_size(weights.base_bytes)})" \
+        if weights.scale != 1 else ""
     rows = [
-        ("model weights", f"{format_size(weights['total_bytes'])}{scale} in "
-                          f"{weights['files']} file(s), from {weights['source']}"),
-        ("replicas", f"{agg['replicas']}" + (f", staggered {weights['stagger_s']:g} s apart"
-                                             if weights["stagger_s"] else "")),
-        ("first replica ready", f"{agg['first_ready_s']:.2f} s"),
-        ("all replicas ready", f"{agg['last_ready_s']:.2f} s"),
+        ("model weights", f"{format_size(weights.total_bytes)}{scale} in "
+                          f"{weights.files} file(s), from {weights.source}"),
+        ("replicas", f"{ld.replicas}" + (f", staggered {weights.stagger_s:g} s apart"
+                                         if weights.stagger_s else "")),
+        ("first replica ready", f"{ld.first_ready_s:.2f} s"),
+        ("all replicas ready", f"{ld.last_ready_s:.2f} s"),
         ("aggregate, first / last done", _windows(io)),
-        ("per replica MiB/s (mean / min / max)", _spread3(agg["per_replica_mib_s"])),
-        ("time to load (mean / min / max)", _spread3(agg["load_s"], "{:.2f} s".format)),
+        ("per replica MiB/s (mean / min / max)", _spread3(ld.per_replica_mib_s)),
+        ("time to load (mean / min / max)", _spread3(ld.load_s, "{:.2f} s".format)),
         ("read latency p50 / p99", _lat(io.latency.get("read"))),
-    ] + _verify_rows(agg.get("verify"))
+    ] + _verify_rows(ld.verify)
     per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
-                [[str(c.client), f"{c.figures['start_s']:.2f} s",
-                  f"{c.figures['load_s']:.2f} s", bare_rate(c.io["read"].mib_s),
+                [[str(c.client), f"{c.start_s:.2f} s",
+                  f"{c.load_s:.2f} s", bare_rate(c.io["read"].mib_s),
                   _lat(c.io["read"].main_latency, ("p99_ns",)),
                   f"{c.elapsed_s:.2f} s"] for c in run.clients])
     return [_table(_where(res, "load"), rows), per]
@@ -478,27 +493,23 @@ def train_checkpoint_table(run: Result) -> Table:
         f"{_pct(au.mean)} with them, {_pct(ck.au_without_checkpoints_mean)} without)",
         ("n", "window", "accel. s lost", "write MiB/s", "read MiB/s during / rest", "read dip",
          "AU during / rest", "AU lost"),
-        [[str(p["n"]), f"{p['window_s']:.2f} s", f"{p['accelerator_s_lost']:.2f}",
-          bare_rate(run.section(f"checkpoint.{p['n']}.write").mib_s),
-          f"{bare_rate(p['read_mib_s_during'])} / {bare_rate(p['read_mib_s_baseline'])}",
-          f"{p['read_dip']:.0%}", f"{_pct(p['au_during'], 0)} / {_pct(p['au_baseline'], 0)}",
-          _pct(p["au_lost"], 0)] for p in ck.bursts])
+        [[str(p.n), f"{p.window_s:.2f} s", f"{p.accelerator_s_lost:.2f}",
+          bare_rate(run.section(f"checkpoint.{p.n}.write").mib_s),
+          f"{bare_rate(p.read_mib_s_during)} / {bare_rate(p.read_mib_s_baseline)}",
+          f"{p.read_dip:.0%}", f"{_pct(p.au_during, 0)} / {_pct(p.au_baseline, 0)}",
+          _pct(p.au_lost, 0)] for p in ck.bursts])
 
 
 def all_tables(res: dict[str, Any]) -> list[Table]:
     """The lifecycle: one headline per stage, then what checkpoints cost during training."""
-    tables = []
+    run, tables = _typed(res), []
     for name in phase_of(res).stages:
-        sub = dict(res, phase=name, aggregate=res["aggregate"][name],
-                   clients=[c[name] for c in res["clients"]])  # laid out as that phase
-        sub.pop("hero", None)
-        if name in res.get("hero", {}).get("stages", {}):
-            sub["hero"] = res["hero"]["stages"][name]
-        tables.append(phase_tables(sub, name)[0])
-        if "checkpoint" in sub["aggregate"]:  # training with checkpoints
-            tables.append(train_checkpoint_table(model(sub)))
-    if res["aggregate"].get("verify"):
-        tables.append(_table("verify", _verify_rows(res["aggregate"]["verify"])))
+        stage = run.stage(name)  # laid out as that phase
+        tables.append(phase_tables(stage, name)[0])
+        if stage.checkpoint is not None:  # training with checkpoints
+            tables.append(train_checkpoint_table(stage))
+    if run.summary.verify is not None:
+        tables.append(_table("verify", _verify_rows(run.summary.verify)))
     return tables
 
 

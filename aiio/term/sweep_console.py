@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from aiio.result import main_op
+from aiio.result import main_op, model
 from aiio.sweep import per_point
 from aiio.sweep.verdict import efficiency_text
 from aiio.term.console import print_warnings
@@ -26,33 +26,31 @@ def _title(sweep: dict[str, Any], what: str) -> str:
 
 def aggregate_table(sweep: dict[str, Any]) -> Table:
     """Per client count: both aggregates, E(N), C(N), AU and the client machine's CPU."""
-    rows = sweep["table"]
-    repeats = max(r["repeats"] for r in rows)
-    has_au = all("au_mean" in r for r in rows)
+    rows = model(sweep).table
+    repeats = max(r.repeats for r in rows)
+    has_au = all(r.au is not None for r in rows)
     table = Table(title=_title(sweep, "aggregate MiB/s"))
     cols = ["clients", "first done", "last done", "E(N)", "C(N)"]
     if repeats > 1:
         cols.insert(2, f"range over {repeats}")
     cols += ["AU mean", "AU min"] if has_au else []
     extras = [(key, title) for key, title, _ in per_point.extras(sweep["phase"])
-              if all(key in r.get("figures", {}) for r in rows)]
+              if all(key in r.extras for r in rows)]
     cols += [title for _, title in extras] + ["CPU %"]
     for c in cols:
         table.add_column(c, justify="right")
     t = sweep["sweep"]["threshold"]
     for r in rows:
-        cells = [str(r["clients"]), _rate(r.get("first_done_mib_s", r["aggregate_mib_s"])),
-                 _rate(r["last_done_mib_s"]),
-                 _mark(r["efficiency"], t, text=efficiency_text(r["efficiency"], t)),
-                 _mark(r["consistency"], t, text=efficiency_text(r["consistency"], t))]
+        cells = [str(r.clients), _rate(r.first_done_mib_s), _rate(r.last_done_mib_s),
+                 _mark(r.efficiency, t, text=efficiency_text(r.efficiency, t)),
+                 _mark(r.consistency, t, text=efficiency_text(r.consistency, t))]
         if repeats > 1:
-            s = r["aggregate_spread"]
-            cells.insert(2, f"{_rate(s['min'])}..{_rate(s['max'])}")
+            s = r.aggregate_spread
+            cells.insert(2, f"{_rate(s.min)}..{_rate(s.max)}")
         if has_au:
-            cells += [f"{r['au_mean']:.1%}", _mark(r["au_min"], r["au_goal"],
-                                                   text=f"{r['au_min']:.1%}")]
-        cells += [_figure(r["figures"][key]["mean"]) for key, _ in extras]
-        cells.append(f"{r['cpu_percent']:.0f}")
+            cells += [f"{r.au.mean:.1%}", _mark(r.au.min, r.au.goal, text=f"{r.au.min:.1%}")]
+        cells += [_figure(r.extras[key].mean) for key, _ in extras]
+        cells.append(f"{r.cpu_percent:.0f}")
         table.add_row(*cells)
     return table
 
@@ -73,14 +71,14 @@ def client_table(sweep: dict[str, Any]) -> Table:
     for c in ("clients", "mean MiB/s", "min", "max", "CV", "Jain", "op", "p50", "p99"):
         table.add_column(c, justify="right")
     main = main_op(sweep)
-    for r in sweep["table"]:
-        pc = r["per_client_mib_s"]
+    for r in model(sweep).table:
+        pc = r.per_client_mib_s
         # the phase's data operation (read for training, write for checkpoints), not its
         # metadata calls
-        op = main if main in r["latency"] else next(iter(r["latency"]), "-")
-        lat = r["latency"].get(op, {})
-        table.add_row(str(r["clients"]), _rate(pc["mean"]), _rate(pc["min"]),
-                      _rate(pc["max"]), f"{pc['cv']:.3f}", f"{r['jain']:.3f}", op,
+        op = main if main in r.latency else next(iter(r.latency), "-")
+        lat = r.latency.get(op, {})
+        table.add_row(str(r.clients), _rate(pc.mean), _rate(pc.min),
+                      _rate(pc.max), f"{pc.cv:.3f}", f"{r.jain:.3f}", op,
                       format_latency_ns(lat.get("p50_ns", 0)),
                       format_latency_ns(lat.get("p99_ns", 0)))
     return table
