@@ -17,13 +17,14 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import procsetup
+from aiio import pools, procsetup
 from aiio.errors import AiioError, RunFailed, RunInterrupted, StopSignal, Terminated
 
 # The start instant is published this far ahead of time, plus a little per client: every
@@ -320,16 +321,18 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 tick_s: float = 0.2, *, first: int = 0, total: int | None = None,
                 on_ready: ReadyFn | None = None,
                 on_stage: StageFn | None = None,
-                on_terminated: Callable[[], float] | None = None) -> tuple[list[dict], int]:
+                on_terminated: Callable[[], float] | None = None,
+                rehearsal: tuple[ClientFn, Any] | None = None) -> tuple[list[dict], int]:
     """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
     every local client is ready, before the start instant is fixed) waits for the other
     hosts, and `on_stage(k)` (called once every local client has reached its k-th `sync`)
     waits for every host's clients to reach it; after the MPI launcher's SIGTERM,
-    `on_terminated()` says how long the clients may take to send their figures. Raises
-    RunAborted (cause RunFailed, RunInterrupted or Terminated) carrying the partial results,
-    keyed by local slot.
+    `on_terminated()` says how long the clients may take to send their figures. A
+    `rehearsal` (function, arguments) is run here first (`rehearse`). Raises RunAborted
+    (cause RunFailed, RunInterrupted or Terminated) carrying the partial results, keyed by
+    local slot.
     """
     procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
@@ -340,6 +343,11 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     results: dict[int, dict] = {}
     errors: dict[int, dict] = {}
     try:
+        if rehearsal is not None:
+            try:
+                rehearse(*rehearsal, total - 1, total)  # the one client sure to have samples
+            except Exception:  # it only places memory: the clients meet the cause themselves
+                pass
         _start_all(procs)
         _wait_ready(procs, shared, errors, first)
         if on_ready:
@@ -372,6 +380,32 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     return [results[i] for i in range(n)], start_ns
 
 
+REHEARSAL_JOIN_S = 10.0  # how long the rehearsal's threads get to end once it is over
+
+
+def rehearse(fn: ClientFn, args: Any, index: int, count: int) -> dict:
+    """Run one client's code in this process, before the clients are forked; its result.
+
+    The interpreter writes to much of what a client runs the first few times it runs it
+    (code objects quickened, type and method caches filled, objects made on first use). Done
+    once here, those writes land in pages every client then shares; done in each client,
+    each one copies the pages. The phase passes arguments that reach nothing outside this
+    process (no file opened, no byte moved: Phase.rehearsal). The rehearsal starts at once
+    and every thread it starts has ended before the clients are forked."""
+    shared = _Shared(mp.get_context("fork"), 1)
+    shared.start_ns.value = time.monotonic_ns()
+    shared.open_gate()
+    before = set(threading.enumerate())
+    try:
+        return fn(ClientContext(index, count, args, shared, 0))
+    finally:
+        shared.halt()  # wakes the threads that wait for a stop
+        deadline = time.monotonic() + REHEARSAL_JOIN_S
+        for th in set(threading.enumerate()) - before:
+            th.join(max(0.0, deadline - time.monotonic()))
+        shared.close()
+
+
 def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
                     errors: dict[int, dict], timeout_s: float = 10.0) -> None:
     """Tell every client to stop (waking those still at the gate) and keep what they send
@@ -386,10 +420,13 @@ def _start_all(procs: list) -> None:
 
     A collection in a forked child writes to the header of every object it scans, which
     copies each page of the parent's heap into that child: with hundreds of clients that was
-    most of their memory. Frozen objects are never scanned, so those pages stay shared.
+    most of their memory. Frozen objects are never scanned, so those pages stay shared. The
+    free blocks of the parent's object pools are taken meanwhile (aiio.pools), so that a
+    client's new objects do not copy the pages those blocks lie on.
     """
     importlib.import_module("numpy.random")  # every client draws from it: import it once
     gc.disable()  # no collection between the freeze and the forks
+    held = pools.take_free_blocks()
     gc.freeze()
     try:
         for i, p in enumerate(procs):
@@ -400,6 +437,7 @@ def _start_all(procs: list) -> None:
                                  f"({i} of {len(procs)} clients started on this host)", {},
                                  RunFailed) from None
     finally:
+        pools.give_back(held)
         gc.unfreeze()
         gc.enable()
 

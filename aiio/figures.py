@@ -175,10 +175,11 @@ def _hero_fraction(res: dict[str, Any]) -> float | None:
 def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
     """A sweep's figures: those of its run at the largest client count (the headline), plus
     scaling efficiency at that count and the lowest over the sweep."""
-    points = sweep.get("points") or []
+    points = [p for p in sweep.get("points") or () if isinstance(dig(p, "result"), Mapping)
+              and number(dig(p, "clients")) is not None]  # a damaged point counts as missing
     if not points:
         return {}
-    top = max(points, key=lambda p: (p["clients"], p.get("repeat", 0)))["result"]
+    top = max(points, key=lambda p: (p["clients"], number(p.get("repeat")) or 0))["result"]
     out = run_figures(top, latency_op)
     efficiency = [row.efficiency for row in model(sweep).table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition

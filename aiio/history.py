@@ -330,16 +330,16 @@ def run_record(res: Mapping[str, Any]) -> Record:
                   workload=workload, clients=str(clients), result_id=run.id)
 
 
-def sweep_record(sweep: dict[str, Any]) -> Record:
+def sweep_record(sweep: Mapping[str, Any]) -> Record:
     """A saved sweep result as a history record, with the figures of its largest count."""
-    workload = sweep.get("workload", {}).get("workload", {}).get("name", "")
-    clients = sweep.get("sweep", {}).get("clients", [])
-    return Record(kind="sweep", name=run_series(sweep.get("phase", ""), workload, clients),
-                  target=target_key(sweep.get("target", {}).get("path", "")),
-                  status=sweep.get("status", ""), passed=sweep.get("status") == "ok",
-                  figures=sweep_figures(sweep), phase=sweep.get("phase", ""),
-                  workload=workload, clients=",".join(map(str, clients)),
-                  result_id=sweep.get("id", ""))
+    workload = dig(sweep, "workload", "workload", "name", default="")
+    clients = dig(sweep, "sweep", "clients", default=[])
+    phase, status = str(sweep.get("phase") or ""), str(sweep.get("status") or "")
+    return Record(kind="sweep", name=run_series(phase, workload, clients),
+                  target=target_key(dig(sweep, "target", "path", default="")),
+                  status=status, passed=status == "ok", figures=sweep_figures(sweep),
+                  phase=phase, workload=workload, clients=",".join(map(str, clients)),
+                  result_id=str(sweep.get("id") or ""))
 
 
 # --- regressions ---------------------------------------------------------------------------

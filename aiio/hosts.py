@@ -95,7 +95,8 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
                              on_stage=lambda k: _worker_stage(share, k),
-                             on_terminated=lambda: comm.term_drain_s)
+                             on_terminated=lambda: comm.term_drain_s,
+                             rehearsal=phase.rehearsal(share.args))
         results = {share.first + i: r for i, r in enumerate(got)}
         entry.update(status="ok", error=None)
     except RunAborted as exc:
@@ -251,7 +252,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
     phase = get_phase(phase_name)
     total = sum(split)
     if comm.size == 1:
-        results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s)
+        results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s,
+                                        rehearsal=phase.rehearsal(args))
         return results, [], start_ns
     live = _Live(comm, next(_RUNS), split, on_tick, tick_s)
     firsts = first_numbers(split)
@@ -262,7 +264,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
         got, start_ns = run_clients(split[0], phase.client, args, live.tick, tick_s,
                                     total=total, on_ready=live.wait_ready,
                                     on_stage=live.wait_stage,
-                                    on_terminated=lambda: _drain_after_sigterm(comm))
+                                    on_terminated=lambda: _drain_after_sigterm(comm),
+                                    rehearsal=phase.rehearsal(args))
         local = dict(enumerate(got))
         live.wait_done(time.monotonic() - live.elapsed)
     except RunAborted as exc:

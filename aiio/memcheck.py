@@ -8,6 +8,10 @@ buffers (each the largest demo file, 644 KiB, as it is below the transfer size);
 docs/PERFORMANCE.md ("Memory per client", and "Where a client's memory goes") has how it was
 measured. Since then a client's loader threads share one read buffer; the estimate still
 counts one buffer per thread (an S3 run's readers hold one each), so it stays an upper bound.
+Measured again after the parent's pools were filled and training rehearsed before the forks
+(aiio.pools, aiio.clients.rehearse): a demo train client of a 256-client run held 3.7 to 3.8
+MiB, 0.63 MiB of it its read buffer, so 3.2 MiB the rest. The base stays at the 3.6 MiB
+measured before, rounded up: the other phases are not rehearsed.
 A client's buffers and threads are counted from the workload at the full transfer size (a
 dataset of large files needs it), and the whole is given a margin of 1.5 for what one run
 does not show (other formats' libraries, longer runs' logs).
@@ -21,7 +25,7 @@ from aiio.errors import AiioError
 from aiio.units import MiB, format_size
 from aiio.workload import Workload
 
-CLIENT_BASE_BYTES = 4 * MiB   # measured 3.6 MiB without the buffers (see above)
+CLIENT_BASE_BYTES = 4 * MiB   # measured 3.6 MiB without the buffers, unrehearsed (above)
 THREAD_BYTES = 256 * 1024     # one I/O thread's stack pages and operation log
 PARENT_BYTES = 128 * MiB      # the parent process (measured about 60 MiB), once per host
 MARGIN = 1.5                  # over the measured figures

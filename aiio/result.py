@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +120,7 @@ class AuFigures:
         passed, rule = d.get("au_pass"), d.get("au_rule")
         return cls(number(d.get("au_mean")), number(d.get("au_min")), number(d.get("au_goal")),
                    passed if isinstance(passed, bool) else None, str(d.get("au_rule", "min")),
-                   d.get("au_note"), tuple(d.get("clients_below_goal") or ()),
+                   d.get("au_note"), _items(d.get("clients_below_goal")),
                    None if rule is None else str(rule), "au_pass" in d)
 
 
@@ -210,6 +210,11 @@ def _is_byte_series(value: Any) -> bool:
 
 def _bucket(d: Mapping[str, Any]) -> float:
     return number(dig(d, "series", "bucket_s")) or 1.0
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    """A recorded list's items; () for anything else (a damaged or missing list)."""
+    return tuple(value) if isinstance(value, list) else ()
 
 
 def _int(value: Any) -> int | None:
@@ -455,7 +460,7 @@ class CheckpointFigures:
                    number(d.get("read_mib_s")), Spread.of(d.get("restore_first_done_s")),
                    Spread.of(d.get("restore_last_done_s")), number(d.get("restore_gap_s_max")),
                    number(d.get("au_without_checkpoints_mean")),
-                   tuple(Burst.of(b) for b in d.get("checkpoints") or ()
+                   tuple(Burst.of(b) for b in _items(d.get("checkpoints"))
                          if isinstance(b, Mapping)),
                    VerifyFigures.of(d.get("verify")), d)
 
@@ -498,7 +503,7 @@ class SweepRow:
                    number(d.get("cpu_percent")), AuFigures.of(d),
                    number(d.get("demand_mib_s")), number(d.get("compute_s_per_step")),
                    number(d.get("compute_s_nominal")),
-                   tuple(str(w) for w in d.get("warnings") or ()))
+                   tuple(str(w) for w in _items(d.get("warnings"))))
 
 
 @dataclass(frozen=True)
@@ -756,6 +761,7 @@ class Result(Mapping[str, Any]):
     warnings: tuple[ResultWarning, ...]
     points: tuple[Result, ...]       # a sweep's run results, in the order they ran
     path: Path | None = None
+    notices: tuple[str, ...] = ()    # fields of the wrong type, read as missing (`checked`)
 
     def __getitem__(self, key: str) -> Any:
         return self.doc[key]
@@ -1047,7 +1053,8 @@ def load(path: str | os.PathLike) -> Result:
         raise AiioError(f"cannot read result {p}: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE:
         raise AiioError(f"{p} is not an aiio result (schema {' or '.join(READABLE)})")
-    return model(settled(data), p)
+    doc, notices = checked(data, p)
+    return replace(model(settled(doc), p), notices=notices)
 
 
 def settled(doc: dict[str, Any]) -> dict[str, Any]:
@@ -1060,3 +1067,119 @@ def settled(doc: dict[str, Any]) -> dict[str, Any]:
         return doc
     return {**doc, "status": "interrupted",
             "error": f"process gone: {why} without saving an end to this result"}
+
+
+# --- the fields the commands read off the document: typed and checked once, at load ---------
+
+NUM = "number"  # a finite number, not a boolean
+Shape = Any  # a type, a tuple of them, NUM, {key: Shape} (an object; "*": any other key's) or
+#              [Shape] (a list, each item of that shape)
+
+_WORKLOAD: Shape = {"workload": {"name": str}, "source": str, "given": list,
+                    **dict.fromkeys(("run", "dataset", "train", "model", "prep", "checkpoint",
+                                     "load"), dict)}
+_CLIENT: Shape = {"client": NUM, "host": str, "rank": NUM, "pid": NUM, "elapsed_s": NUM,
+                  "cpu_s": NUM, "bytes": NUM, "start_s": NUM}
+_COMMON: Shape = {"id": str, "phase": (str, type(None)), "status": str,
+                  "error": (str, type(None)), "started": str, "finished": (str, type(None)),
+                  "saved_at": NUM, "method": str, "warnings": list, "environment": dict,
+                  "monitor": dict, "workload": _WORKLOAD, "options": dict,
+                  "aggregate": dict}
+_RUN: Shape = {**_COMMON, "target": {"path": str}, "clients_requested": NUM,
+               "clients": [_CLIENT], "hosts": [dict], "io": {"main_op": str, "*": dict},
+               "hero": {"fio_result_id": str, "text": str, "stages": dict}}
+_FIO_FIGURES: Shape = {"mib_s": NUM, "iops": NUM, "per_client_mib_s": dict, "latency": dict}
+SHAPES: dict[str, Shape] = {
+    "run": _RUN,
+    "sweep": {**_COMMON, "target": {"path": str}, "sweep": {"clients": list},
+              "points": [{"result": _RUN, "clients": NUM, "folder": str}], "table": [dict]},
+    "fio": {**_COMMON, "target": {"path": str}, "fio_version": str,
+            "options": {"iodepth": NUM}, "aggregate": {"*": _FIO_FIGURES},
+            "tests": {"*": {"aggregate": _FIO_FIGURES, "clients": list, "description": str,
+                            "block_size": NUM}}},
+    "accept": {**_COMMON, "checks": [dict]},
+}
+
+
+def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The document with every field the commands read of its declared type (`SHAPES`), and a
+    notice for each that was not, read as missing. A kind that is no string is no result
+    aiio can read: the result is damaged (one line naming the file and the field)."""
+    kind = doc.get("kind", "run")
+    if not isinstance(kind, str):
+        raise AiioError(f"{path} is damaged: its kind is {_what(kind)}, not a string")
+    notices: list[str] = []
+    got = _conform(doc, SHAPES.get(kind, _COMMON), (), notices)
+    return got, tuple(f"{path}: {n}; read as missing" for n in notices)
+
+
+def _conform(value: Any, shape: Shape, where: Where, notices: list[str]) -> Any:
+    """`value` of `shape`, the parts of another type left out (each named in `notices`);
+    _WRONG when `value` itself is of another type. Unchanged parts are not copied."""
+    if isinstance(shape, Mapping):
+        return _conform_object(value, shape, where, notices)
+    if isinstance(shape, list):
+        return _conform_list(value, shape[0], where, notices)
+    if _is(value, shape):
+        return value
+    notices.append(f"{_dotted(where)} is {_what(value)}, not {_expected(shape)}")
+    return _WRONG
+
+
+def _conform_object(value: Any, shape: Mapping[str, Shape], where: Where,
+                    notices: list[str]) -> Any:
+    if not isinstance(value, Mapping):
+        notices.append(f"{_dotted(where)} is {_what(value)}, not an object")
+        return _WRONG
+    out = dict(value)
+    for key, item in value.items():
+        inner = shape.get(key, shape.get("*"))
+        if inner is None:
+            continue
+        got = _conform(item, inner, (*where, key), notices)
+        if got is _WRONG:
+            del out[key]
+        else:
+            out[key] = got
+    return out
+
+
+def _conform_list(value: Any, shape: Shape, where: Where, notices: list[str]) -> Any:
+    if not isinstance(value, list):
+        notices.append(f"{_dotted(where)} is {_what(value)}, not a list")
+        return _WRONG
+    got = [_conform(item, shape, (*where, n), notices) for n, item in enumerate(value)]
+    return [item for item in got if item is not _WRONG]
+
+
+_WRONG = object()  # a part of another type than its shape's: left out
+
+
+def _is(value: Any, shape: Any) -> bool:
+    if shape == NUM:
+        return number(value) is not None
+    types = shape if isinstance(shape, tuple) else (shape,)
+    return any(number(value) is not None if t == NUM else
+               isinstance(value, t) and not (t is not bool and isinstance(value, bool))
+               for t in types)
+
+
+def _what(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number" if math.isfinite(value) else "not a finite number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "of no JSON type")
+
+
+def _expected(shape: Any) -> str:
+    types = shape if isinstance(shape, tuple) else (shape,)
+    names = {str: "a string", dict: "an object", list: "a list", bool: "a boolean",
+             NUM: "a number", type(None): "null"}
+    return " or ".join(names[t] for t in types)
+
+
+def _dotted(where: Where) -> str:
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in where).lstrip(".")

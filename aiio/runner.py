@@ -7,7 +7,7 @@ files, and the error is raised again for the CLI to turn into a message and an e
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +21,7 @@ from aiio.comm import world
 from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged
 from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
-from aiio.phases.base import RunContext
+from aiio.phases.base import Phase, RunContext
 from aiio.s3.location import is_s3
 from aiio.sysinfo import Monitor, collect_environment
 from aiio.target import Target, TargetInfo, check_shared, probe
@@ -114,7 +114,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["hosts"] = _host_figures(phase, rc, args, [here, *others], out)
         out["aggregate"] = phase.summarize(rc, args, per_client)
         out["warnings"] += honesty.true_of(
-            out["method"], _warnings(rc, args, out) + phase.warnings(rc, args, out))
+            out["method"], _warnings(phase, rc, args, out) + phase.warnings(rc, args, out))
         if req.hero:
             out["hero"] = req.hero.entry(out)
         out["status"] = "ok"
@@ -188,10 +188,18 @@ def _host_figures(phase: Any, rc: RunContext, args: Any, entries: list[dict],
     return hosts.host_figures(entries, out["clients"], out["split"], summarize)
 
 
-def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, str]]:
-    agg = out["aggregate"]
-    # Phases that also write say how much they read apart ("read_bytes").
-    read_bytes = agg.get("read_bytes", agg.get("bytes", 0))
+def bytes_read(phase: Phase, agg: Mapping[str, Any]) -> int:
+    """The bytes the clients read, set against the block device's reads: what a phase that
+    also writes records apart ("read_bytes"), else all its bytes if reading is its main
+    operation, and none if it only writes (its bytes are writes the device need not read)."""
+    if "read_bytes" in agg:
+        return agg["read_bytes"]
+    return agg.get("bytes", 0) if phase.main_op == "read" else 0
+
+
+def _warnings(phase: Phase, rc: RunContext, args: Any,
+              out: dict[str, Any]) -> list[dict[str, str]]:
+    read_bytes = bytes_read(phase, out["aggregate"])
     data = getattr(args, "dataset", None)
     data_bytes = data.total_bytes if data is not None else read_bytes
     ram = out["environment"]["ram_bytes"]
@@ -205,9 +213,8 @@ def _warnings(rc: RunContext, args: Any, out: dict[str, Any]) -> list[dict[str, 
         mine = [c for c in out["clients"] if c.get("rank") == h["rank"]]
         if not mine:
             continue  # a host with no clients at this count measured nothing
-        agg = h.get("aggregate", {})
         for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}), mine,
-                                         agg.get("read_bytes", agg.get("bytes", 0))):
+                                         bytes_read(phase, h.get("aggregate", {}))):
             found.append({**warn, "message": f"host {h['host']} (rank {h['rank']}): "
                           f"{warn['message']}", "rank": h["rank"]})
         if bound := hosts.binding_warning(h):

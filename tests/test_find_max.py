@@ -84,9 +84,12 @@ def test_find_max_stops_where_au_cannot_be_measured(target, results):
     says AU could not be measured there instead of calling it a failure (or crashing)."""
     w = tiny_workload(dataset__num_files=8, train__compute_time={"h100": 0.05},
                       train__au_goal=0.5, dataset__sample_size_stdev=0, train__epochs=1)
-    # 1 s points (the shortest a point may be): every step is an epoch's first at any length
+    # 1 s points (the shortest a point may be): every step is an epoch's first at any length.
+    # The null method: the search must reach 4 clients, and with real reads a loaded machine
+    # (load 300 to 600) once held AU under the goal at 1 client already.
     req = run.SweepRequest("train", w, str(target), [1, 4], repeat=1, duration_s=1.0,
-                           results_dir=str(results), charts=False, find_max=True)
+                           results_dir=str(results), charts=False, find_max=True,
+                           method="null")
     out, _ = run.sweep(req, driver=find_max.driver)
     s = out["search"]
     by_n = {p["clients"]: p for p in s["probes"]}

@@ -73,6 +73,12 @@ def emit_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
+def print_notices(res: Any) -> None:
+    """The fields of a loaded result that were damaged and read as missing, one line each."""
+    for line in res.notices:
+        click.echo(f"aiio: notice: {line}", err=True)
+
+
 def require(condition: bool, message: str) -> None:
     if not condition:
         raise ConfigError(message)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from aiio.cli.common import emit_json
+from aiio.cli.common import emit_json, print_notices
 from aiio.units import format_rate
 
 
@@ -22,18 +22,22 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     from aiio.fio import hero
 
     fixed = result.load(fio_path) if fio_path else None
+    if fixed is not None:
+        print_notices(fixed)
     if fixed is not None and fixed.get("kind") != "fio":
         raise ConfigError(f"--fio {fio_path} is a {fixed.get('kind')} result, not a fio result")
     report = []
     for path in runs:
         run = result.load(path)
+        print_notices(run)
         if run.get("kind") != "run":
             raise ConfigError(f"{path} is a {run.get('kind')} result; compare takes phase runs "
                               "(reports/<run-id> written by aiio run)")
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         fio_res = fixed or hero.fio_result_for(run, folder)
-        report.append({"run": run["id"], "phase": run.get("phase"),
-                       "fio_result": fio_res["id"] if fio_res else None,
+        report.append({"run": run.id or folder.name, "phase": run.get("phase"),
+                       "stage": hero.compared_stage(run),
+                       "fio_result": fio_res.id if fio_res else None,
                        # the suite's headline per test, as it recorded them
                        "hero_suite": dict(fio_res.summary.figures) if fio_res else {},
                        "rows": hero.compare_rows(run, fio_res),
@@ -49,14 +53,15 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     """One line naming the fio figure the comparison lacks, and how to make it; None when
     nothing is missing."""
     from aiio.fio import hero
+    from aiio.result import dig
 
     test = hero.compare_test(run)
     if fio_res is None:
         why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
         return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted
     if fio_res.section(test) is None:
-        return (f"fio {test} missing: fio result {fio_res['id']} has no {test} test; run the "
-                f"full suite: aiio fio --target {run['target']['path']}")
+        return (f"fio {test} missing: fio result {fio_res.id} has no {test} test; run the "
+                f"full suite: aiio fio --target {dig(run, 'target', 'path', default='TARGET')}")
     return None
 
 
@@ -69,7 +74,8 @@ def _print(item: dict) -> None:
     console = out_console()
     test = item["rows"][0]["test"]
     source = f"from {item['fio_result']}" if item["fio_result"] else "(no fio result)"
-    table = Table(title=f"{item['run']} ({item['phase']}) vs fio {test} {source}")
+    stage = f", its {item['stage']} stage" if item["stage"] else ""
+    table = Table(title=f"{item['run']} ({item['phase']}{stage}) vs fio {test} {source}")
     for col in ("figure", "phase", f"fio {test}", "% of fio"):
         table.add_column(col, justify="left" if col == "figure" else "right")
     for r in item["rows"]:
@@ -80,9 +86,15 @@ def _print(item: dict) -> None:
     if item["note"]:  # the fio side is missing: its one line, and no suite to list
         console.print(f"{item['run']}: {item['note']}", highlight=False)
         return
-    suite = " · ".join(f"{name} {format_rate(fig['mib_s'])} ({fig['iops']:,.0f} IOPS)"
-                       for name, fig in item["hero_suite"].items())
+    suite = " · ".join(_suite_test(name, fig) for name, fig in item["hero_suite"].items())
     console.print(f"fio {item['fio_result']}: {suite}", highlight=False)
+
+
+def _suite_test(name: str, fig: dict) -> str:
+    """One fio test of the suite: its MiB/s and IOPS ("-" where the result lacks one)."""
+    rate, iops = fig.get("mib_s"), fig.get("iops")
+    return (f"{name} {format_rate(rate) if rate is not None else '- MiB/s'} "
+            f"({f'{iops:,.0f}' if iops is not None else '-'} IOPS)")
 
 
 def _value(value, unit: str | None, fmt_ns) -> str:

@@ -38,8 +38,10 @@ def report(path: str | None, history: bool, history_db: str | None,
 
 def _result(path: Path, output: str | None) -> Path:
     from aiio import report, result
+    from aiio.cli.common import print_notices
 
     res = result.load(path)
+    print_notices(res)
     folder = path if path.is_dir() else path.parent
     target = Path(output) if output else folder / report.REPORT_NAME
     return _write(lambda: report.write(res, target.parent, target.name))

@@ -18,7 +18,7 @@ from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
 from aiio.figures import headline
 from aiio.fio import pairing
-from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
+from aiio.phases import REGISTRY, get_phase, layout_of
 from aiio.result import Result, dig
 from aiio.units import format_rate
 
@@ -126,7 +126,9 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
 
 def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """hero_entry against fio results read already."""
-    target, phase = res["target"]["path"], res.get("phase", "")
+    target, phase = dig(res, "target", "path"), res.get("phase", "")
+    if not isinstance(target, str):  # a damaged result: nothing says where it ran
+        return {"text": "the result records no target path to find a fio result on"}
     if res.get("method") == METHOD_NULL:
         return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
                         "are aiio's own overhead, never storage speed"}
@@ -256,22 +258,29 @@ def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
         except AiioError:
             pass  # moved or deleted since: fall back to the latest matching one
     streams = pairing.clients_of(run) * pairing.streams_per_client(run)
-    found = hero_for(run["target"]["path"], run.get("phase", ""), base, run_hero_test(run),
-                     streams)
+    target = dig(run, "target", "path")
+    found = None if not isinstance(target, str) else hero_for(
+        target, run.get("phase", ""), base, run_hero_test(run), streams)
     if found is None:
         return None
     return result.load(found["fio_result"])
 
 
 def run_hero_test(run: Mapping[str, Any]) -> str | None:
-    """The hero test of the phase a result's figures belong to (prep in randrw mode: rand_mix)."""
-    return phase_of(run).hero_test if run.get("phase") in REGISTRY else None
+    """The fio test a result's figures are set against (prep in randrw mode: rand_mix; a
+    lifecycle run: its headline stage's; a phase not known here: its main operation's)."""
+    found = pairing.sides(run)
+    return found[0].test if found else None
+
+
+def compared_stage(run: Mapping[str, Any]) -> str | None:
+    """The stage whose figures a run of stages is compared by (the lifecycle: train)."""
+    return layout_of(run).headline_stage if run.get("phase") in REGISTRY else None
 
 
 def compare_test(run: Mapping[str, Any]) -> str:
     """The fio test a run is compared with (its first pairing side's)."""
-    sides = pairing.sides(run)
-    return sides[0].test if sides else "seq_read"
+    return run_hero_test(run) or "seq_read"
 
 
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiio.phases import REGISTRY, layout_of, phase_of
-from aiio.result import IoFigures, Result, model
+from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
+from aiio.result import IoFigures, Result, model, stage_doc
 
 if TYPE_CHECKING:
     from aiio.phases.base import Phase
@@ -37,7 +37,10 @@ class Side:
 def streams_per_client(res: dict[str, Any]) -> int:
     """Concurrent I/O streams in one client (loader or writer threads, times the requests
     each keeps in flight at prep.iodepth); 1 when unknown."""
-    section, key = layout_of(res).streams_key or ("", "")
+    phase = layout_of(res)
+    if phase.headline_stage is not None:  # a lifecycle run is paired by its headline stage
+        phase = get_phase(phase.headline_stage)
+    section, key = phase.streams_key or ("", "")
     spec = (res.get("workload") or {}).get(section, {})
     value = spec.get(key)
     streams = int(value) if isinstance(value, int) and value > 0 else 1
@@ -52,13 +55,22 @@ def clients_of(res: dict[str, Any]) -> int:
     return len(res.get("clients") or [])
 
 
+# The fio test of each main operation: what a result of a phase this aiio does not know is
+# set against, by the main operation it records (`io.main_op`).
+MAIN_OP_TEST = {"read": "seq_read", "write": "seq_write"}
+
+
 def sides(res: Mapping[str, Any]) -> list[Side]:
     """The run's figures, each with the fio test it is set against; [] when none matches.
-    The phase names how (`Phase.hero_pairing`, a function of this module)."""
-    if res.get("phase") not in REGISTRY:
-        return []
+    The phase names how (`Phase.hero_pairing`, a function of this module); a phase of stages
+    is its headline stage's; a phase not known here, its recorded main operation's."""
     run = res if isinstance(res, Result) else model(res)
+    if res.get("phase") not in REGISTRY:
+        test = MAIN_OP_TEST.get(run.main_op)
+        return [Side(run.main_op, test, _last_done(run.first()))] if test else []
     phase = phase_of(res)  # prep in randrw mode: randrw
+    if phase.headline_stage is not None:
+        return sides(stage_doc(res, phase.headline_stage))
     if phase.hero_test is None:
         return []
     return globals()[phase.hero_pairing](phase, run)
@@ -92,8 +104,6 @@ def persist_side(phase: Phase, run: Result) -> list[Side]:
 def phases_beside(test: str) -> list[str]:
     """The phases whose runs `sides` sets beside fio test `test`: those naming it as their
     hero test, and prep beside seq_write too (its writes)."""
-    from aiio.phases import get_phase
-
     names = [n for n in REGISTRY if get_phase(n).hero_test == test]
     if test == "seq_write" and "prep" in REGISTRY:
         names.append("prep")

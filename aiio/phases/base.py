@@ -93,8 +93,9 @@ class Phase(Protocol):
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """Name -> path inside `part` (its aggregate, or one client's entry when `client`) of
-        each named I/O section: by default one stream of reads kept flat, as io_aggregate's."""
-        return {"read": ()}
+        each named I/O section: by default one stream kept flat, as io_aggregate's, named by
+        the phase's main operation (a phase that only writes keeps its writes)."""
+        return {self.main_op: ()}
 
     def client_totals(self, entry: Mapping[str, Any]) -> dict[str, Where]:
         """Name -> path in one client's entry of each stream its per-client figures show
@@ -119,6 +120,12 @@ class Phase(Protocol):
         """One client's work and figures, in its own process (ctx.args from `prepare`)."""
         ...
 
+    def rehearsal(self, args: Any) -> tuple[Callable[[ClientContext], dict], Any] | None:
+        """A client function and arguments for a rehearsal of one client in the parent before
+        the clients are forked (aiio.clients.rehearse): the same code, reaching nothing
+        outside the process. None: no rehearsal."""
+        return None
+
     def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
         """The aggregate over every client's figures."""
         ...
@@ -140,7 +147,8 @@ class UndeclaredPhase(Phase):
 def burst_sections(part: Any, sides: tuple[str, ...]) -> dict[str, Where]:
     """'checkpoint.N.write' (and '.read') -> path, for each burst under part['checkpoints']."""
     out: dict[str, Where] = {}
-    for k, burst in enumerate(dig(part, "checkpoints", default=[])):
+    bursts = dig(part, "checkpoints", default=[])
+    for k, burst in enumerate(bursts if isinstance(bursts, list) else ()):
         for side in sides:
             if isinstance(dig(burst, side), Mapping):
                 out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = ("checkpoints", k, side)

@@ -12,14 +12,14 @@ import mmap
 import queue
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from aiio import dataset as ds
 from aiio import engine, formats, stats
-from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
+from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NULL
 from aiio.clients import ClientContext, sleep_until
 from aiio.engine import (
     OpLog,
@@ -323,6 +323,32 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     return out
 
 
+REHEARSAL_S = 0.25            # the rehearsal's run: hundreds of steps of every kind of call
+REHEARSAL_COMPUTE_S = 0.001   # its emulated compute per step, at most
+
+
+class _RehearsalReader(Reader):
+    """The rehearsal's reader: the null method's bookkeeping, with no file opened."""
+
+    def read_file(self, path: str, offset: int = 0, length: int | None = None) -> int:
+        return self.read_range(-1, offset, length or 0)  # the null method never uses the fd
+
+
+def _rehearsal_reader(method: str, transfer_size: int, log: OpLog, counter: Any) -> Reader:
+    return _RehearsalReader(METHOD_NULL, transfer_size, log, counter)
+
+
+def rehearsal_args(args: TrainArgs) -> TrainArgs | None:
+    """The arguments of a rehearsal of `run_client` (aiio.clients.rehearse): the same dataset
+    and workload, for a moment, reading nothing, writing no checkpoint; None with the native
+    reader (the format's library opens and reads the files itself)."""
+    if args.workload.train.reader == "native":
+        return None
+    return replace(args, method=METHOD_NULL, reader=_rehearsal_reader, checkpoint=None,
+                   epochs=None, duration_s=REHEARSAL_S,
+                   compute_s=min(args.compute_s, REHEARSAL_COMPUTE_S))
+
+
 def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
     w = args.workload
     epoch = 0
@@ -521,6 +547,12 @@ class TrainPhase(Phase):
         return per_epoch * args.epochs
 
     client = staticmethod(run_client)
+
+    def rehearsal(self, args: TrainArgs) -> tuple[Any, TrainArgs] | None:
+        """The file client, whatever the storage (object storage's makes its first request
+        as it starts), with `rehearsal_args`."""
+        rehearsed = rehearsal_args(args)
+        return None if rehearsed is None else (run_client, rehearsed)
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
         """The headline is what the accelerators consumed; `delivered` is the storage's side."""

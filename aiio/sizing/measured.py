@@ -101,7 +101,7 @@ def measured_train(res: Result, where: str) -> MeasuredTrain:
     name = str(_need(w.name, "workload.workload.name", where))
     return MeasuredTrain(source=where, kind=res.kind, workload=name, accelerator=accel,
                          au_goal=au_goal, demand_mib_s=demand, points=points,
-                         warnings=result_warnings(run for _, run in runs))
+                         warnings=result_warnings(run for _, run in runs) + res.notices)
 
 
 def _first_done(run: Result, where: str) -> float:
@@ -136,7 +136,7 @@ def measured_checkpoint(res: Result, where: str) -> MeasuredCheckpoint:
     """The best aggregate write rate of a checkpoint run or sweep: the checkpoint phase's
     `write_mib_s`, all bytes over the windows until every client's shard was durable."""
     runs = _runs(res, where)
-    warnings = result_warnings(run for _, run in runs)
+    warnings = result_warnings(run for _, run in runs) + res.notices
     best: MeasuredCheckpoint | None = None
     for n, run in runs:
         rate = run.checkpoint.write_mib_s if run.checkpoint is not None else None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiio.errors import AiioError
 from aiio.phases import layout_of
+from aiio.result import dig, number
 from aiio.stats import Histogram
 
 if TYPE_CHECKING:
@@ -72,7 +73,8 @@ def _from_view(view: dict[str, Any], headline: float) -> dict[str, Any]:
 def checkpoint_figures(agg: dict[str, Any]) -> dict[str, Any]:
     """Write rate, time to persist, and the writes' per-client figures (mean over the
     checkpoints; histograms merged). The one place a sweep reads a checkpoint result."""
-    writes = [c["write"] for c in agg.get("checkpoints", []) if isinstance(c.get("write"), dict)]
+    bursts = agg.get("checkpoints")
+    writes = [c["write"] for c in bursts if _intact_write(c)] if isinstance(bursts, list) else []
     rate, persist = _number(agg.get("write_mib_s")), _number(agg.get("persist_last_done_s"))
     if not writes or rate is None:
         raise AiioError("this checkpoint result holds no finished checkpoint write to judge "
@@ -91,6 +93,22 @@ def checkpoint_figures(agg: dict[str, Any]) -> dict[str, Any]:
     if persist is not None:
         out["extras"]["persist_s"] = persist
     return out
+
+
+def _intact_write(burst: Any) -> bool:
+    """A checkpoint whose writes' figures this reads are all of their types; a damaged one
+    (a hand-edited result) is left out, as one that never finished."""
+    w = burst.get("write") if isinstance(burst, dict) else None
+    if not isinstance(w, dict) or not isinstance(w.get("histograms", {}), dict):
+        return False
+    spread = w.get("per_client_mib_s")
+    return (all(_is_figure(dig(w, k, "mib_s")) for k in ("first_done", "last_done"))
+            and isinstance(spread, dict) and _is_figure(w.get("jain"))
+            and all(_is_figure(spread.get(k)) for k in ("mean", "min", "max", "cv")))
+
+
+def _is_figure(value: Any) -> bool:
+    return number(value) is not None
 
 
 def _prep_figures(agg: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""The rehearsal: one client's code run in the parent before the clients are forked, so the
+interpreter's first-run writes (code quickening, caches, lazily made objects) happen once in
+pages every client shares instead of in a private copy in each client. It must touch nothing
+outside the process: no file opened, no byte read or written, no thread left behind."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+from aiio import dataset as ds
+from aiio.cache_methods import METHOD_DIRECT
+from aiio.clients import ClientContext, rehearse, run_clients
+from aiio.phases import get_phase
+from aiio.phases.train import TrainArgs
+from aiio.target import Target
+
+from .conftest import tiny_workload
+
+
+def _train_args(target, **overrides) -> TrainArgs:
+    w = tiny_workload(**overrides)
+    data, _ = ds.ensure(Target(target), w)
+    data.index()
+    return TrainArgs(w, data, METHOD_DIRECT, 0.002, None, 5.0)
+
+
+def test_the_train_rehearsal_runs_the_clients_code_without_opening_a_file(target):
+    args = _train_args(target)
+    fn, rehearsal_args = get_phase("train").rehearsal(args)
+    # The dataset's files are gone: a rehearsal that opened or read one would fail.
+    shutil.rmtree(args.dataset.folder)
+    threads = set(threading.enumerate())
+    out = rehearse(fn, rehearsal_args, 0, 2)
+    assert out["steps"] > 8  # enough calls for the interpreter to settle the code it ran
+    assert set(threading.enumerate()) == threads  # every thread it started has ended
+
+
+def test_the_train_rehearsal_writes_no_checkpoint_and_runs_briefly(target):
+    args = _train_args(target, train__epochs=50)
+    _, rehearsal_args = get_phase("train").rehearsal(args)
+    assert rehearsal_args.checkpoint is None
+    assert rehearsal_args.epochs is None and rehearsal_args.duration_s <= 0.5
+    assert rehearsal_args.compute_s <= args.compute_s
+
+
+def test_a_native_reader_is_not_rehearsed(target):
+    # The format's own library opens and reads the files itself: nothing to stub.
+    args = _train_args(target, train__reader="native")
+    assert get_phase("train").rehearsal(args) is None
+
+
+REHEARSED = []
+
+
+def _note(ctx: ClientContext) -> dict:
+    ctx.ready_and_wait()
+    if ctx.args == "rehearsal":
+        REHEARSED.append(ctx.index)
+        return {}
+    return {"rehearsed": list(REHEARSED)}
+
+
+def test_the_rehearsal_runs_in_the_parent_before_the_clients_are_forked():
+    REHEARSED.clear()
+    results, _ = run_clients(2, _note, "run", rehearsal=(_note, "rehearsal"), first=3, total=8)
+    # Once, in this process, as the last client of the run: the one client sure to have a
+    # share of the samples (at 1,024 clients on the demo's 512 the first has none, and its
+    # rehearsal ran no step).
+    assert REHEARSED == [7]
+    assert [r["rehearsed"] for r in results] == [[7], [7]]  # the clients were forked after
+
+
+def test_the_last_client_rehearses_steps_with_more_clients_than_samples(target):
+    args = _train_args(target)  # 24 samples
+    fn, rehearsal_args = get_phase("train").rehearsal(args)
+    assert rehearse(fn, rehearsal_args, 0, 48)["steps"] == 0  # the first has no sample
+    assert rehearse(fn, rehearsal_args, 47, 48)["steps"] > 8
+
+
+def _fails(ctx: ClientContext) -> dict:
+    raise ValueError("a rehearsal that breaks")
+
+
+def test_a_failing_rehearsal_changes_nothing_of_the_run():
+    """The rehearsal only places memory: when it breaks, the run goes on as without it (the
+    clients meet whatever broke it themselves, and report it as theirs)."""
+    REHEARSED.clear()
+    results, _ = run_clients(2, _note, "run", rehearsal=(_fails, None))
+    assert [r["rehearsed"] for r in results] == [[], []]

@@ -1,0 +1,216 @@
+"""A hand-damaged result never stops a command with a traceback. Every field the commands read
+is typed and checked where a result is loaded: one of another type reads as missing, with a
+notice naming the file and the field, and a result too damaged to read is one line and exit
+code 2. Fuzzed over a fresh real result of each phase, of a sweep and of a fio run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiio import history, result
+
+from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli
+
+STORED = Path(__file__).parent / "data" / "results-v1"
+TRAIN = STORED / "20261130-230529-train-demo-c2"
+
+
+def _damaged_copy(tmp_path: Path, source: Path, **fields: Any) -> Path:
+    doc = json.loads((source / "result.json").read_text())
+    doc.update(fields)
+    folder = tmp_path / source.name
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    return folder
+
+
+def _one_line_or_success(out: Any) -> None:
+    """Success (notices on stderr allowed), or exit code 2 and one line saying why (after
+    the notices of the fields read as missing before it)."""
+    assert out.returncode in (0, 2), out.stderr
+    if out.returncode == 2:
+        said = [line for line in out.stderr.strip().splitlines()
+                if not line.startswith("aiio: notice: ")]
+        assert len(said) == 1, out.stderr
+
+
+# The damage a reviewer found stopping `aiio compare` with a traceback.
+FOUND = {"clients": None, "hero": "paired", "target": 3, "clients_requested": "two",
+         "workload": "demo"}
+
+
+@pytest.mark.parametrize(("key", "junk"), FOUND.items(), ids=list(FOUND))
+def test_a_field_of_the_wrong_type_reads_as_missing_with_a_notice(
+        tmp_path: Path, key: str, junk: Any) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, **{key: junk})
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        out = call_cli(*args)
+        _one_line_or_success(out)
+        if out.returncode == 0:  # size lists it among its notes, the others on stderr
+            said = " ".join((out.stderr + out.stdout).split())
+            assert f"{key} is" in said and "read as missing" in said, args
+
+
+def test_the_notice_names_the_file_and_the_field(tmp_path: Path) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, clients=None)
+    res = result.load(folder)
+    assert res.notices == (f"{folder / 'result.json'}: clients is null, not a list; "
+                           "read as missing",)
+    assert "clients" not in res and res.clients == ()
+
+
+def test_a_kind_that_is_no_string_is_a_damaged_result(tmp_path: Path) -> None:
+    folder = _damaged_copy(tmp_path, TRAIN, kind=["run"])
+    out = call_cli("compare", str(folder))
+    assert out.returncode == 2 and "is damaged: its kind is a list" in out.stderr
+    assert str(folder / "result.json") in out.stderr
+    _one_line_or_success(out)
+
+
+def test_an_intact_result_loads_as_saved_with_no_notice() -> None:
+    for path in STORED.rglob("result.json"):
+        res = result.load(path)
+        assert res.notices == () and dict(res.doc) == json.loads(path.read_text()), path
+
+
+# --- the fuzz ------------------------------------------------------------------------------
+
+QUICK_FIO = ("--tests", "seq_read,seq_write,rand_mix", "--runtime", "300ms", "--ramp-time",
+             "0", "--size", "4MiB", "--clients", "2")
+# name -> the command making it; fio first, so the runs after it are paired with a hero
+MADE = {
+    "fio": ("fio", *QUICK_FIO),
+    "train": ("run", *TINY_ARGS),
+    "prep": ("run", "--phase", "prep", *TINY_ARGS, "--set", "prep.threads=1",
+             "--set", "prep.shard_size=256KiB", "--set", "prep.transfer_size=64KiB"),
+    "checkpoint": ("run", "--phase", "checkpoint", "--clients", "2",
+                   "--set", "checkpoint.size=2MiB"),
+    "load": ("run", "--phase", "load", "--set", "load.size=2MiB", "--set", "load.files=2",
+             "--clients", "2"),
+    "randrw": ("run", "--phase", "randrw", "--set", "prep.file_size=2MiB",
+               "--set", "prep.duration=300ms", "--clients", "2"),
+    "sweep": ("scale", *TINY_DATA, "--batch-size", "2", "--clients", "1,2", "--duration",
+              "1s", "--no-charts"),
+}
+# The cap, to keep the module fast. Key paths: every one down to DEPTH steps (a list position
+# counts as a step; of a list, its first item only, the others are laid out alike), deeper
+# ones (to DEEP) under the parts read field by field (a client's entry, a fio test's figures,
+# a sweep point's result), and none below the machine facts only the page lists (SHALLOW:
+# those get the top-level damage alone). Each path gets every damage from compare, history
+# and, for the results it reads (train, checkpoint, a sweep), size, as JSON; their tables and
+# the page (drawing them is most of the time) the top-level fields only, each one damage in
+# turn (test_report.py damages the page's sections).
+DEPTH, DEEP = 2, 4
+DEEPER = ("clients", "tests", "points")
+SHALLOW = ("environment", "monitor", "writer", "timing")
+SIZED = ("train", "checkpoint", "sweep")
+DELETE = object()
+DAMAGE = (None, "junk", 7, [], DELETE)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """name -> folder of a fresh real result of each kind, made once for the module."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    base = tmp_path_factory.mktemp("damaged")
+    target, results = base / "target", base / "reports"
+    target.mkdir()
+    out = {}
+    for name, args in MADE.items():
+        before = set(results.glob("*/")) if results.exists() else set()
+        proc = run_cli(*args, "--target", str(target), "--results", str(results), "-q",
+                       *(("--no-report",) if args[0] in ("run", "scale") else ()))
+        assert proc.returncode == 0, (name, proc.stderr)
+        (out[name],) = set(results.glob("*/")) - before
+    return out
+
+
+def key_paths(doc: Any, depth: int = DEEP, base: tuple = ()) -> Iterator[tuple]:
+    """The key paths damaged in doc (see DEPTH); of a list, its first item only."""
+    if len(base) >= depth or (base and base[0] in SHALLOW):
+        return
+    if len(base) >= DEPTH and base[0] not in DEEPER:
+        return
+    items = doc.items() if isinstance(doc, dict) else \
+        [(0, doc[0])] if isinstance(doc, list) and doc else []
+    for key, value in items:
+        yield (*base, key)
+        yield from key_paths(value, depth, (*base, key))
+
+
+def _damage(doc: dict, path: tuple, junk: Any) -> dict:
+    out = copy.deepcopy(doc)
+    part = result.dig(out, *path[:-1]) if len(path) > 1 else out
+    if junk is DELETE:
+        del part[path[-1]]
+    else:
+        part[path[-1]] = junk
+    return out
+
+
+def _recorded(folder: Path, db: history.History) -> str | None:
+    """The damaged result as the history records it (`aiio history` then reads every record
+    once): None when it was recorded or refused in one line, else what went wrong."""
+    try:
+        res = result.load(folder)
+        record = {"run": history.run_record, "sweep": history.sweep_record}.get(res.kind)
+        if record is not None:
+            db.add(record(res))
+    except result.AiioError:
+        return None  # too damaged to read: the commands said so in one line
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return f"history record: {exc!r} at {Path(frame.filename).name}:{frame.lineno}"
+    return None
+
+
+def _outcome(args: tuple[str, ...]) -> str | None:
+    """None when the command succeeded or refused in one line; else what went wrong."""
+    try:
+        _one_line_or_success(call_cli(*args))
+    except AssertionError as exc:
+        return f"{args[0]}: {exc}"
+    except Exception as exc:  # a traceback the user would have seen: where it was raised
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return f"{args[0]}: {exc!r} at {Path(frame.filename).name}:{frame.lineno}"
+    return None
+
+
+@pytest.mark.parametrize("name", MADE)
+def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name: str,
+                                                     tmp_path: Path) -> None:
+    doc = json.loads((made[name] / "result.json").read_text())
+    folder = tmp_path / made[name].name
+    folder.mkdir()
+    db = tmp_path / "history.sqlite"
+    wrong = []
+    with history.History(db) as recorded:
+        for n, path in enumerate(key_paths(doc)):
+            for junk in DAMAGE:
+                (folder / "result.json").write_text(json.dumps(_damage(doc, path, junk)))
+                commands = [("compare", str(folder)),
+                            ("size", "--workload", "demo", "--from", str(folder))]
+                commands = commands if name in SIZED else commands[:1]
+                if len(path) > 1 or junk is not DAMAGE[n % len(DAMAGE)]:
+                    commands = [(*args, "--json") for args in commands]  # no tables drawn
+                else:
+                    commands.append(("report", str(folder), "-o", str(tmp_path / "page.html")))
+                found = [_outcome(args) for args in commands] + [_recorded(folder, recorded)]
+                damage = "deleted" if junk is DELETE else repr(junk)
+                wrong += [f"{_dotted(path)} {damage}: {w}" for w in found if w is not None]
+    wrong += [f"history: {w}" for w in [_outcome(("history", "--history", str(db)))] if w]
+    assert not wrong, "\n".join(wrong)
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(k) for k in path)
