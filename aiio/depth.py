@@ -108,8 +108,8 @@ class DepthReader:
         """Read one block at each offset, `depth` at a time; returns bytes transferred.
 
         With a deadline, no request is issued after it (those in flight complete and count).
-        Per completion: two property reads, three list appends (a list append costs a fifth
-        of an array's, which converts each int as it goes; the lists become arrays once per
+        Per completion: two property reads, three list appends (about a quarter of an array
+        append's time: an array parses each int as it goes; the lists become arrays once per
         call) and its slot noted free for the refill.
         """
         pending, wait, now = iter(offsets), self.ring.wait, time.monotonic_ns

@@ -311,7 +311,7 @@ class Reader:
 
         The hot loop of small-block IOPS: per call it does two clock readings, the `preadv`,
         two appends to one list and one compare. The readings become arrays once per batch
-        (an array's append converts each int as it goes, and cost four times a list's). The
+        (an array's append parses each int as it goes: about four times a list's). The
         calls go to the log in one batch at the end, each counted as `size` bytes but those
         that returned less (end of file), so the byte series stays exact.
         """
