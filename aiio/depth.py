@@ -21,6 +21,8 @@ import time
 from array import array
 from typing import Any
 
+import numpy as np
+
 from aiio.engine import OpLog, aligned_buffer
 from aiio.errors import ConfigError
 
@@ -106,11 +108,16 @@ class DepthReader:
         """Read one block at each offset, `depth` at a time; returns bytes transferred.
 
         With a deadline, no request is issued after it (those in flight complete and count).
+        Per completion: two property reads, three list appends (about a quarter of an array
+        append's time: an array parses each int as it goes; the lists become arrays once per
+        call) and its slot noted free for the refill.
         """
         pending, wait, now = iter(offsets), self.ring.wait, time.monotonic_ns
         issued = [0] * self.depth      # when each slot's request was issued (monotonic ns)
         where = [0] * self.depth       # the file offset each slot is reading
-        lat, ends, sizes = array("q"), array("q"), array("q")
+        lat: list[int] = []
+        ends: list[int] = []
+        sizes: list[int] = []
         lat_add, end_add, size_add = lat.append, ends.append, sizes.append
         inflight = self._issue(fd, pending, range(self.depth), issued, where, deadline_ns)
         failure, check = None, self.check
@@ -118,8 +125,10 @@ class DepthReader:
             while inflight:
                 reaped = wait() or ()
                 t = now()
+                free: list[int] = []
                 for c in reaped:
                     slot, n = c.user_data, c.res
+                    free.append(slot)
                     if n < 0:
                         failure = failure or ReadFailed(-n, where[slot])
                         continue
@@ -128,23 +137,30 @@ class DepthReader:
                     size_add(n)
                     if check is not None and n:
                         self._check(slot, n, where[slot])
-                inflight -= len(reaped)
+                inflight -= len(free)
                 if failure is None and not (self.stop is not None and self.stop.is_set()):
-                    free = [c.user_data for c in reaped]
                     inflight += self._issue(fd, pending, free, issued, where, deadline_ns)
         except BaseException:
             reaped = c = None  # completions hold our buffers: the traceback must not keep them
             self._drain()
             raise
         finally:  # on an error too: the requests that completed keep their counts
-            self.log.add_many("read", lat, ends, sizes)
-        done = sum(sizes)
+            done = self._record(lat, ends, sizes)
         if self.counter:
             self.counter(done)
         if failure is not None:  # raised only once nothing is in flight into our buffers
             del reaped, c  # completions hold our buffers: the traceback must not keep them
             raise failure
         return done
+
+    def _record(self, lat: list[int], ends: list[int], sizes: list[int]) -> int:
+        """Hand the completions to the log in one batch; returns their bytes. `sizes` is
+        appended last: an interrupt between a completion's appends leaves it uncounted."""
+        k = len(sizes)
+        b = np.fromiter(sizes, np.int64, k)
+        self.log.add_many("read", np.fromiter(lat, np.int64, k),
+                          np.fromiter(ends, np.int64, k), b)
+        return int(b.sum())
 
     def _check(self, slot: int, n: int, offset: int) -> None:
         c0 = time.monotonic_ns()

@@ -223,3 +223,36 @@ def test_missing_binding_is_one_line(target: Path, results: Path, tmp_path: Path
     assert proc.returncode == 2, proc.stderr
     assert "aiio[uring]" in proc.stderr and "prep.iodepth = 4" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+class _CountingStop:
+    """A client's stop event that counts how often it is looked at (the real one is a
+    multiprocessing Event, whose is_set() takes a lock shared by every client)."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return False
+
+
+@needs_ring
+def test_randrw_at_depth_looks_at_the_shared_stop_only_now_and_then(tmp_path: Path) -> None:
+    from aiio.phases.randrw import RandrwArgs, _Mixer
+    from aiio.timing import Deadline
+
+    a = RandrwArgs(str(tmp_path), "none", 1, 1 << 20, BLOCK, 1.0, 0.3, 1, False, iodepth=16)
+    Path(a.path(0)).write_bytes(os.urandom(a.file_size))
+    mixer, stop = _Mixer(a, 0, 0, 1), _CountingStop()
+    fd = os.open(a.path(0), os.O_RDONLY)
+    try:
+        t0 = time.monotonic_ns()
+        mixer.run(fd, Deadline(t0 + 300_000_000), stop, lambda n: None)
+        elapsed_s = (time.monotonic_ns() - t0) / 1e9
+    finally:
+        os.close(fd)
+        mixer.close()
+    reads = mixer.reader.log.ops
+    assert reads > 1000
+    assert stop.looks <= elapsed_s / 0.02 + 3  # PolledStop's period, not once per reap

@@ -16,6 +16,7 @@ from aiio.engine import (
     Reader,
     align_up,
     merge_logs,
+    now_ns,
 )
 from aiio.target import probe_direct_io
 
@@ -113,6 +114,44 @@ def test_read_blocks_short_read_counts_the_bytes_returned(tmp_path):
     with open(path, "rb") as fh:
         fh.seek(10 * 4096)
         assert fh.read() == tail
+
+
+def test_read_blocks_error_keeps_the_calls_made_before_it(tmp_path):
+    """A call that raises is no operation; every call before it keeps its time and bytes."""
+    path = _file(tmp_path, 64 * 1024)
+    log = OpLog(start_ns=0)
+    reader = Reader(_method(tmp_path), 4096, log)
+    fd = reader.open(path)
+    try:
+        with pytest.raises(OSError):
+            reader.read_blocks(fd, [0, 4096, 8192, -4096, 12288], 4096)  # EINVAL at the 4th
+    finally:
+        os.close(fd)
+    hist, series, ops, nbytes = merge_logs([log])
+    assert hist["read"].count == 3 and nbytes == series.total == 3 * 4096
+    assert ops == 4  # and the open
+
+
+def test_read_blocks_latencies_lie_inside_the_batch(tmp_path):
+    """Each call's time runs between clock readings taken inside the batch: every completion
+    time falls within it, every latency is positive, and back to back they never overlap, so
+    together they take no more than the batch's own time."""
+    path = _file(tmp_path, 1 << 20)
+    log = OpLog(start_ns=0)
+    reader = Reader(_method(tmp_path), 4096, log)
+    fd = reader.open(path)
+    try:
+        before = now_ns()
+        reader.read_blocks(fd, [(i * 7919 % 256) * 4096 for i in range(2000)], 4096)
+        after = now_ns()
+    finally:
+        os.close(fd)
+    ((op, lat, ends, _),) = log._batches  # the batch read_blocks recorded
+    lat, ends = lat.tolist(), ends.tolist()
+    assert op == "read"
+    assert len(lat) == len(ends) == 2000 and min(lat) > 0
+    assert before <= ends[0] - lat[0] and ends[-1] <= after
+    assert all(b - a >= lb for a, b, lb in zip(ends, ends[1:], lat[1:], strict=False))
 
 
 def test_read_blocks_across_flushes_times_every_call(tmp_path):
