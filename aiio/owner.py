@@ -2,8 +2,10 @@
 
 A result is saved as "running" when it starts and rewritten when it ends; a process killed
 outright (SIGKILL, a power cut) never rewrites it. The mark names the process (pid, host, the
-kernel's boot id, and the process's start time, so a reused pid is not taken for it), and a
-later reader on the same host can tell the writer has ended.
+kernel's boot id, the process's start time, so a reused pid is not taken for it, and its pid
+namespace), and a later reader on the same host can tell the writer has ended. A writer in
+another pid namespace (a container on the same host, whose hostname may be the host's) is out
+of sight: its pid means another process here, or none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import psutil
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+PID_NS = "/proc/self/ns/pid"
 
 
 def boot_id() -> str | None:
@@ -27,10 +30,18 @@ def boot_id() -> str | None:
         return None
 
 
+def pid_namespace() -> str | None:
+    """This process's pid namespace, e.g. 'pid:[4026531836]'; None where it cannot be read."""
+    try:
+        return os.readlink(PID_NS)
+    except OSError:
+        return None
+
+
 def mark() -> dict[str, Any]:
     """This process, as a result records its writer."""
     return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": boot_id(),
-            "process_started": psutil.Process().create_time()}
+            "process_started": psutil.Process().create_time(), "pid_ns": pid_namespace()}
 
 
 def gone(writer: Any) -> str | None:
@@ -43,6 +54,9 @@ def gone(writer: Any) -> str | None:
         return f"host {writer['host']} restarted since pid {pid} wrote it"
     if not isinstance(pid, int) or pid <= 0:
         return None
+    namespace = writer.get("pid_ns")  # absent from the marks of older versions
+    if namespace is not None and namespace != pid_namespace():
+        return None  # its pid cannot be looked up from here
     try:
         now_started = psutil.Process(pid).create_time()
     except psutil.NoSuchProcess:

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from aiio import owner
 from aiio.target import RUN_MARK
 
@@ -72,4 +74,42 @@ def test_folders_of_runs_that_may_still_go_on_are_kept(target: Path, results: Pa
                     "--no-report", "--no-history")
     assert done.returncode == 0, done.stderr
     assert alive.exists() and elsewhere.exists() and unmarked.exists() and empty.exists()
+    assert "removed" not in done.stdout + done.stderr
+
+
+# A process in its own pid namespace (a container on this host sharing the target) marks its
+# scratch folder, then lives on while another run starts.
+_MARK_AND_WAIT = """
+import json, sys, time
+from aiio import owner
+from aiio.target import RUN_MARK
+open(sys.argv[1] + "/" + RUN_MARK, "w").write(json.dumps(owner.mark()))
+print("marked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_live_run_in_another_pid_namespace_keeps_its_folder(target: Path, results: Path) -> None:
+    folder = target / "aiio" / "prep" / "container"
+    folder.mkdir(parents=True)
+    (target / "aiio" / ".aiio-owned").write_text("{}\n")
+    cmd = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _MARK_AND_WAIT,
+           str(folder)]
+    try:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+    except FileNotFoundError:
+        pytest.skip("no unshare here")
+    try:
+        if proc.stdout.readline().strip() != "marked":
+            pytest.skip(f"cannot start a process in a pid namespace here: {proc.stderr.read()}")
+        mark = json.loads((folder / RUN_MARK).read_text())
+        done = call_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
+                        "--no-report", "--no-history")
+        assert proc.poll() is None, "the marking process ended early"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert done.returncode == 0, done.stderr
+    assert folder.exists(), f"a live run's folder was removed (its mark: {mark})"
     assert "removed" not in done.stdout + done.stderr
