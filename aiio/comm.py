@@ -12,6 +12,7 @@ several ranks: without MPI, aiio never imports it.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -68,8 +69,9 @@ def _seconds_from_env(name: str, default: float) -> float:
         value = float(os.environ.get(name, default))
     except ValueError:
         raise ConfigError(f"{name} must be a number of seconds") from None
-    if not value >= 0:  # also NaN
-        raise ConfigError(f"{name} must be a number of seconds, 0 or more")
+    # NaN fails the comparison; inf would make the wait it bounds one without an end
+    if not (value >= 0 and math.isfinite(value)):
+        raise ConfigError(f"{name} must be a number of seconds, 0 or more (finite)")
     return value
 
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from aiio import result
 
 from .conftest import TINY_DATA
 from .mpi import (
     kill_all,
     left_behind,
+    mpi_run,
     mpi_start,
     needs_mpi,
     ranks_of,
@@ -47,3 +50,19 @@ def test_sigterm_to_every_rank_keeps_what_every_client_measured(target, results)
     kept = {c["client"]: c for c in saved["clients"]}
     assert sorted(kept) == [0, 1, 2, 3], err  # every rank drains its clients and replies
     assert all(c["bytes"] > 0 and c["elapsed_s"] > 1.0 for c in kept.values())
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", ["AIIO_TERM_DRAIN_S", "AIIO_MPI_SILENCE_S"])
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
+def test_a_bad_number_of_seconds_is_one_line_before_the_run(target, results, name, value):
+    """inf passed as 'a number of seconds, 0 or more' and made the wait after a SIGTERM (or
+    for a silent rank) one without an end."""
+    done = mpi_run(2, "run", "--target", str(target), "--results", str(results), *TINY_DATA,
+                   "--clients", "2", "--duration", "1s", "-q", "--no-report", "--no-history",
+                   env={name: value}, timeout=120)
+    said = [line for line in done.stderr.splitlines() if line.startswith("aiio:")]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert said and all(f"{name} must be a number of seconds" in line for line in said), said
+    assert "Traceback" not in done.stderr
+    assert not list(results.glob("*/result.json"))
