@@ -29,20 +29,35 @@ _FREE.argtypes = [ctypes.c_void_p]
 
 
 def free_blocks() -> list[tuple[int, int]]:
-    """(block size, free blocks in the pools in use) per size class; [] without pymalloc."""
+    """(block size, free blocks in the pools in use) per size class; [] without pymalloc, or
+    without a stderr to borrow (started with it closed)."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # fd 2 closed: the temporary file below could land on it
+        return []
+    try:
+        text = _stats_through(saved)
+    except OSError:  # no temporary file to be had: the fill is only a saving
+        return []
+    finally:
+        os.close(saved)
+    return [(int(size), int(free)) for size, free in _ROW.findall(text)]
+
+
+def _stats_through(stderr: int) -> str:
+    """sys._debugmallocstats()'s text, caught in a temporary file; fd 2 is `stderr` again
+    after."""
     with tempfile.TemporaryFile() as fh:
         # The statistics go to the C-level stderr only.
-        sys.stderr.flush()
-        saved = os.dup(2)
         os.dup2(fh.fileno(), 2)
         try:
             sys._debugmallocstats()
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            os.dup2(stderr, 2)
         fh.seek(0)
-        text = fh.read().decode(errors="replace")
-    return [(int(size), int(free)) for size, free in _ROW.findall(text)]
+        return fh.read().decode(errors="replace")
 
 
 def take_free_blocks() -> array.array:

@@ -5,6 +5,8 @@ for, and a loader thread that gets no batch holds none."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -18,7 +20,7 @@ from aiio.phases import train
 from aiio.target import Target
 from aiio.units import MiB
 
-from .conftest import tiny_workload
+from .conftest import REPO, TINY_ARGS, saved_result, tiny_workload
 
 THREADS = 2
 
@@ -200,3 +202,14 @@ def test_a_clients_new_objects_do_not_land_in_free_blocks_of_the_parents_pages()
     assert results[0]["grown_kib"] < 1024, results[0]
     assert keep
 
+
+def test_a_run_with_stderr_closed_runs(target, results):
+    # The pool fill reads the interpreter's statistics off its stderr: started with stderr
+    # closed (2>&-, as some service managers do), sys.stderr is None and fd 2 is no file, and
+    # the run ended before its first client with status 1 and not a word anywhere.
+    cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
+           str(results), *TINY_ARGS, "-q", "--no-report", "--no-history"]
+    done = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", *cmd], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+    assert saved_result(results)["status"] == "ok"
