@@ -321,7 +321,7 @@ def _stopped(live: _Live, exc: RunAborted, local: dict[int, dict]) -> RunAborted
     """Stop every host, gather what each measured, and say who failed."""
     comm = live.comm
     if exc.cause is Terminated:
-        message, cause = _after_sigterm(comm)
+        message, cause = _after_sigterm(comm, live.run)
     else:
         interrupted = exc.exit_code == RunInterrupted.exit_code
         comm.tell_workers(("stop", live.run, f"stopped because of {exc}", interrupted))
@@ -368,7 +368,7 @@ def _drain_after_sigterm(comm: MpiComm) -> float:
     return 0.0 if _silent_after_sigterm(comm) else comm.term_drain_s
 
 
-def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
+def _after_sigterm(comm: MpiComm, run: int) -> tuple[str, type[AiioError]]:
     """The launcher is ending the job: the message, after taking the partial figures the
     other ranks send in time, unless one of them probably died."""
     silent = _silent_after_sigterm(comm)
@@ -377,6 +377,9 @@ def _after_sigterm(comm: MpiComm) -> tuple[str, type[AiioError]]:
     base = "the MPI launcher ended the run (SIGTERM)"
     if not silent:
         return f"{base}: the job was cancelled or interrupted", RunInterrupted
+    # A rank alive that got no SIGTERM (sent to this rank alone, not by the launcher) would
+    # run on while this one waits for it at the end; told now, without waiting for it.
+    comm.tell_workers(("stop", run, f"{comm.where(0)} ended by SIGTERM", False), sorted(silent))
     names = ", ".join(comm.where(r) for r in sorted(silent))
     return (f"{base} after {names} stopped without a word: it probably died (the launcher's "
             "own message names the rank that ended)", RunFailed)

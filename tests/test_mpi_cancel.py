@@ -25,31 +25,50 @@ from .mpi import (
 )
 
 
-@needs_mpi
-def test_sigterm_to_every_rank_keeps_what_every_client_measured(target, results):
-    """As a batch system cancels a job: SIGTERM to every rank, SIGKILL only after a grace
-    (Slurm's KillWait). Sent here by the test itself, so no SIGKILL follows: the test is about
-    what is kept, whatever the machine's load, not about a launcher's timing."""
+def _sigterm_ranks(target, results, which: list[int] | None, duration: str, env: dict,
+                   timeout: float) -> tuple[result.Result, str]:
+    """Start a 2-rank run of 4 clients, SIGTERM the ranks `which` (None: all) once every client
+    measures, and wait for the job's end; the saved result and the launcher's stderr."""
     proc = mpi_start(2, "run", "--target", str(target), "--results", str(results), *TINY_DATA,
-                     "--batch-size", "2", "--clients", "4", "--duration", "60s", "-q",
-                     "--no-report", env={"AIIO_TERM_DRAIN_S": "10"})
+                     "--batch-size", "2", "--clients", "4", "--duration", duration, "-q",
+                     "--no-report", "--no-history", env=env)
     pids = []
     try:
         wait_measuring(proc, 4)
         pids = tree_pids(proc)
-        for rank in ranks_of(proc).values():
-            rank.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        ranks = ranks_of(proc)
+        for r in sorted(ranks) if which is None else which:
+            ranks[r].send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=timeout)  # a guard against a hang, not a timing
         left = left_behind(pids)
     finally:
         kill_all(pids)
     assert not left
     (path,) = results.glob("*/result.json")
-    saved = result.load(path)
+    return result.load(path), err
+
+
+@needs_mpi
+def test_sigterm_to_every_rank_keeps_what_every_client_measured(target, results):
+    """As a batch system cancels a job: SIGTERM to every rank, SIGKILL only after a grace
+    (Slurm's KillWait). Sent here by the test itself, so no SIGKILL follows: the test is about
+    what is kept, whatever the machine's load, not about a launcher's timing."""
+    saved, err = _sigterm_ranks(target, results, None, "60s", {"AIIO_TERM_DRAIN_S": "10"}, 60)
     assert saved.status == "interrupted" and "launcher" in saved["error"], saved["error"]
     kept = {c["client"]: c for c in saved["clients"]}
     assert sorted(kept) == [0, 1, 2, 3], err  # every rank drains its clients and replies
     assert all(c["bytes"] > 0 and c["elapsed_s"] > 1.0 for c in kept.values())
+
+
+@needs_mpi
+def test_sigterm_to_rank_0_alone_stops_the_other_ranks(target, results):
+    """`kill` of rank 0 alone (no launcher, so no SIGKILL follows): rank 0 saved at once and
+    took the other rank for dead, but never told it to stop. Rank 0 then waited in MPI's
+    finalize for the other rank, which ran on until rank 0 had been silent for
+    AIIO_MPI_SILENCE_S (30 s; here 600, as long as the run)."""
+    saved, err = _sigterm_ranks(target, results, [0], "600s", {"AIIO_MPI_SILENCE_S": "600"}, 120)
+    assert saved.status in ("interrupted", "failed") and "SIGTERM" in saved["error"], err
+    assert "Traceback" not in err
 
 
 @needs_mpi
