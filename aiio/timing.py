@@ -140,3 +140,30 @@ class PolledStop:
                 self.next = now + self.every_ns
                 self.flag = self.event.is_set()
         return self.flag
+
+
+NO_DEADLINE_NS = 2**63 - 1  # beyond any clock reading
+
+
+class DeadlineOrStop:
+    """A deadline that also ends at a client's stop, at one clock reading a call, as
+    `Deadline.passed`: the stop event is looked at when the clock reaches the next look
+    (every `every_s`) or the deadline, whichever is first, so a hot loop that asks after
+    every call sees a stop within `every_s` of it, at no cost per call over the deadline's."""
+
+    __slots__ = ("at_ns", "deadline_ns", "event", "every_ns")
+
+    def __init__(self, deadline: Deadline, event: Any, every_s: float = 0.02) -> None:
+        self.deadline_ns = NO_DEADLINE_NS if isinstance(deadline, _Never) else deadline.at_ns
+        self.event, self.every_ns = event, int(every_s * 1e9)
+        self.at_ns = 0  # the first call looks at the stop
+
+    def passed(self) -> bool:
+        """Whether the deadline has passed or the stop is set (sticky: both stay so)."""
+        now = now_ns()
+        if now < self.at_ns:
+            return False
+        if now >= self.deadline_ns or self.event.is_set():
+            return True
+        self.at_ns = min(self.deadline_ns, now + self.every_ns)
+        return False

@@ -9,29 +9,61 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import REPO
+from .conftest import REPO, client_processes, saved_results
+from .storage import throttled_disk
+
+
+def _ctrl_c_once(cmd: list[str], ready: Callable[[int], bool], settle_s: float = 0.0
+                 ) -> tuple[int, str]:
+    """Start `cmd` in a session of its own, Ctrl-C it (SIGINT to its process group) once
+    `ready(pid)` holds and `settle_s` more have passed; its exit code and stderr."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ready(proc.pid):
+            time.sleep(0.02)
+        assert ready(proc.pid), "never ready to be interrupted"
+        time.sleep(settle_s)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, err
 
 
 def test_ctrl_c_while_writing_the_files_leaves_nothing(target: Path, results: Path) -> None:
     cmd = [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target", str(target),
            "--results", str(results), "--clients", "4", "--set", "prep.file_size=1GiB",
            "--duration", "60s", "--quiet", "--no-report", "--no-history"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        prep = target / "aiio" / "prep"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(prep.glob("*/randrw-*.bin")):
-            time.sleep(0.02)
-        assert any(prep.glob("*/randrw-*.bin")), "the files were never written"
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
+    prep = target / "aiio" / "prep"
+    code, err = _ctrl_c_once(cmd, lambda pid: any(prep.glob("*/randrw-*.bin")))
+    assert code == 130, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not list(prep.glob("*/*")), "randrw files left on the target"
+
+
+def test_ctrl_c_on_slow_storage_keeps_the_clients_figures(tmp_path: Path) -> None:
+    """A randrw client at depth 1 looked at its stop once per 1,024 random I/Os: at 25 reads
+    a second (4 KiB reads on a 100 KiB/s disk) a Ctrl-C waited out a 41 s batch, longer than
+    the 10 s the parent gives its clients to send their figures, and the client was killed
+    and its figures lost."""
+    with throttled_disk(tmp_path, read_bps=100 * 1024) as disk:
+        results = tmp_path / "results"
+        cmd = disk.command(sys.executable, "-m", "aiio", "run", "--phase", "randrw",
+                           "--target", str(disk.mount), "--results", str(results),
+                           "--clients", "1", "--duration", "600s", "--quiet", "--no-report",
+                           "--no-history", "--set", "prep.file_size=16MiB",
+                           "--set", "prep.read_share=1.0", "--set", "prep.threads=1")
+        # the client measures for 2 s: a few reads done, a batch under way
+        code, err = _ctrl_c_once(cmd, client_processes, settle_s=2)
+    assert code == 130, err
+    (saved,) = saved_results(results)
+    assert saved["status"] == "interrupted"
+    assert [c["client"] for c in saved["clients"]] == [0], err
+    assert saved["clients"][0]["bytes"] > 0
