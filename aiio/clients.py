@@ -354,6 +354,8 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         if rehearsal is not None:
             try:
                 rehearse(*rehearsal, total - 1, total)  # the one client sure to have samples
+            except Terminated:  # a SIGTERM's, raised in this thread: it ends the run
+                raise
             except Exception:  # it only places memory: the clients meet the cause themselves
                 pass
         _start_all(procs)

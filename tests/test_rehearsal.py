@@ -6,6 +6,8 @@ outside the process: no file opened, no byte read or written, no thread left beh
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 
 from aiio import dataset as ds
@@ -15,7 +17,7 @@ from aiio.phases import get_phase
 from aiio.phases.train import TrainArgs
 from aiio.target import Target
 
-from .conftest import tiny_workload
+from .conftest import REPO, tiny_workload
 
 
 def _train_args(target, **overrides) -> TrainArgs:
@@ -88,3 +90,32 @@ def test_a_failing_rehearsal_changes_nothing_of_the_run():
     REHEARSED.clear()
     results, _ = run_clients(2, _note, "run", rehearsal=(_fails, None))
     assert [r["rehearsed"] for r in results] == [[], []]
+
+
+_SIGTERM_IN_REHEARSAL = """
+import os, signal, time
+from aiio.cli import _end_on_sigterm
+from aiio.clients import RunAborted, run_clients
+from tests.test_rehearsal import _note
+
+def _sigterm(ctx):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # aiio's handler raises here
+    return {}
+
+_end_on_sigterm()
+try:
+    run_clients(2, _note, "run", rehearsal=(_sigterm, None))
+    print("ran on")
+except RunAborted as exc:
+    print("ended:", exc.cause.__name__)
+"""
+
+
+def test_a_sigterm_during_the_rehearsal_ends_the_run():
+    """aiio's SIGTERM handler raises in the main thread, where the rehearsal runs: the
+    rehearsal took it for one of its own failures, which it ignores, and the run went on
+    (and, the handler being spent, a second SIGTERM killed it outright)."""
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_IN_REHEARSAL], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ended: Terminated", done.stdout + done.stderr
