@@ -1051,6 +1051,8 @@ def load(path: str | os.PathLike) -> Result:
         raise AiioError(f"no result at {path} (expected a result.json or its folder)") from None
     except (OSError, ValueError) as exc:
         raise AiioError(f"cannot read result {p}: {exc}") from None
+    except RecursionError:  # the parser's own limit, met by a hand-made or corrupted file
+        raise AiioError(f"cannot read result {p}: nested deeper than JSON is read") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE:
         raise AiioError(f"{p} is not an aiio result (schema {' or '.join(READABLE)})")
     doc, notices = checked(data, p)
