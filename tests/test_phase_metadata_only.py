@@ -9,21 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result, runner
-from aiio.fio import hero
+from aiio import result
 from aiio.phases import REGISTRY
 
-from .conftest import call_cli, tiny_workload
+from .conftest import call_cli, registered_run
 
 
 @pytest.fixture
 def statted(target: Path, results: Path, monkeypatch) -> Path:
     """The folder of a real run of the metadata-only phase, registered with one line."""
-    monkeypatch.setitem(REGISTRY, "statlist", "tests.statlist_phase")
-    res, folder = runner.run(runner.RunRequest("statlist", tiny_workload(), str(target),
-                                               str(results), hero=hero.Pairing(results)))
-    assert res["status"] == "ok", res.get("error")
-    return folder
+    return registered_run("statlist", target, results, monkeypatch)
 
 
 @pytest.mark.parametrize("known", [True, False], ids=["registered", "unknown"])
