@@ -716,9 +716,15 @@ def _saved_paths(doc: Mapping[str, Any], side: str) -> dict[str, Where] | None:
     return {str(name): tuple(path) for name, path in index.items() if isinstance(path, list)}
 
 
+def kind_of(doc: Mapping[str, Any]) -> Any:
+    """The document's kind as recorded; one without a kind is a run's figures (built by hand,
+    or by an older writer: they name only their phase)."""
+    return doc.get("kind", "run")
+
+
 def _is_run(doc: Mapping[str, Any]) -> bool:
-    """A run result, or figures of one built without a kind (they name only their phase)."""
-    return doc.get("kind", "run") == "run"
+    """A run result, or figures of one built without a kind."""
+    return kind_of(doc) == "run"
 
 
 def phase_paths(phase: Phase, part: Any, client: bool, base: Where = ()) -> dict[str, Where]:
@@ -774,7 +780,7 @@ class Result(Mapping[str, Any]):
 
     @property
     def kind(self) -> str:
-        return str(self.doc.get("kind", ""))
+        return str(kind_of(self.doc))
 
     @property
     def phase(self) -> str:
@@ -1107,7 +1113,7 @@ def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str,
     """The document with every field the commands read of its declared type (`SHAPES`), and a
     notice for each that was not, read as missing. A kind that is no string is no result
     aiio can read: the result is damaged (one line naming the file and the field)."""
-    kind = doc.get("kind", "run")
+    kind = kind_of(doc)
     if not isinstance(kind, str):
         raise AiioError(f"{path} is damaged: its kind is {_what(kind)}, not a string")
     notices: list[str] = []

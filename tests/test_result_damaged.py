@@ -222,3 +222,18 @@ def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name
 
 def _dotted(path: tuple) -> str:
     return ".".join(str(k) for k in path)
+
+
+def test_a_result_without_a_kind_reads_as_a_run_in_every_command(tmp_path: Path) -> None:
+    # the loader, the model's sections and the report read it as a run; compare refused it
+    # as "a None result" and size --from as "kind ''"
+    doc = json.loads((TRAIN / "result.json").read_text())
+    del doc["kind"]
+    folder = tmp_path / "kindless"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert result.load(folder).kind == "run"
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        out = call_cli(*args)
+        assert out.returncode == 0, (args, out.stderr)
