@@ -202,24 +202,43 @@ def _warnings(phase: Phase, rc: RunContext, args: Any,
     read_bytes = bytes_read(phase, out["aggregate"])
     data = getattr(args, "dataset", None)
     data_bytes = data.total_bytes if data is not None else read_bytes
-    ram = out["environment"]["ram_bytes"]
     # MLPerf's data-vs-memory rule counts the RAM of every client host under MPI
-    client_ram = sum(h.get("environment", {}).get("ram_bytes", ram) for h in out["hosts"]) or ram
+    client_ram = client_ram_bytes(out["hosts"], out["environment"]["ram_bytes"])
     found = [] if rc.info.fstype == "s3" else honesty.target_warnings(
         rc.info, out["method"], data_bytes, client_ram)  # no client page cache before a bucket
     if len(out["hosts"]) == 1:
         return found + honesty.run_warnings(rc.info, out["monitor"], out["clients"], read_bytes)
-    for h in out["hosts"]:  # each host's own CPU, NICs and device against its own clients
-        mine = [c for c in out["clients"] if c.get("rank") == h["rank"]]
+    for group, mine in machines(out["hosts"], out["clients"]):
+        found += [bound for h in group if (bound := hosts.binding_warning(h))]
         if not mine:
-            continue  # a host with no clients at this count measured nothing
-        for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}), mine,
-                                         bytes_read(phase, h.get("aggregate", {}))):
-            found.append({**warn, "message": f"host {h['host']} (rank {h['rank']}): "
-                          f"{warn['message']}", "rank": h["rank"]})
-        if bound := hosts.binding_warning(h):
-            found.append(bound)
+            continue  # a machine with no clients at this count measured nothing
+        # each machine's own CPU, NICs and device (every rank on it saw them all, so the
+        # first rank's monitor) against the clients of all its ranks
+        h, ranks = group[0], [g["rank"] for g in group]
+        read = sum(bytes_read(phase, g.get("aggregate", {})) for g in group)
+        where = f"host {h['host']} ({'ranks' if len(ranks) > 1 else 'rank'} " \
+                f"{', '.join(map(str, ranks))})"
+        found += [{**warn, "message": f"{where}: {warn['message']}", "rank": ranks[0]}
+                  for warn in honesty.run_warnings(hosts.target_info(h), h.get("monitor", {}),
+                                                   mine, read)]
     return found
+
+
+def machines(entries: list[dict], clients: list[dict]) -> list[tuple[list[dict], list[dict]]]:
+    """The host entries grouped by machine (ranks on one host share its CPUs, NICs, device
+    and RAM; hosts are told apart by name), each with the clients of its ranks."""
+    groups: dict[str, list[dict]] = {}
+    for h in sorted(entries, key=lambda e: e["rank"]):
+        groups.setdefault(h["host"], []).append(h)
+    return [(group, [c for c in clients if c.get("rank") in {g["rank"] for g in group}])
+            for group in groups.values()]
+
+
+def client_ram_bytes(entries: list[dict], own: int) -> int:
+    """The RAM of every client machine, each counted once; `own` (this process's machine)
+    when there is no host entry."""
+    return sum(group[0].get("environment", {}).get("ram_bytes", own)
+               for group, _ in machines(entries, [])) or own
 
 
 def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path,

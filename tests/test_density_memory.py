@@ -4,7 +4,10 @@ for, and a loader thread that gets no batch holds none."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -18,7 +21,7 @@ from aiio.phases import train
 from aiio.target import Target
 from aiio.units import MiB
 
-from .conftest import tiny_workload
+from .conftest import REPO, tiny_workload
 
 THREADS = 2
 
@@ -183,15 +186,29 @@ def _allocating_client(ctx: ClientContext) -> dict:
     return {"grown_kib": grown, "made": len(made)}
 
 
+def _holes_then_one_client() -> None:
+    """In a fresh interpreter: one free block on each of about 1,000 of its pages, then one
+    client that makes 500 objects of that size; prints the client's figures."""
+    keep = [bytes([i % 256]) * HOLE_SIZE for i in range(PER_PAGE * 1000)]
+    del keep[::PER_PAGE]  # one free block per page
+    results, _ = run_clients(1, _allocating_client, None)
+    print(json.dumps(results[0]))
+    assert keep
+
+
 def test_a_clients_new_objects_do_not_land_in_free_blocks_of_the_parents_pages():
     # A client's new small objects went to the free blocks of the pools the parent had in
     # use: each block freed in the parent is a slot in a page the client shares, and filling
     # it copies the whole page into the client. Here one block is free on each of about 1,000
     # of the parent's pages: 500 new objects (248 KB) copied about 2 MB; in pages of their own
-    # they take about 62.
-    keep = [bytes([i % 256]) * HOLE_SIZE for i in range(PER_PAGE * 1000)]
-    del keep[::PER_PAGE]  # one free block per page
-    results, _ = run_clients(1, _allocating_client, None)
-    assert results[0]["made"] == 500
-    assert results[0]["grown_kib"] < 1024, results[0]
-    assert keep
+    # they take about 62. In a fresh interpreter, so that only the holes made here are in its
+    # pools: in a test worker's, after hundreds of other tests, the client grew 1,696 KiB
+    # once (not explained yet; the pools' free pools, which the fill leaves, are a suspect).
+    code = ("from tests.test_density_memory import _holes_then_one_client\n"
+            "_holes_then_one_client()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["made"] == 500
+    assert got["grown_kib"] < 1024, got
