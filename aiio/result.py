@@ -260,7 +260,7 @@ class VerifyFigures:
             return None
         corrupt = tuple(CorruptBlock(str(c.get("file")), _int(c.get("offset")) or 0,
                                      str(c.get("problem")))
-                        for c in d.get("corrupt") or () if isinstance(c, Mapping))
+                        for c in _items(d.get("corrupt")) if isinstance(c, Mapping))
         return cls(_int(d.get("blocks_checked")), _int(d.get("mismatches")) or 0,
                    number(d.get("checksum_s")), number(d.get("cost_share")), corrupt)
 

@@ -237,3 +237,22 @@ def test_a_result_without_a_kind_reads_as_a_run_in_every_command(tmp_path: Path)
                  ("size", "--workload", "demo", "--from", str(folder))):
         out = call_cli(*args)
         assert out.returncode == 0, (args, out.stderr)
+
+
+RANDRW = Path(__file__).parent / "data" / "results-v2" / "20261201-124012-randrw-demo-c2"
+
+
+@pytest.mark.parametrize("junk", [-1, 7, True])
+def test_a_verify_record_whose_corrupt_blocks_are_no_list_reads_as_none_corrupt(
+        tmp_path: Path, junk: Any) -> None:
+    # found below the fuzz's depth: the typed --verify record iterated a number
+    doc = json.loads((RANDRW / "result.json").read_text())
+    doc["aggregate"]["verify"]["corrupt"] = junk
+    folder = tmp_path / RANDRW.name
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert result.load(folder).summary.verify.corrupt == ()
+    for args in (("compare", str(folder)), ("report", str(folder))):
+        _one_line_or_success(call_cli(*args))
+    with history.History(tmp_path / "history.sqlite") as db:
+        assert _recorded(folder, db) is None
