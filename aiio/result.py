@@ -53,9 +53,13 @@ def dig(data: Any, *path: str | int, default: Any = None) -> Any:
 
 def number(value: Any) -> float | None:
     """A recorded finite number as a float; None for anything else (booleans, NaN included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        got = float(value)
+    except OverflowError:  # an integer past a float's range: JSON sets integers no bound
+        return None
+    return got if math.isfinite(got) else None
 
 
 # --- figures -------------------------------------------------------------------------------
@@ -1178,7 +1182,7 @@ def _what(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
-        return "a number" if math.isfinite(value) else "not a finite number"
+        return "a number" if number(value) is not None else "not a finite number"
     return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "of no JSON type")
 
 

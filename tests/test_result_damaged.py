@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from aiio import history, result
+from aiio.report import html
 
 from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli
 
@@ -256,3 +257,19 @@ def test_a_verify_record_whose_corrupt_blocks_are_no_list_reads_as_none_corrupt(
         _one_line_or_success(call_cli(*args))
     with history.History(tmp_path / "history.sqlite") as db:
         assert _recorded(folder, db) is None
+
+
+def test_an_integer_too_large_for_a_float_reads_as_no_finite_number(tmp_path: Path) -> None:
+    # JSON integers have no bound: the finite-number check overflowed converting one to a
+    # float (a traceback in report, compare and size --from)
+    folder = _damaged_copy(tmp_path, TRAIN, clients_requested=10**400)
+    assert result.number(10**400) is None and html.finite(10**400) is None
+    assert "clients_requested is not a finite number" in " ".join(result.load(folder).notices)
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        _one_line_or_success(call_cli(*args))
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["aggregate"]["first_done"]["mib_s"] = 10**400  # the page's headline reads it as is
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert call_cli("report", str(folder)).returncode == 0
+    assert "could not be drawn" not in (folder / "report.html").read_text()
