@@ -273,3 +273,16 @@ def test_an_integer_too_large_for_a_float_reads_as_no_finite_number(tmp_path: Pa
     (folder / "result.json").write_text(json.dumps(doc))
     assert call_cli("report", str(folder)).returncode == 0
     assert "could not be drawn" not in (folder / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("section", "key", "junk"), [
+    ("dataset", "sample_size", 1e308), ("train", "batch_size", 0),
+    ("train", "compute_time", {"a100": 0, "h100": 0, "b200": 0})])
+def test_a_recorded_workload_whose_demand_is_no_finite_rate_is_one_line(
+        tmp_path: Path, section: str, key: str, junk: Any) -> None:
+    # found below the fuzz's depth: size --from divided by a zero compute time or floored an
+    # infinite demand (OverflowError, ZeroDivisionError)
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["workload"][section][key] = junk
+    folder = _damaged_copy(tmp_path, TRAIN, workload=doc["workload"])
+    _one_line_or_success(call_cli("size", "--workload", "demo", "--from", str(folder)))
