@@ -260,7 +260,9 @@ def log_values(ax: Any, values: Sequence[float]) -> None:
     """A log-2 value axis over the values with plain number labels and room for the legend."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
-    lo, hi = (min(values), max(values)) if values else (1.0, 2.0)
+    if not values:  # nothing above zero (a sweep that moved no byte): the axis stays linear
+        return
+    lo, hi = min(values), max(values)
     ax.set_yscale("log", base=2)
     ax.set_ylim(lo / 1.5, hi * 2.5)
     ax.yaxis.set_major_locator(LogLocator(base=2))

@@ -53,9 +53,13 @@ def dig(data: Any, *path: str | int, default: Any = None) -> Any:
 
 def number(value: Any) -> float | None:
     """A recorded finite number as a float; None for anything else (booleans, NaN included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        got = float(value)
+    except OverflowError:  # an integer past a float's range: JSON sets integers no bound
+        return None
+    return got if math.isfinite(got) else None
 
 
 # --- figures -------------------------------------------------------------------------------
@@ -260,7 +264,7 @@ class VerifyFigures:
             return None
         corrupt = tuple(CorruptBlock(str(c.get("file")), _int(c.get("offset")) or 0,
                                      str(c.get("problem")))
-                        for c in d.get("corrupt") or () if isinstance(c, Mapping))
+                        for c in _items(d.get("corrupt")) if isinstance(c, Mapping))
         return cls(_int(d.get("blocks_checked")), _int(d.get("mismatches")) or 0,
                    number(d.get("checksum_s")), number(d.get("cost_share")), corrupt)
 
@@ -716,9 +720,15 @@ def _saved_paths(doc: Mapping[str, Any], side: str) -> dict[str, Where] | None:
     return {str(name): tuple(path) for name, path in index.items() if isinstance(path, list)}
 
 
+def kind_of(doc: Mapping[str, Any]) -> Any:
+    """The document's kind as recorded; one without a kind is a run's figures (built by hand,
+    or by an older writer: they name only their phase)."""
+    return doc.get("kind", "run")
+
+
 def _is_run(doc: Mapping[str, Any]) -> bool:
-    """A run result, or figures of one built without a kind (they name only their phase)."""
-    return doc.get("kind", "run") == "run"
+    """A run result, or figures of one built without a kind."""
+    return kind_of(doc) == "run"
 
 
 def phase_paths(phase: Phase, part: Any, client: bool, base: Where = ()) -> dict[str, Where]:
@@ -774,7 +784,7 @@ class Result(Mapping[str, Any]):
 
     @property
     def kind(self) -> str:
-        return str(self.doc.get("kind", ""))
+        return str(kind_of(self.doc))
 
     @property
     def phase(self) -> str:
@@ -1051,6 +1061,8 @@ def load(path: str | os.PathLike) -> Result:
         raise AiioError(f"no result at {path} (expected a result.json or its folder)") from None
     except (OSError, ValueError) as exc:
         raise AiioError(f"cannot read result {p}: {exc}") from None
+    except RecursionError:  # the parser's own limit, met by a hand-made or corrupted file
+        raise AiioError(f"cannot read result {p}: nested deeper than JSON is read") from None
     if not isinstance(data, dict) or data.get("schema") not in READABLE:
         raise AiioError(f"{p} is not an aiio result (schema {' or '.join(READABLE)})")
     doc, notices = checked(data, p)
@@ -1105,7 +1117,7 @@ def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str,
     """The document with every field the commands read of its declared type (`SHAPES`), and a
     notice for each that was not, read as missing. A kind that is no string is no result
     aiio can read: the result is damaged (one line naming the file and the field)."""
-    kind = doc.get("kind", "run")
+    kind = kind_of(doc)
     if not isinstance(kind, str):
         raise AiioError(f"{path} is damaged: its kind is {_what(kind)}, not a string")
     notices: list[str] = []
@@ -1170,7 +1182,7 @@ def _what(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
-        return "a number" if math.isfinite(value) else "not a finite number"
+        return "a number" if number(value) is not None else "not a finite number"
     return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "of no JSON type")
 
 

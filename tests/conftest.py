@@ -149,6 +149,19 @@ def tiny_workload(**overrides):
     return load_workload("demo", [(s, k, v) for (s, k), v in sets.items()])
 
 
+def registered_run(name: str, target: Path, results: Path, monkeypatch) -> Path:
+    """The folder of a real tiny run of tests/NAME_phase.py, registered with one line."""
+    from aiio import runner
+    from aiio.fio import hero
+    from aiio.phases import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, name, f"tests.{name}_phase")
+    res, folder = runner.run(runner.RunRequest(name, tiny_workload(), str(target),
+                                               str(results), hero=hero.Pairing(results)))
+    assert res["status"] == "ok", res.get("error")
+    return folder
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
             env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m aiio ARGS` as a user would; returns the completed process."""

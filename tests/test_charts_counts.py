@@ -63,3 +63,13 @@ def test_a_one_count_sweep_draws_its_point_clear_of_the_legend() -> None:
     legend = ax.get_legend().get_window_extent(fig.canvas.get_renderer()).padded(10)
     assert not legend.contains(x, y)
     assert len([v for v in ax.get_yticks() if lo <= v <= hi]) >= 2  # a readable scale
+
+
+def test_a_sweep_that_moved_no_byte_draws_without_a_warning(recwarn) -> None:
+    # a phase of metadata only: every aggregate 0; the log axis warned on stderr
+    # ("Data has no positive values, and therefore cannot be log-scaled")
+    rows = [SweepRow.of({"clients": n, "aggregate_mib_s": 0.0, "last_done_mib_s": 0.0,
+                         "aggregate_spread": {"mean": 0.0, "min": 0.0, "max": 0.0},
+                         "efficiency": 0.0}) for n in (1, 2)]
+    FigureCanvasAgg(charts.aggregate_figure(rows, 0.9, "t")).draw()
+    assert not [str(w.message) for w in recwarn.list]

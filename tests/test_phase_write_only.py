@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from aiio import result, runner
-from aiio.fio import hero
 from aiio.phases import REGISTRY, get_phase
 
-from .conftest import call_cli, tiny_workload
+from .conftest import call_cli, registered_run
 
 STORED = Path(__file__).parent / "data" / "results-v1"
 
@@ -21,11 +20,7 @@ STORED = Path(__file__).parent / "data" / "results-v1"
 @pytest.fixture
 def scribbled(target: Path, results: Path, monkeypatch) -> Path:
     """The folder of a real run of the write-only phase, registered with one line."""
-    monkeypatch.setitem(REGISTRY, "scribble", "tests.scribble_phase")
-    res, folder = runner.run(runner.RunRequest("scribble", tiny_workload(), str(target),
-                                               str(results), hero=hero.Pairing(results)))
-    assert res["status"] == "ok", res.get("error")
-    return folder
+    return registered_run("scribble", target, results, monkeypatch)
 
 
 def test_its_writes_are_its_io_section(scribbled: Path) -> None:

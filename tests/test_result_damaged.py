@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from aiio import history, result
+from aiio.report import html
 
 from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli
 
@@ -222,3 +223,66 @@ def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name
 
 def _dotted(path: tuple) -> str:
     return ".".join(str(k) for k in path)
+
+
+def test_a_result_without_a_kind_reads_as_a_run_in_every_command(tmp_path: Path) -> None:
+    # the loader, the model's sections and the report read it as a run; compare refused it
+    # as "a None result" and size --from as "kind ''"
+    doc = json.loads((TRAIN / "result.json").read_text())
+    del doc["kind"]
+    folder = tmp_path / "kindless"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert result.load(folder).kind == "run"
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        out = call_cli(*args)
+        assert out.returncode == 0, (args, out.stderr)
+
+
+RANDRW = Path(__file__).parent / "data" / "results-v2" / "20261201-124012-randrw-demo-c2"
+
+
+@pytest.mark.parametrize("junk", [-1, 7, True])
+def test_a_verify_record_whose_corrupt_blocks_are_no_list_reads_as_none_corrupt(
+        tmp_path: Path, junk: Any) -> None:
+    # found below the fuzz's depth: the typed --verify record iterated a number
+    doc = json.loads((RANDRW / "result.json").read_text())
+    doc["aggregate"]["verify"]["corrupt"] = junk
+    folder = tmp_path / RANDRW.name
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert result.load(folder).summary.verify.corrupt == ()
+    for args in (("compare", str(folder)), ("report", str(folder))):
+        _one_line_or_success(call_cli(*args))
+    with history.History(tmp_path / "history.sqlite") as db:
+        assert _recorded(folder, db) is None
+
+
+def test_an_integer_too_large_for_a_float_reads_as_no_finite_number(tmp_path: Path) -> None:
+    # JSON integers have no bound: the finite-number check overflowed converting one to a
+    # float (a traceback in report, compare and size --from)
+    folder = _damaged_copy(tmp_path, TRAIN, clients_requested=10**400)
+    assert result.number(10**400) is None and html.finite(10**400) is None
+    assert "clients_requested is not a finite number" in " ".join(result.load(folder).notices)
+    for args in (("compare", str(folder)), ("report", str(folder)),
+                 ("size", "--workload", "demo", "--from", str(folder))):
+        _one_line_or_success(call_cli(*args))
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["aggregate"]["first_done"]["mib_s"] = 10**400  # the page's headline reads it as is
+    (folder / "result.json").write_text(json.dumps(doc))
+    assert call_cli("report", str(folder)).returncode == 0
+    assert "could not be drawn" not in (folder / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("section", "key", "junk"), [
+    ("dataset", "sample_size", 1e308), ("train", "batch_size", 0),
+    ("train", "compute_time", {"a100": 0, "h100": 0, "b200": 0})])
+def test_a_recorded_workload_whose_demand_is_no_finite_rate_is_one_line(
+        tmp_path: Path, section: str, key: str, junk: Any) -> None:
+    # found below the fuzz's depth: size --from divided by a zero compute time or floored an
+    # infinite demand (OverflowError, ZeroDivisionError)
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["workload"][section][key] = junk
+    folder = _damaged_copy(tmp_path, TRAIN, workload=doc["workload"])
+    _one_line_or_success(call_cli("size", "--workload", "demo", "--from", str(folder)))

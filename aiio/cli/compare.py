@@ -24,14 +24,14 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     fixed = result.load(fio_path) if fio_path else None
     if fixed is not None:
         print_notices(fixed)
-    if fixed is not None and fixed.get("kind") != "fio":
-        raise ConfigError(f"--fio {fio_path} is a {fixed.get('kind')} result, not a fio result")
+    if fixed is not None and fixed.kind != "fio":
+        raise ConfigError(f"--fio {fio_path} is a {fixed.kind} result, not a fio result")
     report = []
     for path in runs:
         run = result.load(path)
         print_notices(run)
-        if run.get("kind") != "run":
-            raise ConfigError(f"{path} is a {run.get('kind')} result; compare takes phase runs "
+        if run.kind != "run":
+            raise ConfigError(f"{path} is a {run.kind} result; compare takes phase runs "
                               "(reports/<run-id> written by aiio run)")
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         fio_res = fixed or hero.fio_result_for(run, folder)

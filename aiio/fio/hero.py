@@ -290,7 +290,8 @@ def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[st
     test = compare_test(run)
     fio = fio_res.section(test) if fio_res is not None else None
     mine = headline(run)[0]  # where the phase keeps them (randrw: its mix)
-    op = TEST_OP.get(test, "read")
+    # with no fio test paired (a phase of stats, say) its own main operation's latency
+    op = TEST_OP.get(test, "read") if sides else result.main_op(run)
     spread, fspread = mine and mine.per_client_mib_s, fio and fio.per_client_mib_s
     rows = [("clients / fio jobs", len(run.get("clients", [])),
              len(dig(fio_res, "tests", test, "clients", default=[])) if fio else None, None),

@@ -13,6 +13,7 @@ from typing import Any
 from aiio import __version__
 from aiio.report import accept, fio, html, run, sweep, trend
 from aiio.report.common import other_section
+from aiio.result import kind_of
 
 REPORT_NAME = "report.html"
 KINDS = {"run": run, "sweep": sweep, "accept": accept, "fio": fio}
@@ -22,7 +23,7 @@ def render(result: Mapping[str, Any]) -> str:
     """The HTML page for a result of any kind; damage in the result is shown, not raised."""
     if not isinstance(result, Mapping):
         raise TypeError(f"a result is a JSON object, not {type(result).__name__}")
-    kind = str(result.get("kind", "run"))
+    kind = str(kind_of(result))
     module = KINDS.get(kind)
     if module is None:
         return _plain_page(result, f"This version of the report has no view for results of "

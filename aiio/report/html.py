@@ -25,7 +25,7 @@ def finite(value: Any) -> float | None:
         return None
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # JSON sets integers no bound
         return None
     return x if math.isfinite(x) else None
 

@@ -3,6 +3,7 @@ count, a checkpoint run's write rate. Reads results through the result model."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +94,14 @@ def measured_train(res: Result, where: str) -> MeasuredTrain:
     w = runs[0][1].workload
     accel = str(_need(w.accelerator, "workload.train.accelerator", where))
     compute = _num(w.compute_s(), f"workload.train.compute_time.{accel}", where)
+    if compute <= 0:  # a run never records one: a hand-damaged result
+        raise ConfigError(f"--from {where}: workload.train.compute_time.{accel} = {compute!r} "
+                          "is not a positive time")
     demand = demand_mib_s(_num(w.batch_size, "workload.train.batch_size", where),
                           _num(w.sample_size, "workload.dataset.sample_size", where), compute)
+    if not math.isfinite(demand):
+        raise ConfigError(f"--from {where}: the recorded workload's demand per accelerator "
+                          "(batch size x sample size / compute time) is no finite rate")
     au_goal = _num(w.au_goal, "workload.train.au_goal", where)
     points = tuple(TrainPoint(n, _au_pass(run, au_goal, where), _first_done(run, where))
                    for n, run in runs)

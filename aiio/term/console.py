@@ -219,7 +219,8 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
         moved = c.consumed_bytes if train else main.bytes if main is not None else None
         table.add_row(f"{c.client}{f' @{c.rank}' if ranked else ''}",
                       *(bare_rate(r) for r in _rates(c, train)), format_size(moved or 0),
-                      f"{c.au:.1%}" if c.au is not None else "-", f"{c.wait_s or 0:.2f}",
+                      f"{c.au:.1%}" if c.au is not None else "-",
+                      f"{c.wait_s:.2f}" if c.wait_s is not None else "-",
                       format_latency_ns(lat.get("p50_ns")),
                       format_latency_ns(lat.get("p99_ns")),
                       format_duration(c.elapsed_s or 0))
