@@ -66,3 +66,17 @@ def test_compare_falls_back_only_to_a_fio_result_of_the_runs_concurrency(
                      if json.loads((p / "result.json").read_text())["options"]["iodepth"] == 2]
     again = json.loads(call_cli("compare", str(folder), "--json").stdout)[0]
     assert again["fio_result"] == fio_folder.name and again["note"] is None
+
+
+def test_refusing_another_kind_of_result_reads_as_english(tmp_path):
+    """'is a accept result', 'a 'all' result': the kind is quoted as a name, not read as a word."""
+    import json
+
+    from .conftest import call_cli
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps({"schema": "aiio.result/2", "kind": "accept"}))
+    out = call_cli("compare", str(folder))
+    assert out.returncode == 2 and "a accept" not in out.stderr, out.stderr
+    assert "kind 'accept'" in out.stderr, out.stderr

@@ -25,13 +25,13 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     if fixed is not None:
         print_notices(fixed)
     if fixed is not None and fixed.kind != "fio":
-        raise ConfigError(f"--fio {fio_path} is a {fixed.kind} result, not a fio result")
+        raise ConfigError(f"--fio {fio_path} is a result of kind {fixed.kind!r}, not a fio result")
     report = []
     for path in runs:
         run = result.load(path)
         print_notices(run)
         if run.kind != "run":
-            raise ConfigError(f"{path} is a {run.kind} result; compare takes phase runs "
+            raise ConfigError(f"{path} is a result of kind {run.kind!r}; compare takes phase runs "
                               "(reports/<run-id> written by aiio run)")
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         fio_res = fixed or hero.fio_result_for(run, folder)

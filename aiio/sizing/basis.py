@@ -108,7 +108,7 @@ def _results(inp: SizingInputs,
                 raise ConfigError("--from: give one checkpoint result or sweep, not two")
             checkpoint = measured_checkpoint(res, where)
         else:
-            raise ConfigError(f"--from {where}: a {phase!r} result; sizing reads train and "
+            raise ConfigError(f"--from {where}: a result of phase {phase!r}; sizing reads train and "
                               "checkpoint results")
     return train, checkpoint
 
