@@ -108,8 +108,8 @@ def _results(inp: SizingInputs,
                 raise ConfigError("--from: give one checkpoint result or sweep, not two")
             checkpoint = measured_checkpoint(res, where)
         else:
-            raise ConfigError(f"--from {where}: a result of phase {phase!r}; sizing reads train and "
-                              "checkpoint results")
+            raise ConfigError(f"--from {where}: a result of phase {phase!r}; sizing reads "
+                              "train and checkpoint results")
     return train, checkpoint
 
 
