@@ -96,7 +96,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
                              on_ready=lambda: _worker_ready(share),
                              on_stage=lambda k, _start: _worker_stage(share, k),
                              on_terminated=lambda: comm.term_drain_s,
-                             rehearsal=phase.rehearsal(share.args))
+                             rehearsal=rehearsal_for(phase, share.args, share.count))
         results = {share.first + i: r for i, r in enumerate(got)}
         entry.update(status="ok", error=None)
     except RunAborted as exc:
@@ -274,7 +274,7 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
     total = sum(split)
     if comm.size == 1:
         results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s,
-                                        rehearsal=phase.rehearsal(args))
+                                        rehearsal=rehearsal_for(phase, args, total))
         return results, [], start_ns
     live = _Live(comm, next(_RUNS), split, on_tick, tick_s)
     firsts = first_numbers(split)
@@ -286,7 +286,7 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
                                     total=total, on_ready=live.wait_ready,
                                     on_stage=live.wait_stage,
                                     on_terminated=lambda: _drain_after_sigterm(comm),
-                                    rehearsal=phase.rehearsal(args))
+                                    rehearsal=rehearsal_for(phase, args, split[0]))
         local = dict(enumerate(got))
         live.wait_done(time.monotonic() - live.elapsed)
     except RunAborted as exc:
@@ -299,6 +299,17 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
                                         RunInterrupted), local) from None
     entries = [payload for _, (_, payload) in sorted(comm.replied().items())]
     return _merge(local, entries), entries, start_ns
+
+
+REHEARSE_FROM = 64  # local clients: below, the memory a rehearsal places is not worth its time
+
+
+def rehearsal_for(phase: Any, args: Any, clients: int) -> tuple[Any, Any] | None:
+    """The phase's rehearsal (clients.rehearse) for a host forking `clients` clients: only from
+    REHEARSE_FROM on. It costs every run about 0.25 s before its clients start, and saves
+    about 0.4 MiB per client (docs/PERFORMANCE.md, Density): 25 MiB at 64 clients, nothing
+    worth a quarter second at 2."""
+    return phase.rehearsal(args) if clients >= REHEARSE_FROM else None
 
 
 def _merge(local: dict[int, dict], entries: list[dict]) -> list[dict]:

@@ -147,7 +147,7 @@ def test_compare_lists_phase_next_to_hero(suite):
 def test_compare_refuses_a_fio_result(suite):
     proc = call_cli("compare", str(suite["folder"]))
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "is a fio result" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "is a result of kind 'fio'" in proc.stderr
 
 
 def test_hero_for_picks_the_latest_on_the_same_target(suite, tmp_path):

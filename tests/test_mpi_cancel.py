@@ -71,15 +71,27 @@ def test_sigterm_to_rank_0_alone_stops_the_other_ranks(target, results):
     assert "Traceback" not in err
 
 
-@needs_mpi
 @pytest.mark.parametrize("name", ["AIIO_TERM_DRAIN_S", "AIIO_MPI_SILENCE_S"])
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
-def test_a_bad_number_of_seconds_is_one_line_before_the_run(target, results, name, value):
+def test_a_bad_number_of_seconds_is_refused(monkeypatch, name, value):
     """inf passed as 'a number of seconds, 0 or more' and made the wait after a SIGTERM (or
     for a silent rank) one without an end."""
+    from aiio.comm import _seconds_from_env
+    from aiio.errors import ConfigError
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=f"{name} must be a number of seconds"):
+        _seconds_from_env(name, 1.0)
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", ["AIIO_TERM_DRAIN_S", "AIIO_MPI_SILENCE_S"])
+def test_a_bad_number_of_seconds_is_one_line_before_the_run(target, results, name):
+    """Under the launcher, as every rank reads it (each of the refused values above takes
+    the same path: one mpirun per variable)."""
     done = mpi_run(2, "run", "--target", str(target), "--results", str(results), *TINY_DATA,
                    "--clients", "2", "--duration", "1s", "-q", "--no-report", "--no-history",
-                   env={name: value}, timeout=120)
+                   env={name: "inf"}, timeout=120)
     said = [line for line in done.stderr.splitlines() if line.startswith("aiio:")]
     assert done.returncode == 2, done.stdout + done.stderr
     assert said and all(f"{name} must be a number of seconds" in line for line in said), said

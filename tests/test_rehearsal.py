@@ -119,3 +119,14 @@ def test_a_sigterm_during_the_rehearsal_ends_the_run():
     done = subprocess.run([sys.executable, "-c", _SIGTERM_IN_REHEARSAL], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ended: Terminated", done.stdout + done.stderr
+
+
+def test_only_a_host_with_many_clients_rehearses(target):
+    """A rehearsal costs every run about 0.25 s before its clients start, for memory that
+    matters only with many clients: a run of 2 waited for it all the same."""
+    from aiio.hosts import REHEARSE_FROM, rehearsal_for
+
+    phase, args = get_phase("train"), _train_args(target)
+    assert rehearsal_for(phase, args, REHEARSE_FROM - 1) is None
+    assert rehearsal_for(phase, args, REHEARSE_FROM) is not None
+    assert REHEARSE_FROM <= 64  # the bench's smallest density run still rehearses
