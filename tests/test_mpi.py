@@ -216,7 +216,8 @@ def test_killed_rank_ends_the_run_without_a_hang(target, results):
     if saved.status == "failed":
         assert "(rank 1)" in saved["error"], saved["error"]
     else:
-        assert saved.status == "interrupted" and "process gone" in saved["error"], saved.doc
+        assert saved.status == "interrupted" and "process gone" in saved["error"], \
+            (saved.status, saved["error"])
 
 
 @needs_mpi
