@@ -796,3 +796,19 @@ def test_a_measured_zero_time_never_reads_like_an_unset_one() -> None:
     assert page.seconds(0) == "0 s" and page.seconds(0.0) == "0 s"
     assert page.seconds(0.0004) != "0.000 s" and page.seconds(0.0004).endswith("us")
     assert page.seconds(1.5) == "1.500 s"
+
+
+def test_a_run_whose_au_could_not_be_measured_is_no_fail() -> None:
+    """1,024 clients on 2,048 samples: every step was warm-up, so AU had no verdict (the page's
+    own AU row said N/A), and the verdict above it said "FAIL: 0 of 1024 clients were below
+    the 90 % accelerator-utilization goal (the least busy: n/a); the storage did not keep up"."""
+    from aiio.report.verdict import run_verdict
+
+    stored = Path(__file__).parent / "data" / "results-v1" / "20261130-230529-train-demo-c2"
+    doc = json.loads((stored / "result.json").read_text())
+    note = "not measurable: every step was the first of its epoch (warm-up, excluded)"
+    doc["aggregate"].update(au_pass=None, au_mean=None, au_min=None, au_note=note,
+                            clients_below_goal=[])
+    verdict = str(run_verdict(result.model(doc)))
+    assert "FAIL" not in verdict and "PASS" not in verdict, verdict
+    assert "could not be measured" in verdict and "warm-up" in verdict, verdict

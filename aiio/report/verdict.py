@@ -31,6 +31,9 @@ def _answer(res: Mapping[str, Any]) -> tuple[str, str]:
     au = (res if isinstance(res, Result) else model(res)).summary.au
     if au is not None and au.recorded_pass:
         goal, least = h.pct(au.goal, 0), h.pct(au.min)
+        if au.passed is None:  # no verdict: not a failure of the storage
+            return "warn", (f"AU could not be measured, so there is no verdict against the "
+                            f"{goal} goal: {au.note or 'no step was measured'}.")
         if au.passed:
             return "ok", (f"PASS: the storage kept every accelerator at least {goal} busy "
                           f"(the least busy client: {least}).")
