@@ -360,8 +360,9 @@ def _drain_workers(live: _Live) -> None:
 
 def _silent_after_sigterm(comm: MpiComm) -> set[int]:
     """The ranks that do not say they got the launcher's SIGTERM too within TERM_WAIT_S:
-    such a rank has probably died first. Time is short (SIGKILL follows)."""
-    deadline = time.monotonic() + TERM_WAIT_S
+    such a rank has probably died first. Time is short (SIGKILL follows): the wait is
+    counted from the SIGTERM, so asking again (the drain, then the message) waits no longer."""
+    deadline = (comm.terminated_at or time.monotonic()) + TERM_WAIT_S
     silent = set(range(1, comm.size)) - set(comm.replied())
     while silent and time.monotonic() < deadline:
         try:
