@@ -37,6 +37,27 @@ def test_compare_shows_the_latency_of_its_main_operation(statted: Path, known: b
     assert rows.get("stat latency p99") == res.first().p("stat"), rows
 
 
+FIO = Path(__file__).parent / "data" / "results-v1" / "20261130-230552-fio-c2"
+
+
+@pytest.mark.parametrize("fio", [False, True], ids=["no-fio", "fio-given"])
+def test_compare_says_no_fio_test_pairs_with_it(statted: Path, fio: bool) -> None:
+    # the title said "vs fio seq_read (no fio result)" and the note "fio seq_read missing";
+    # given a fio result, its seq_read figures stood beside the stats as if they were paired
+    given = ("--fio", str(FIO)) if fio else ()
+    out = call_cli("compare", str(statted), "--json", *given)
+    assert out.returncode == 0, out.stderr
+    (item,) = json.loads(out.stdout)
+    assert all(r["test"] is None and r["fio"] is None and r["percent"] is None
+               for r in item["rows"]), item["rows"]
+    assert item["note"] == "no fio test pairs with phase 'statlist': its figures stand alone"
+    text = call_cli("compare", str(statted), *given)
+    assert text.returncode == 0, text.stderr
+    assert "seq_read" not in text.stdout, text.stdout
+    assert "(statlist): no fio counterpart" in text.stdout, text.stdout
+    assert "stat latency p99" in text.stdout
+
+
 def test_a_sweep_of_it_makes_up_no_verdict(target: Path, results: Path, monkeypatch) -> None:
     # its sweep was judged on the MiB/s it never moves: "sublinear ... E(2) = 0.00"
     monkeypatch.setitem(REGISTRY, "statlist", "tests.statlist_phase")
