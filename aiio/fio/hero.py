@@ -159,7 +159,7 @@ def p_text(pct: float | None) -> str:
 def _pair(res: dict[str, Any], side: pairing.Side, target: str,
           heroes: Found) -> dict[str, Any]:
     """One direction against its fio test at the run's concurrency."""
-    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
     found = latest_hero(heroes, target, res.get("phase", ""), side.test, clients * streams)
     out: dict[str, Any] = {"direction": side.direction, "test": side.test, "window": pairing.WINDOW,
                            "phase_mib_s": side.phase_mib_s}
@@ -189,7 +189,7 @@ def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
 def _no_hero_text(res: dict[str, Any], target: str, missing: list[str],
                   found: Found) -> str:
     """Why there is no % of hero, and the command that makes a matching one."""
-    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
     command = pairing.fio_command(target, res, missing)
     other = latest_hero(found, target, res.get("phase", ""), missing[0])
     if other is None:
@@ -257,7 +257,7 @@ def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
             return result.load(base / recorded)
         except AiioError:
             pass  # moved or deleted since: fall back to the latest matching one
-    streams = pairing.clients_of(run) * pairing.streams_per_client(run)
+    streams = result.clients_requested(run) * pairing.streams_per_client(run)
     target = dig(run, "target", "path")
     found = None if not isinstance(target, str) else hero_for(
         target, run.get("phase", ""), base, run_hero_test(run), streams)
