@@ -273,6 +273,42 @@ def test_report_command_bad_input(args: tuple, message: str) -> None:
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+STORED_TRAIN = Path(__file__).parent / "data" / "results-v1" / "20261130-230529-train-demo-c2"
+
+
+def test_report_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
+    # `-o /dev/stdout` or a named pipe: the page was written beside it and renamed over it,
+    # which replaced the pipe (as root, the device: /dev/null became a file) with the page
+    import fcntl
+    import stat
+
+    pipe = tmp_path / "page.fifo"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # the writer's open needs a reader
+    try:
+        fcntl.fcntl(reader, fcntl.F_SETPIPE_SZ, 1 << 20)  # room for the page: no reader thread
+        out = call_cli("report", str(STORED_TRAIN), "-o", str(pipe), "--no-charts")
+        got = b""
+        while chunk := os.read(reader, 1 << 20):
+            got += chunk
+    finally:
+        os.close(reader)
+    assert out.returncode == 0, out.stderr
+    assert stat.S_ISFIFO(pipe.stat().st_mode), "the pipe was replaced by a file"
+    assert got.decode().rstrip().endswith("</html>")
+    assert [p.name for p in tmp_path.iterdir()] == [pipe.name]
+
+
+def test_report_onto_a_folder_is_one_line_naming_it(tmp_path: Path) -> None:
+    # the error named a temporary file the user never typed (".pages.tmp"), left behind
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    out = call_cli("report", str(STORED_TRAIN), "-o", str(folder), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {folder}: Is a directory"
+    assert [p.name for p in tmp_path.iterdir()] == ["pages"] and not any(folder.iterdir())
+
+
 def test_report_command_history_without_database(tmp_path: Path) -> None:
     out = call_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
     assert out.returncode == 2

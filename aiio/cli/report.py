@@ -48,7 +48,7 @@ def _result(path: Path, output: str | None) -> Path:
     print_notices(res)
     folder = path if path.is_dir() else path.parent
     target = Path(output) if output else folder / report.REPORT_NAME
-    return _write(lambda: report.write(res, target.parent, target.name))
+    return _write(lambda: report.write(res, target.parent, target.name), target)
 
 
 def _history(db: Path, output: str | None) -> Path:
@@ -56,7 +56,7 @@ def _history(db: Path, output: str | None) -> Path:
 
     records = _history_records(db)
     target = Path(output) if output else db.with_name("history.html")
-    return _write(lambda: report.write_history(records, target, source=str(db)))
+    return _write(lambda: report.write_history(records, target, source=str(db)), target)
 
 
 def _history_records(db: Path) -> list[dict]:
@@ -88,9 +88,10 @@ def _history_records(db: Path) -> list[dict]:
     return out
 
 
-def _write(render) -> Path:
-    """Write the page; an unwritable place is a one-line error, not a traceback."""
+def _write(render, target: Path) -> Path:
+    """Write the page; an unwritable place is a one-line error naming the place asked for
+    (not the temporary file beside it), not a traceback."""
     try:
         return render()
     except OSError as exc:
-        raise AiioError(f"cannot write the report: {exc.strerror}: {exc.filename}") from None
+        raise AiioError(f"cannot write the report to {target}: {exc.strerror}") from None

@@ -5,6 +5,7 @@ when a chart is drawn), nothing is fetched from the network.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,9 +68,20 @@ def write_history(records: Sequence[Mapping[str, Any]], path: str | os.PathLike,
 
 
 def _write_atomic(path: Path, text: str) -> Path:
-    """Never leave half a page behind: write beside it, then rename."""
+    """Never leave half a page behind: write beside it, then rename. A pipe or a device
+    (`-o /dev/stdout`) is written into: a rename would replace it with a file."""
+    if path.is_dir():  # checked first: its rename would fail only after the page was written
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a page that could not take its place leaves nothing
+        raise
     return path
