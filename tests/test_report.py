@@ -492,6 +492,27 @@ def test_partial_sweep_reads_its_points(sweep: Path) -> None:
         assert f"{agg:,.1f} MiB/s" in page
 
 
+STORED_SWEEP = Path(__file__).parent / "data" / "results-v1" / \
+    "20261130-230558-scale-train-demo-c1_2"
+
+
+def test_a_partial_sweep_whose_baseline_moved_nothing_has_no_efficiency() -> None:
+    # read from its points, E(N) took the first count that moved bytes as its baseline: E(1)
+    # 0 % and E(2) 100 %, where a judged sweep (and METHOD.md) has them undefined
+    from aiio.report import sweep as sweep_view
+
+    res = partial(json.loads((STORED_SWEEP / "result.json").read_text()))
+    for p in res["points"]:
+        if p["clients"] == 1:
+            p["result"]["aggregate"]["first_done"]["mib_s"] = 0.0
+    rows = sweep_view.rows(res)
+    assert [r["clients"] for r in rows] == [1, 2] and rows[1]["aggregate_mib_s"] > 0
+    assert [r.get("efficiency") for r in rows] == [None, None]
+    # and a baseline that did move keeps its E(N)
+    res = partial(json.loads((STORED_SWEEP / "result.json").read_text()))
+    assert [r.get("efficiency") for r in sweep_view.rows(res)][0] == pytest.approx(1.0)
+
+
 def test_acceptance_run_report(acceptance: Path) -> None:
     res = result.load(acceptance)
     page = _text(acceptance / "report.html")

@@ -160,9 +160,12 @@ def rows(res: Mapping[str, Any]) -> list[dict[str, Any]]:
     for p in points(res):
         by_count.setdefault(int(p["clients"]), []).append(p["result"])
     out = [_row(n, runs) for n, runs in sorted(by_count.items())]
-    base = next((r for r in out if r["aggregate_mib_s"]), None)
+    # the smallest count with a figure is the baseline; against one that moved nothing E(N)
+    # is undefined, as in a judged sweep's table (not measured against a later count)
+    base = next((r for r in out if r["aggregate_mib_s"] is not None), None)
     for r in out:
-        if base and r["aggregate_mib_s"] is not None:
+        r["efficiency"] = None
+        if base and base["aggregate_mib_s"] > 0 and r["aggregate_mib_s"] is not None:
             r["efficiency"] = r["aggregate_mib_s"] / (r["clients"] / base["clients"]
                                                       * base["aggregate_mib_s"])
     return out
