@@ -315,8 +315,9 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
         "sweep", "min_au = 0.05\nmin_scaling_efficiency = 0.05",
         extra='duration = "1.5s"\nset.train.compute_time = { h100 = 0.02 }\n')
         .replace("clients = 2", "clients = [1, 2]").replace("epochs = 1\n", ""))
-    proc = _accept(spec, target, results)
+    proc = _accept(spec, target, results, report=True)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "report.html not written" not in proc.stderr  # its pages were drawn without a problem
     (check,) = _accept_result(results)["checks"]
     # Whether the figures reach 5 % is the machine's speed, not what this checks: on a machine
     # loaded by other work the 2-client point's AU measured 4 % (compute_ran_long,
@@ -325,6 +326,12 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
     assert (check["status"], proc.returncode) == (("pass", 0) if held else ("fail", 1)), check
     sweep = json.loads((results / check["result_id"] / "result.json").read_text())
     assert sweep["kind"] == "sweep" and [p["clients"] for p in sweep["points"]] == [1, 2]
+    # the only acceptance run with a sweep whose pages a test writes: the sweep's own, and
+    # the acceptance page linking to it
+    assert (results / check["result_id"] / "report.html").is_file()
+    (accepted,) = [f for f in results.glob("*-accept-*") if f.is_dir()]
+    assert f'href="../{check["result_id"]}/report.html"' in \
+        (accepted / "report.html").read_text()
     # the efficiency judged is the sweep's own, and the other figures are the 2-client run's
     assert check["measured"]["scaling_efficiency_min"] == sweep["table"][1]["efficiency"]
     top = sweep["points"][1]["result"]["aggregate"]

@@ -17,9 +17,11 @@ from aiio.history import History
 from .conftest import REPO, TINY_ARGS, client_processes
 
 
-def _start(target, results, *extra: str) -> subprocess.Popen:
+def _start(target, results, *extra: str, report: bool = False) -> subprocess.Popen:
+    """A tiny 30 s run; without its page unless asked (one test reads a failed run's)."""
     cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
-           str(results), "--quiet", "--no-report", *TINY_ARGS, "--duration", "30s", *extra]
+           str(results), "--quiet", *(() if report else ("--no-report",)), *TINY_ARGS,
+           "--duration", "30s", *extra]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
@@ -42,7 +44,7 @@ def _saved(results) -> dict:
 
 
 def test_killed_client_fails_the_run_naming_it(target, results):
-    proc = _start(target, results)
+    proc = _start(target, results, report=True)
     kids = _clients(proc, 2)
     kids[0].kill()
     _, err = proc.communicate(timeout=60)
@@ -50,6 +52,13 @@ def test_killed_client_fails_the_run_naming_it(target, results):
     assert "client" in err and "SIGKILL" in err and "partial result saved" in err
     res = _saved(results)
     assert res["status"] == "failed" and "SIGKILL" in res["error"]
+    # the failed run's page, drawn from what it saved: the one real failed run whose page a
+    # test reads (test_report.py's failed result is made by hand)
+    assert "report.html not written" not in err
+    (folder,) = [p for p in results.iterdir() if p.is_dir()]
+    page = (folder / "report.html").read_text()
+    assert "did not finish: it was failed" in page and "SIGKILL" in page
+    assert "could not be drawn" not in page
 
 
 def test_ctrl_c_saves_interrupted_result(target, results):
