@@ -1,0 +1,105 @@
+"""The compiled read loop in a run: the random mix reads through it and says so, a run that
+does not use it never imports numba, and a run without numba falls back and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiio import compiled, runner
+from tests.conftest import REPO, saved_result, tiny_workload
+
+numba_missing = pytest.mark.skipif(compiled.unavailable() is not None,
+                                   reason=compiled.unavailable() or "")
+BLOCK = 4096
+
+
+def _randrw(target: Path, results: Path, verify: bool = False, share: float = 1.0) -> dict:
+    w = tiny_workload(prep__mode="randrw", prep__file_size="1MiB", prep__threads=2,
+                      prep__duration="300ms", prep__read_share=share, prep__block_size="4KiB")
+    options = runner.RunOptions(verify=verify)
+    res, _ = runner.run(runner.RunRequest("randrw", w, str(target), str(results),
+                                          options=options))
+    assert res["status"] == "ok", res.get("error")
+    return res
+
+
+@numba_missing
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_the_random_mix_reads_through_the_compiled_loop_and_says_so(
+        target: Path, results: Path, share: float) -> None:
+    res = _randrw(target, results, share=share)
+    label = res["aggregate"]["read_loop"]
+    assert label.startswith("compiled (numba ") and compiled.loaded() is not None
+    for c in res["clients"]:
+        assert c["read_loop"] == label
+        reads = c["read"]["histograms"]["read"]["count"]
+        assert reads > 0 and c["read"]["bytes"] == reads * BLOCK  # every block whole
+
+
+def test_a_verified_mix_keeps_the_python_loop_and_says_why(target: Path,
+                                                           results: Path) -> None:
+    res = _randrw(target, results, verify=True, share=0.7)
+    assert res["aggregate"]["read_loop"] == "python (--verify checks every read)"
+    assert res["aggregate"]["verify"]["blocks_checked"] > 0
+
+
+def _script(body: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", body], cwd=REPO, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, **(env or {})})
+
+
+RUN = ("import sys\nfrom pathlib import Path\nfrom aiio import runner\n"
+       "from tests.conftest import tiny_workload\n"
+       "def run(name, verify=False, **sets):\n"
+       "    w = tiny_workload(**sets)\n"
+       "    res, _ = runner.run(runner.RunRequest(name, w, sys.argv[1], sys.argv[2],\n"
+       "                        options=runner.RunOptions(verify=verify)))\n"
+       "    assert res['status'] == 'ok', res.get('error')\n"
+       "    return res\n"
+       "mix = dict(prep__mode='randrw', prep__file_size='1MiB', prep__threads=1,\n"
+       "           prep__duration='200ms')\n")
+
+
+def test_numba_is_imported_only_by_a_run_that_reads_through_the_loop(tmp_path: Path) -> None:
+    """aiio starts in a fraction of a second and numba's import takes about 0.2 s: a run that
+    does not read through the compiled loop never imports it. One that does compiles it once,
+    in the parent, before the clients are forked."""
+    body = RUN + (
+        "run('train')\n"
+        "run('randrw', verify=True, **mix)\n"
+        "run('randrw', prep__iodepth=1, prep__read_share=0.0, **mix)\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+        "res = run('randrw', **mix)\n"
+        "assert ('numba' in sys.modules) == res['aggregate']['read_loop'].startswith("
+        "'compiled'), res['aggregate']['read_loop']\n")
+    (tmp_path / "t").mkdir()
+    done = _script(body.replace("sys.argv[1], sys.argv[2]",
+                                f"{str(tmp_path / 't')!r}, {str(tmp_path / 'r')!r}"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_run_without_numba_falls_back_to_the_python_loop_and_says_so(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    (hidden / "numba").mkdir(parents=True)
+    (hidden / "numba" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    (tmp_path / "t").mkdir()
+    env = {"PYTHONPATH": os.pathsep.join([str(hidden), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target",
+         str(tmp_path / "t"), "--results", str(tmp_path / "r"), "--clients", "2", "--no-report",
+         "--set", "prep.file_size=1MiB", "--set", "prep.duration=200ms"],
+        cwd=REPO, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    res = saved_result(tmp_path / "r")
+    label = res["aggregate"]["read_loop"]
+    assert label == "python (numba is not installed: pip install 'aiio[fast]')"
+    assert all(c["read_loop"] == label for c in res["clients"])
+    assert "read loop" in done.stdout and "numba is not installed" in done.stdout
+    assert res["aggregate"]["read"]["bytes"] > 0
+    json.dumps(res)
