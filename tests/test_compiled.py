@@ -118,10 +118,12 @@ def test_a_run_until_an_instant_stops_after_the_call_that_reaches_it(tmp_path: P
     fd = reader.open(path)
     try:
         offsets = np.arange(16, dtype=np.int64) * BLOCK
-        assert reader.read_run(fd, offsets, BLOCK, 0) == (1, BLOCK)
-        assert reader.read_run(fd, offsets, BLOCK, engine.now_ns() + 60 * 10**9) == (
-            16, 16 * BLOCK)
+        assert reader.read_run(fd, offsets, BLOCK, 0) == 1
+        assert reader.read_run(fd, offsets, BLOCK, engine.now_ns() + 60 * 10**9,
+                               record=False) == 16
+        assert reader.read_run(fd, offsets[:3], BLOCK, record=False) == 3
+        assert reader.record_runs() == 19 * BLOCK  # the two runs not yet recorded
     finally:
         os.close(fd)
         reader.close()
-    assert merge_logs([reader.log])[0]["read"].count == 17
+    assert merge_logs([reader.log])[0]["read"].count == 20

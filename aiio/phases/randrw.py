@@ -158,17 +158,20 @@ class _Mixer:
         that reaches the instant the deadline and the stop are next looked at, as `_each`
         looks after every I/O; the run's rest follows in another call."""
         listed, bs, done = offs.tolist(), self.a.block_size, 0
-        for is_read, i, j in _runs(reads):
-            while is_read and j - i >= MIN_RUN:
-                made = self._read_run(fd, offs[i:j], until.at_ns)
-                done, i = done + made * bs, i + made
-                if until.passed():
+        try:
+            for is_read, i, j in _runs(reads):
+                while is_read and j - i >= MIN_RUN:
+                    made = self._read_run(fd, offs[i:j], until.at_ns)
+                    done, i = done + made * bs, i + made
+                    if until.passed():
+                        return done, True
+                got, over = self._each(fd, [is_read] * (j - i), listed[i:j], until)
+                done += got
+                if over:
                     return done, True
-            got, over = self._each(fd, [is_read] * (j - i), listed[i:j], until)
-            done += got
-            if over:
-                return done, True
-        return done, False
+            return done, False
+        finally:  # the batch's runs go to the log as one batch, on an error too
+            self.reader.record_runs()
 
     def _each(self, fd: int, kinds: list[bool], offs: list[int],
               until: DeadlineOrStop) -> tuple[int, bool]:
@@ -192,7 +195,7 @@ class _Mixer:
     def _read_run(self, fd: int, offsets: np.ndarray, until_ns: int) -> int:
         """One call of the compiled loop; how many reads it made."""
         try:
-            return self.reader.read_run(fd, offsets, self.a.block_size, until_ns)[0]
+            return self.reader.read_run(fd, offsets, self.a.block_size, until_ns, record=False)
         except ReadFailed as exc:
             raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
