@@ -26,8 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
+from aiio import compiled
 from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
@@ -146,6 +148,8 @@ def _random_client(ctx: ClientContext) -> dict:
     fd = os.open(path, os.O_RDONLY | O_DIRECT)
     rnd = random.Random(1)
     offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
+    if reader.fast:  # the compiled loop takes an int64 array (slices of it are views)
+        offsets = np.array(offsets, np.int64)
     start = ctx.ready_and_wait()
     cpu0 = time.process_time()
     end = start + int(seconds * 1e9)
@@ -158,15 +162,21 @@ def _random_client(ctx: ClientContext) -> dict:
         ops += RANDOM_BATCH
     cpu = time.process_time() - cpu0
     os.close(fd)
-    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9, "cpu_s": cpu}
+    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9, "cpu_s": cpu,
+            "loop": reader.loop_label}
 
 
 CPU_US: dict[str, list[float]] = {}  # CPU microseconds per read of each side's runs
+LOOPS: set[str] = set()  # which loop timed the random rows' reads (aiio.compiled)
 
 
 def aiio_rand_read_iops(path: str, seconds: float) -> float:
+    """One client's `Reader.read_blocks` IOPS: through the compiled loop when numba is
+    installed, compiled here before the fork as the randrw phase compiles it."""
+    compiled.load()
     (r,), _ = run_clients(1, _random_client, (path, seconds))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
+    LOOPS.add(r["loop"])
     return r["ops"] / r["seconds"]
 
 
@@ -341,7 +351,9 @@ def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) 
                      "IOPS", 0.9)
     row.note = ("CPU per read (median): aiio "
                 f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
-                f"{statistics.median(CPU_US['fio']):.2f} us")
+                f"{statistics.median(CPU_US['fio']):.2f} us; read loop: "
+                + ", ".join(sorted(LOOPS)))
+    LOOPS.clear()
     return [row]
 
 
