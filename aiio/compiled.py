@@ -112,4 +112,10 @@ def _build() -> Loop:
                 return i + 1
         return offsets.shape[0]
 
+    # One call here, of no read: numba's first call in a process fills caches and makes
+    # objects. Made in the parent, that lands in pages the clients share; made in each
+    # client, it cost each about 5.5 MiB of its own (a client of the random mix held 11 MiB
+    # instead of 4.6; docs/PERFORMANCE.md, "The compiled loop").
+    none = np.empty(0, np.int64)
+    run(-1, 0, 0, none, none, none, none, 0)
     return Loop(run, f"compiled (numba {numba.__version__})")
