@@ -8,10 +8,10 @@ clock), `pread` into the reader's buffer, another reading, the bytes it returned
 call stops it with its errno. Its readings go to the same `OpLog.add_many` batch the Python
 loop's go to, so a call's time means what it meant.
 
-numba is imported, and the loop compiled (about 0.25 s of CPU), only by `load()`: a run calls
-it in the parent before its clients are forked, and they inherit the machine code. Nothing
-else imports numba (aiio's start-up time matters: a process that never reads through the loop
-never pays for it); where it is missing, `load()` returns None and `why()` says so.
+numba is imported (about 0.35 s of CPU) and the loop compiled (about 0.5 s) only by `load()`:
+a run calls it in the parent before its clients are forked, and they inherit the machine code.
+Nothing else imports numba (aiio's start-up time matters: a process that never reads through
+the loop never pays for it); where it is missing, `load()` returns None and `why()` says so.
 """
 
 from __future__ import annotations
