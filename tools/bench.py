@@ -376,7 +376,8 @@ def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
 
 def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float = 3.0) -> Row:
     """The prep phase's randrw mode, 1 client, one thread at `prep.iodepth` = depth, reads
-    only, against fio io_uring at the same depth on a file of the same size."""
+    only, against fio io_uring at the same depth (psync at depth 1: the phase's reads then
+    go through the compiled loop where numba is installed) on a file of the same size."""
     size = 512 * MiB
     (path,) = crosscheck.make_files(folder, 1, size)
     (folder / "target").mkdir(exist_ok=True)
@@ -384,11 +385,22 @@ def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float =
             ("prep", "iodepth", str(depth)),
             ("prep", "read_share", "1"), ("prep", "block_size", "4KiB"),
             ("prep", "file_size", str(size)), ("prep", "duration", f"{seconds}s")]
+    loops: set[str] = set()
+
+    def phase_iops() -> float:
+        agg = _run_phase("prep", folder / "target", sets)["aggregate"]
+        loops.add(agg["read_loop"])
+        return agg["iops"]
+
     ours, theirs = interleaved(
-        lambda: _run_phase("prep", folder / "target", sets)["aggregate"]["iops"],
-        lambda: fio_depth_iops(path, seconds, depth, "io_uring"))
-    return paired_row(f"randrw phase reads, iodepth {depth} vs io_uring depth {depth}, {where}",
-                      ours, theirs, "IOPS", 0.8)
+        phase_iops,
+        (lambda: fio_rand_read_iops(path, seconds)) if depth == 1 else
+        (lambda: fio_depth_iops(path, seconds, depth, "io_uring")))
+    versus = "fio psync" if depth == 1 else f"io_uring depth {depth}"
+    row = paired_row(f"randrw phase reads, iodepth {depth} vs {versus}, {where}",
+                     ours, theirs, "IOPS", 0.8)
+    row.note = "read loop: " + ", ".join(sorted(loops))
+    return row
 
 
 def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
@@ -593,7 +605,8 @@ def _random_disk() -> list[Row]:
 @figure("random-tmpfs")
 def _random_tmpfs() -> list[Row]:
     with tmpfs_dir(2 * GiB) as folder:
-        return random_rows("tmpfs", folder, 512 * MiB)
+        return [*random_rows("tmpfs", folder, 512 * MiB),
+                randrw_depth_row("tmpfs", folder, depth=1)]
 
 
 @figure("depth-tmpfs")
