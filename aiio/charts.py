@@ -15,12 +15,16 @@ per_client: per-client MiB/s (mean, with the slowest and fastest client) against
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
+import functools
+import inspect
 import io
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,35 @@ MANY_LINES = 8        # beyond this many clients, lines go grey and only the ext
 BLUE, RED, GREEN, ORANGE = "#0969da", "#cf222e", "#1a7f37", "#d4a72c"
 GREY, LIGHT_GREY, GRID = "#57606a", "#9aa4ae", "#e3e6ea"
 _ids = itertools.count(1)
+
+
+# Whether the page's charts are drawn: off for `aiio report --no-charts`, which keeps every
+# table and names each chart where it would be (the charts are most of a page's time).
+_drawn = contextvars.ContextVar("aiio_charts_drawn", default=True)
+LEFT_OUT = "chart not drawn (--no-charts)"
+
+
+@contextlib.contextmanager
+def left_out() -> Iterator[None]:
+    """Inside: every page chart is its caption alone, marked as not drawn."""
+    token = _drawn.set(False)
+    try:
+        yield
+    finally:
+        _drawn.reset(token)
+
+
+def _page_chart(draw: Callable[..., Html]) -> Callable[..., Html]:
+    """A chart of the page: drawn, or (inside `left_out`) its caption and a note in its place."""
+    signature = inspect.signature(draw)
+
+    @functools.wraps(draw)
+    def chart(*args: Any, **kwargs: Any) -> Html:
+        if _drawn.get():
+            return draw(*args, **kwargs)
+        caption = signature.bind(*args, **kwargs).arguments.get("caption", "")
+        return tag("figure", tag("figcaption", f"{caption} [{LEFT_OUT}]"))
+    return chart
 
 
 def _style(ax: Any) -> None:
@@ -74,6 +107,7 @@ def to_svg(fig: Any, caption: str, alt: str | None = None) -> Html:
     return tag("figure", Html(text) + tag("figcaption", caption))
 
 
+@_page_chart
 def time_lines(lines: Sequence[tuple[str, Sequence[float], Sequence[float]]], *, title: str,
                ylabel: str, caption: str, xlabel: str = "time since the common start (s)",
                marks: Sequence[tuple[float, str]] = (), highlight: Sequence[str] = (),
@@ -117,6 +151,7 @@ def _marks(ax: Any, marks: Sequence[tuple[float, str]]) -> None:
                     color=RED, ha="right", va="top", rotation=90)
 
 
+@_page_chart
 def latency_histogram(op: str, bins: Sequence[tuple[float, float, int]],
                       percentiles: dict[str, float], caption: str) -> Html:
     """Operations per latency bin on a log latency axis in ns, every tick labelled with its
@@ -154,6 +189,7 @@ def _latency_tick(ns: float) -> str:
     return f"{ns:g} ns"
 
 
+@_page_chart
 def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
          caption: str, xlabel: str, goal: float | None = None, goal_label: str = "",
          percent: bool = False, log: bool = False) -> Html:
@@ -193,6 +229,7 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
     return to_svg(fig, caption)
 
 
+@_page_chart
 def scaling(clients: Sequence[int], lines: Sequence[tuple[str, Sequence[float], str]], *,
             title: str, ylabel: str, caption: str,
             band: tuple[Sequence[float], Sequence[float], str] | None = None,
@@ -270,6 +307,7 @@ def log_values(ax: Any, values: Sequence[float]) -> None:
     ax.minorticks_off()
 
 
+@_page_chart
 def efficiency(clients: Sequence[int], values: Sequence[float], threshold: float | None, *,
                caption: str) -> Html:
     """Scaling efficiency E(N) at each client count against its threshold, as bars (red
@@ -294,6 +332,7 @@ def _efficiency_bars(ax: Any, clients: Sequence[int], values: Sequence[float],
     ax.set(xlabel="clients (emulated accelerators)", ylabel="E(N) (%)")
 
 
+@_page_chart
 def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool | None],
           regression: Sequence[bool], *, title: str, ylabel: str, caption: str,
           failed_at: Sequence[Any] = ()) -> Html:
@@ -330,6 +369,7 @@ def trend(times: Sequence[Any], values: Sequence[float], passed: Sequence[bool |
     return to_svg(fig, caption)
 
 
+@_page_chart
 def timeline(rows: Sequence[tuple[str, Sequence[tuple[str, float, float]]]], *, title: str,
              caption: str) -> Html:
     """One row per client; each kind of event in its own colour and lane inside the row."""

@@ -43,14 +43,16 @@ def _uses(module: object, *helpers: object) -> bool:
 
 
 def _mark_by_storage(item: pytest.Item) -> None:
-    """`serial` for a module on the FUSE rate oracle (or bindfs), `known_speed` for one on a
-    throttled loop device (see pytest_collection_modifyitems)."""
+    """`serial` for a module on the FUSE rate oracle, `known_speed` for one on a throttled
+    loop device (see pytest_collection_modifyitems). bindfs alone does not make a module
+    serial: only the oracle lab's warm-folder test needs its pages kept, and the lab is on
+    the oracle anyway."""
     from tests.oracle import mount
     from tests.storage import throttled_disk
 
     if item.module is None:
         return
-    if _uses(item.module, mount.ratefs, mount.bindfs):
+    if _uses(item.module, mount.ratefs):
         item.add_marker(pytest.mark.serial)
     elif _uses(item.module, throttled_disk):
         item.add_marker(pytest.mark.known_speed)
@@ -94,15 +96,17 @@ def _group(item: pytest.Item) -> str:
 
 def _longest_waits_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """The workers take groups in this order (`--no-loadscope-reorder`): groups on storage of
-    known speed first, so their waits overlap the rest instead of trailing it, then the
-    others, most tests first (the order xdist itself would pick). Within a group the order
-    stays as collected; every worker sorts alike, as xdist requires."""
+    known speed first, so their waits overlap the rest instead of trailing it, then tests
+    marked `long` (a 24 s sweep taken last made the pass's last 20 s one worker's wait), then
+    the others, most tests first (the order xdist itself would pick). Within a group the
+    order stays as collected; every worker sorts alike, as xdist requires."""
     sizes: dict[str, int] = {}
     for item in items:
         sizes[_group(item)] = sizes.get(_group(item), 0) + 1
 
-    def key(item: pytest.Item) -> tuple[int, int]:
-        return (item.get_closest_marker("known_speed") is None, -sizes[_group(item)])
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        return (item.get_closest_marker("known_speed") is None,
+                item.get_closest_marker("long") is None, -sizes[_group(item)])
 
     return sorted(items, key=key)
 

@@ -52,9 +52,11 @@ def _check(name: str, require: str, epochs: int = 1, extra: str = "") -> str:
 
 
 def _accept(spec: Path, target: Path, results: Path, *extra: str,
-            run=run_cli) -> subprocess.CompletedProcess:
+            run=run_cli, report: bool = False) -> subprocess.CompletedProcess:
+    """`aiio accept`; without its pages unless asked (test_report.py reads them: drawing
+    them, about a second of CPU an acceptance run, checked nothing here)."""
     return run("accept", str(spec), "--target", str(target), "--results", str(results),
-                   "--quiet", *extra)
+               "--quiet", *extra, *(() if report else ("--no-report",)))
 
 
 def _accept_result(results: Path) -> dict:
@@ -82,8 +84,9 @@ def _junit(path: Path) -> ET.Element:
 
 def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp_path):
     junit = tmp_path / "ci" / "results.xml"
-    proc = _accept(TINY, target, results, "--junit", str(junit))
+    proc = _accept(TINY, target, results, "--junit", str(junit), report=True)
     assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr  # its pages were drawn without a problem
     assert "train-tiny" in proc.stdout and "PASS: 1 checks, 1 passed" in proc.stdout
     suite = _junit(junit)
     (case,) = suite.findall("testcase")
@@ -100,6 +103,8 @@ def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp
     assert check["measured"]["au_min"] == run["aggregate"]["au_min"]
     assert check["measured"]["aggregate_mib_s"] == run["aggregate"]["first_done"]["mib_s"]
     assert (results / out["id"] / "junit.xml").is_file()
+    assert (results / out["id"] / "report.html").is_file()
+    assert (results / check["result_id"] / "report.html").is_file()
     with History(results / "history.sqlite") as h:
         records = h.records()
     assert [r.kind for r in records] == ["run", "check"]
@@ -382,7 +387,7 @@ def test_accept_across_mpi_ranks_records_once_and_exits_alike(target, results, t
     spec = _spec(tmp_path, _check("ok", "min_au = 0.05"),
                  _check("too-fast", "min_aggregate_mib_s = 1073741824"))
     proc = mpi_run(2, "accept", str(spec), "--target", str(target), "--results", str(results),
-                   "--quiet", timeout=300)
+                   "--quiet", "--no-report", timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr   # every rank left with the code
     out = _accept_result(results)
     assert [c["status"] for c in out["checks"]] == ["pass", "fail"]
@@ -392,6 +397,7 @@ def test_accept_across_mpi_ranks_records_once_and_exits_alike(target, results, t
         assert [r.kind for r in h.records()] == ["run", "check", "run", "check"]
 
 
+@pytest.mark.long
 def test_fraction_of_the_fio_hero_number(target, results, tmp_path):
     import shutil
 

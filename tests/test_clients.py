@@ -196,6 +196,7 @@ def _stuck_watching_siblings(ctx: ClientContext) -> dict:
                 return {}
 
 
+@pytest.mark.long
 def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
     # A client stuck in a call (storage that stopped answering) never sees the stop. The
     # parent waited 2 s for each in turn before killing it: 256 stuck clients held a Ctrl-C

@@ -37,8 +37,8 @@ def test_a_quarter_from_cache_is_flagged(tmp_path):
             path.read_bytes()
         proc = _aiio(disk.command(
             sys.executable, "-m", "aiio", "run", "--target", target, "--results",
-            str(tmp_path / "r"), "--json", "--quiet", "--no-history", *DATA, "--clients", "2",
-            "--epochs", "1", "--batch-size", "2", "--cache", "none",
+            str(tmp_path / "r"), "--json", "--quiet", "--no-history", "--no-report", *DATA,
+            "--clients", "2", "--epochs", "1", "--batch-size", "2", "--cache", "none",
             "--set", "train.compute_time.h100=0.001"))
     res = json.loads(proc.stdout)
     agg = res["aggregate"]

@@ -19,7 +19,7 @@ from .conftest import REPO, TINY_ARGS, client_processes
 
 def _start(target, results, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
-           str(results), "--quiet", *TINY_ARGS, "--duration", "30s", *extra]
+           str(results), "--quiet", "--no-report", *TINY_ARGS, "--duration", "30s", *extra]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 

@@ -45,6 +45,7 @@ def test_a_straddling_probe_is_not_held():
     assert find_max.search(answers.__getitem__, 8) == (3, 4)
 
 
+@pytest.mark.long
 def test_find_max_on_real_runs_with_repeats(ram_target, results):
     """Clients paced by 100 ms of compute per 64 KiB batch, from RAM: the goal holds at every
     count the search may try, so it doubles up to the bound and says so, with each probe's

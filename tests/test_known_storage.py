@@ -37,7 +37,7 @@ def test_bandwidth_matches_a_throttled_disk(tmp_path):
         target = str(disk.mount)
         _aiio(disk, "datagen", "--target", target, *DATA, throttled=False)
         res = _aiio(disk, "run", "--target", target, "--results", str(tmp_path / "r"),
-                    "--json", "--quiet", *DATA, "--clients", "2", "--epochs", "4",
+                    "--json", "--quiet", "--no-report", *DATA, "--clients", "2", "--epochs", "4",
                     "--batch-size", "2", "--set", "train.compute_time.h100=0.001")
     measured = res["aggregate"]["last_done"]["mib_s"] * MiB
     assert res["method"] == "o_direct"
@@ -54,7 +54,7 @@ def test_au_on_io_bound_storage(tmp_path):
         target = str(disk.mount)
         _aiio(disk, "datagen", "--target", target, *data, throttled=False)
         res = _aiio(disk, "run", "--target", target, "--results", str(tmp_path / "r"),
-                    "--json", "--quiet", *data, "--clients", "1", "--epochs", "1",
+                    "--json", "--quiet", "--no-report", *data, "--clients", "1", "--epochs", "1",
                     "--batch-size", "2", "--read-threads", "1", "--set", "train.prefetch=1",
                     "--set", "train.compute_time.h100=0.02")
     client = res["clients"][0]

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from aiio.term.live import ClientRates, Hero, live_table
@@ -53,6 +54,7 @@ def _run_with_terminal_stderr(cwd: Path, *args: str) -> tuple[str, str, int]:
     return (cwd / "stdout.txt").read_text(), err, code
 
 
+@pytest.mark.long
 def test_live_view_on_a_terminal_and_json_and_quiet_stay_clean(tmp_path: Path):
     (tmp_path / "target").mkdir()
     run = ("run", "--phase", "train", "--target", "target", "--results", "reports",

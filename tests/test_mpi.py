@@ -36,7 +36,9 @@ TINY = (*TINY_DATA, "--batch-size", "2")
 
 
 def _run_args(target, results, *extra: str) -> tuple[str, ...]:
-    return ("run", "--target", str(target), "--results", str(results), *TINY, *extra)
+    """A tiny run across the ranks, without its page: test_report.py draws an MPI run's."""
+    return ("run", "--target", str(target), "--results", str(results), "--no-report", *TINY,
+            *extra)
 
 
 # --- pure functions ----------------------------------------------------------------------
@@ -220,6 +222,7 @@ def test_killed_rank_ends_the_run_without_a_hang(target, results):
             (saved.status, saved["error"])
 
 
+@pytest.mark.long
 @needs_mpi
 def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
     proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
@@ -270,10 +273,11 @@ def test_rank_seeing_another_dataset_stops_the_run(target, results, tmp_path):
     assert not (datasets / "demo").exists()  # and the half dataset from rank 0's
 
 
+@pytest.mark.long
 @needs_mpi
 def test_scale_sweep_across_three_ranks(target, results):
     done = mpi_run(3, "scale", "--target", str(target), "--results", str(results), *TINY,
-                   "--clients", "1,3,6", "--duration", "2s", "--no-charts", "-q")
+                   "--clients", "1,3,6", "--duration", "2s", "--no-charts", "-q", "--no-report")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("verdict") == 1  # rank 0 alone printed
     sweeps = [r for r in saved_results(results) if r["kind"] == "sweep"]
@@ -290,6 +294,7 @@ def test_scale_sweep_across_three_ranks(target, results):
 HOST_START_SKEW_S = 0.02  # the hosts' start instants, apart by far less on one machine
 
 
+@pytest.mark.long
 @needs_mpi
 def test_synchronous_checkpoints_during_training_across_ranks(target, results):
     """The barrier of a synchronous checkpoint spans every host; a duration-bound run still
@@ -335,6 +340,7 @@ def _first_checkpoint(proc: subprocess.Popen, target, timeout: float = 120) -> N
         time.sleep(0.05)
 
 
+@pytest.mark.long
 @needs_mpi
 def test_barrier_released_late_on_one_host_across_the_deadline(target, results):
     """A synchronous checkpoint's barrier opens before the deadline, and its release reaches
@@ -343,7 +349,7 @@ def test_barrier_released_late_on_one_host_across_the_deadline(target, results):
     clients waited at one that host 1's client never came to, and the run hung."""
     proc = mpi_start(2, *_run_args(target, results, "--clients", "3", "--duration", "10s",
                                    "--set", "checkpoint.size=3MiB", "--checkpoint-every",
-                                   "1steps", "-q", "--no-report"))
+                                   "1steps", "-q"))
     pids = []
     try:
         _first_checkpoint(proc, target)

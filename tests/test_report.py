@@ -248,6 +248,19 @@ def test_report_command_rerenders(run2: Path, tmp_path: Path) -> None:
     assert _text(other) == _text(run2 / "report.html")
 
 
+def test_report_without_charts_keeps_every_table(run2: Path, tmp_path: Path) -> None:
+    # --no-charts: the same page, each chart named where it would be, in a fraction of the time
+    full, quick = tmp_path / "full.html", tmp_path / "quick.html"
+    for page, extra in ((full, ()), (quick, ("--no-charts",))):
+        out = call_cli("report", str(run2), "-o", str(page), *extra)
+        assert out.returncode == 0, out.stderr
+    full_text, quick_text = _text(full), _text(quick)
+    assert "<svg" in full_text and "<svg" not in quick_text
+    assert quick_text.count("chart not drawn (--no-charts)") == full_text.count("<svg")
+    assert re.findall(r"<table.*?</table>", quick_text, re.S) == \
+        re.findall(r"<table.*?</table>", full_text, re.S)
+
+
 @pytest.mark.parametrize("args, message", [
     ((), "nothing to report"),
     (("/no/such/result",), "no result at /no/such/result"),

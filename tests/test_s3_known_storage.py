@@ -37,6 +37,7 @@ def boto3_loop(server: SeaweedServer, bucket: str, threads: int) -> float:
     return nbytes / MiB / (time.monotonic() - t0)
 
 
+@pytest.mark.long
 def test_train_reads_a_bucket_at_the_disk_limit(tmp_path):
     limit = 20 * MiB
     # The image lives in RAM, so the throttle on the server's volume reads is the only limit.

@@ -77,6 +77,7 @@ class RecordingUI:
     def stop(self) -> None: ...
 
 
+@pytest.mark.long
 def test_compute_bound_clients_scale_linearly(ram_target, results):
     """Every client computes 100 ms per batch of one 64 KiB sample, so each needs 0.625 MiB/s
     from storage in RAM: clients don't contend, and the aggregate at N clients must be N times

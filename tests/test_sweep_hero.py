@@ -14,6 +14,7 @@ from .conftest import TINY_DATA, call_cli, run_cli
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
 
+@pytest.mark.long
 def test_each_sweep_point_is_paired_with_the_results_folders_fio(tmp_path: Path) -> None:
     target, results = tmp_path / "target", tmp_path / "reports"
     target.mkdir()

@@ -25,7 +25,7 @@ DATA = ("--set", "dataset.num_files=96", "--set", "dataset.sample_size=1MiB",
 def _run(disk, tmp, phase: str, *args: str) -> dict:
     cmd = disk.command(sys.executable, "-m", "aiio", "run", "--phase", phase, "--target",
                        str(disk.mount), "--results", str(tmp / "r"), "--json", "--quiet",
-                       "--no-history", "--clients", "2", *args)
+                       "--no-history", "--no-report", "--clients", "2", *args)
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

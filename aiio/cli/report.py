@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -20,19 +21,22 @@ DEFAULT_HISTORY_DB = "reports/history.sqlite"
 @click.option("--output", "-o", default=None, metavar="FILE",
               help="where to write the page [default: report.html beside the result, "
                    "history.html beside the database]")
+@click.option("--no-charts", is_flag=True,
+              help="every table, no chart drawn: a quick page of a large result")
 def report(path: str | None, history: bool, history_db: str | None,
-           output: str | None) -> None:
+           output: str | None, no_charts: bool) -> None:
     """Write the self-contained HTML report of the result in PATH (a reports/<id> folder or
     its result.json), or with --history the trends of every check."""
-    if history or history_db:
-        if path:
-            raise ConfigError("give either a result folder or --history, not both")
-        written = _history(Path(history_db or DEFAULT_HISTORY_DB), output)
-    elif path:
-        written = _result(Path(path), output)
-    else:
+    from aiio import charts
+
+    if (history or history_db) and path:
+        raise ConfigError("give either a result folder or --history, not both")
+    if not (history or history_db or path):
         raise ConfigError("nothing to report: give a result folder (aiio report reports/<id>) "
                           "or --history")
+    with charts.left_out() if no_charts else contextlib.nullcontext():
+        written = _history(Path(history_db or DEFAULT_HISTORY_DB), output) if not path \
+            else _result(Path(path), output)
     click.echo(f"report: {written}")
 
 
