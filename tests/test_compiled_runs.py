@@ -13,6 +13,7 @@ import pytest
 
 from aiio import compiled, runner
 from tests.conftest import REPO, saved_result, tiny_workload
+from tests.mpi import mpi_run, needs_mpi
 
 numba_missing = pytest.mark.skipif(compiled.unavailable() is not None,
                                    reason=compiled.unavailable() or "")
@@ -103,3 +104,21 @@ def test_a_run_without_numba_falls_back_to_the_python_loop_and_says_so(tmp_path:
     assert "read loop" in done.stdout and "numba is not installed" in done.stdout
     assert res["aggregate"]["read"]["bytes"] > 0
     json.dumps(res)
+
+
+@needs_mpi
+@numba_missing
+def test_every_host_compiles_the_loop_before_forking_its_clients(tmp_path: Path) -> None:
+    """Under MPI the phase is prepared on rank 0 only: each rank compiles the loop itself
+    before its clients fork, or its clients would read through the Python loop."""
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    done = mpi_run(2, "run", "--phase", "randrw", "--target", str(target), "--results",
+                   str(results), "--clients", "2", "--no-report", "--json", "--set",
+                   "prep.file_size=1MiB", "--set", "prep.duration=200ms", "--set",
+                   "prep.block_size=4KiB")
+    assert done.returncode == 0, done.stderr
+    res = json.loads(done.stdout)
+    assert [c["rank"] for c in res["clients"]] == [0, 1]
+    assert all(c["read_loop"].startswith("compiled (numba ") for c in res["clients"]), [
+        c["read_loop"] for c in res["clients"]]

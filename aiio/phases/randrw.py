@@ -325,7 +325,8 @@ def read_loops(clients: list[dict]) -> str:
     count = Counter(str(c.get("read_loop", "python")) for c in clients)
     if len(count) == 1:
         return next(iter(count))
-    return "; ".join(f"{loop} on {n} clients" for loop, n in sorted(count.items()))
+    return "; ".join(f"{loop} on {n} client{'s' * (n != 1)}"
+                     for loop, n in sorted(count.items()))
 
 
 def uses_compiled_loop(a: RandrwArgs) -> bool:
