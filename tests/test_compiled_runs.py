@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aiio import compiled, runner
+from aiio.report.common import measured_section
 from tests.conftest import REPO, saved_result, tiny_workload
 from tests.mpi import mpi_run, needs_mpi
 
@@ -41,6 +42,8 @@ def test_the_random_mix_reads_through_the_compiled_loop_and_says_so(
         assert c["read_loop"] == label
         reads = c["read"]["histograms"]["read"]["count"]
         assert reads > 0 and c["read"]["bytes"] == reads * BLOCK  # every block whole
+    page = str(measured_section(res, "2 clients"))  # the report's "What was measured"
+    assert "read loop" in page and label in page
 
 
 def test_a_verified_mix_keeps_the_python_loop_and_says_why(target: Path,
@@ -57,9 +60,9 @@ def _script(body: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 RUN = ("import sys\nfrom pathlib import Path\nfrom aiio import runner\n"
        "from tests.conftest import tiny_workload\n"
-       "def run(name, verify=False, **sets):\n"
+       "def run(name, verify=False, method='auto', **sets):\n"
        "    w = tiny_workload(**sets)\n"
-       "    res, _ = runner.run(runner.RunRequest(name, w, sys.argv[1], sys.argv[2],\n"
+       "    res, _ = runner.run(runner.RunRequest(name, w, sys.argv[1], sys.argv[2], method,\n"
        "                        options=runner.RunOptions(verify=verify)))\n"
        "    assert res['status'] == 'ok', res.get('error')\n"
        "    return res\n"
@@ -75,6 +78,8 @@ def test_numba_is_imported_only_by_a_run_that_reads_through_the_loop(tmp_path: P
         "run('train')\n"
         "run('randrw', verify=True, **mix)\n"
         "run('randrw', prep__iodepth=1, prep__read_share=0.0, **mix)\n"
+        "res = run('randrw', method='null', **mix)\n"
+        "assert res['aggregate']['read_loop'] == 'python (null method)'\n"
         "assert 'numba' not in sys.modules, 'numba imported'\n"
         "res = run('randrw', **mix)\n"
         "assert ('numba' in sys.modules) == res['aggregate']['read_loop'].startswith("
