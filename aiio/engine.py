@@ -7,6 +7,8 @@ into mergeable histograms and per-interval byte series. Bytes are what the syste
 returned, never a nominal size. Phases never read a clock: they call the metadata functions
 below, or time anything else (an object-storage request) with `OpLog.timed`; `aiio.timing`
 takes the edges of their windows, their deadlines and the accelerator's steps on `now_ns`.
+`Reader.read_blocks` and `Reader.read_run` may hand their calls to the compiled loop of
+`aiio.compiled`, which takes the same two readings per call on the same clock in machine code.
 
 The null method (`METHOD_NULL`) does all of this bookkeeping but replaces each read and write
 system call by a function that returns the length asked for, so aiio's own cost per operation
