@@ -13,7 +13,7 @@ import pytest
 
 from aiio import compiled, runner
 from aiio.report.common import measured_section
-from tests.conftest import REPO, saved_result, tiny_workload
+from tests.conftest import REPO, TINY_ARGS, saved_result, tiny_workload
 from tests.mpi import mpi_run, needs_mpi
 
 numba_missing = pytest.mark.skipif(compiled.unavailable() is not None,
@@ -127,3 +127,24 @@ def test_every_host_compiles_the_loop_before_forking_its_clients(tmp_path: Path)
     assert [c["rank"] for c in res["clients"]] == [0, 1]
     assert all(c["read_loop"].startswith("compiled (numba ") for c in res["clients"]), [
         c["read_loop"] for c in res["clients"]]
+
+
+@numba_missing
+def test_a_lifecycle_with_prep_in_randrw_mode_compiles_the_loop_before_its_fork(
+        tmp_path: Path) -> None:
+    """One client process runs every stage: the lifecycle compiles its stages' needs (prep's
+    randrw loop) in the parent, before the fork, as the phases alone do."""
+    target, results = tmp_path / "t", tmp_path / "r"
+    target.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "aiio", "run", "--phase", "all", "--target", str(target),
+         "--results", str(results), "--no-report", "--json", "-q", *TINY_ARGS,
+         "--set", "checkpoint.size=2MiB", "--set", "load.size=2MiB",
+         "--set", "prep.mode=randrw", "--set", "prep.file_size=1MiB",
+         "--set", "prep.duration=200ms", "--set", "prep.block_size=4KiB"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    res = json.loads(done.stdout)
+    assert [c["prep"]["read_loop"] for c in res["clients"]] == [res["aggregate"]["prep"][
+        "read_loop"]] * 2
+    assert res["aggregate"]["prep"]["read_loop"].startswith("compiled (numba ")
