@@ -57,8 +57,10 @@ def load() -> Loop | None:
     if _loop is None and _why is None:
         try:
             _loop = _build()
-        except ImportError:
-            _why = MISSING
+        except ModuleNotFoundError as exc:
+            _why = MISSING if exc.name in ("numba", "llvmlite") else f"numba: {exc}"
+        except ImportError as exc:  # installed, but not for this numpy or Python
+            _why = f"numba could not be imported: {exc}"
         except Exception as exc:  # numba or LLVM refused: the Python loop still measures
             _why = f"numba could not compile the read loop: {exc}"
     return _loop

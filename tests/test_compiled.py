@@ -169,3 +169,22 @@ def test_a_client_reading_through_the_loop_copies_little_of_its_parent(tmp_path:
         assert done.returncode == 0, done.stderr
         uss[loop] = int(done.stdout)
     assert uss["compiled"] - uss["python"] < 2 * 2**20, uss
+
+
+@pytest.mark.parametrize(("raised", "why"), [
+    ("ModuleNotFoundError(\"No module named 'numba'\", name='numba')", compiled.MISSING),
+    ("ImportError('Numba needs NumPy 2.3 or less')",
+     "numba could not be imported: Numba needs NumPy 2.3 or less"),
+])
+def test_without_a_working_numba_the_loop_says_why(tmp_path: Path, raised: str,
+                                                   why: str) -> None:
+    """A numba that is missing, and one installed but unusable here, are told apart."""
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / "__init__.py").write_text(f"raise {raised}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "from aiio import compiled\n"
+         "assert compiled.load() is None and compiled.loaded() is None\n"
+         "print(compiled.why())"], cwd=REPO, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == why

@@ -93,7 +93,8 @@ def test_numba_is_imported_only_by_a_run_that_reads_through_the_loop(tmp_path: P
 def test_a_run_without_numba_falls_back_to_the_python_loop_and_says_so(tmp_path: Path) -> None:
     hidden = tmp_path / "hidden"
     (hidden / "numba").mkdir(parents=True)
-    (hidden / "numba" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    (hidden / "numba" / "__init__.py").write_text(  # as Python says it of a missing module
+        "raise ModuleNotFoundError(\"No module named 'numba'\", name='numba')\n")
     (tmp_path / "t").mkdir()
     env = {"PYTHONPATH": os.pathsep.join([str(hidden), str(REPO)])}
     done = subprocess.run(
