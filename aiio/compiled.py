@@ -116,8 +116,8 @@ def _build() -> Loop:
 
     # One call here, of no read: numba's first call in a process fills caches and makes
     # objects. Made in the parent, that lands in pages the clients share; made in each
-    # client, it cost each about 5.5 MiB of its own (a client of the random mix held 11 MiB
-    # instead of 4.6; docs/PERFORMANCE.md, "The compiled loop").
+    # client, it cost each about 6 MiB of its own (a client of the random mix held 11.0 MiB
+    # instead of 4.3; docs/PERFORMANCE.md, "The compiled loop").
     none = np.empty(0, np.int64)
     run(-1, 0, 0, none, none, none, none, 0)
     return Loop(run, f"compiled (numba {numba.__version__})")
