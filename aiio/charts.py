@@ -318,9 +318,11 @@ def efficiency(clients: Sequence[int], values: Sequence[float], threshold: float
     return to_svg(fig, caption)
 
 
-def _efficiency_bars(ax: Any, clients: Sequence[int], values: Sequence[float],
+def _efficiency_bars(ax: Any, clients: Sequence[int], values: Sequence[float | None],
                      threshold: float | None) -> None:
-    """E(N) as bars per count (red below the threshold) with the threshold dashed."""
+    """E(N) as bars per count (red below the threshold) with the threshold dashed; no bar
+    where E(N) is undefined (a baseline that moved nothing)."""
+    values = [0.0 if v is None else v for v in values]
     colours = [RED if threshold is not None and v < threshold else GREEN for v in values]
     ax.bar(range(len(values)), [v * 100 for v in values], color=colours, width=0.6)
     ax.set_xticks(range(len(clients)), count_labels(clients, log=False))

@@ -323,7 +323,7 @@ def run_record(res: Mapping[str, Any]) -> Record:
     """A saved run result (or one being saved) as a history record."""
     run = res if isinstance(res, Result) else model(res)
     workload = dig(run, "workload", "workload", "name", default="")
-    clients = run.get("clients_requested", len(run.clients))
+    clients = run.clients_requested
     return Record(kind="run", name=run_series(run.phase, workload, clients),
                   target=target_key(dig(run, "target", "path", default="")), status=run.status,
                   passed=run.status == "ok", figures=run_figures(run), phase=run.phase,

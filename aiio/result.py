@@ -817,6 +817,11 @@ class Result(Mapping[str, Any]):
         return _int(self.doc.get("ranks")) or 1
 
     @property
+    def clients_requested(self) -> int:
+        """How many clients the run asked for (`clients_requested`, the module function)."""
+        return clients_requested(self.doc)
+
+    @property
     def main_op(self) -> str:
         """The operation the phase's latency figure is taken from: as the result records it,
         else (saved before it was recorded) its phase's, 'read' for a phase not known here."""
@@ -905,6 +910,17 @@ def stage_doc(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
 def main_op(doc: Mapping[str, Any]) -> str:
     """A result's (a run's or a sweep's) main operation, as `Result.main_op`."""
     return str(dig(doc, "io", "main_op") or layout_of(doc).main_op)
+
+
+def clients_requested(doc: Mapping[str, Any]) -> int:
+    """How many clients a run asked for, as `Result.clients_requested`: the recorded count,
+    else the clients it reports. A run asks for one at least (`run.clients`), so a recorded
+    count below 1 (or of another type) reads as not recorded."""
+    got = _int(doc.get("clients_requested"))
+    if got is not None and got >= 1:
+        return got
+    clients = doc.get("clients")
+    return sum(isinstance(c, Mapping) for c in clients) if isinstance(clients, list) else 0
 
 
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:

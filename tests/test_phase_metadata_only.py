@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result
+from aiio import figures, result
 from aiio.phases import REGISTRY
 
-from .conftest import call_cli, registered_run
+from .conftest import TINY_DATA, call_cli, registered_run
 
 
 @pytest.fixture
@@ -35,3 +35,56 @@ def test_compare_shows_the_latency_of_its_main_operation(statted: Path, known: b
     (item,) = json.loads(out.stdout)
     rows = {r["figure"]: r["phase"] for r in item["rows"]}
     assert rows.get("stat latency p99") == res.first().p("stat"), rows
+
+
+FIO = Path(__file__).parent / "data" / "results-v1" / "20261130-230552-fio-c2"
+
+
+@pytest.mark.parametrize("fio", [False, True], ids=["no-fio", "fio-given"])
+def test_compare_says_no_fio_test_pairs_with_it(statted: Path, fio: bool) -> None:
+    # the title said "vs fio seq_read (no fio result)" and the note "fio seq_read missing";
+    # given a fio result, its seq_read figures stood beside the stats as if they were paired
+    given = ("--fio", str(FIO)) if fio else ()
+    out = call_cli("compare", str(statted), "--json", *given)
+    assert out.returncode == 0, out.stderr
+    (item,) = json.loads(out.stdout)
+    assert all(r["test"] is None and r["fio"] is None and r["percent"] is None
+               for r in item["rows"]), item["rows"]
+    assert item["note"] == "no fio test pairs with phase 'statlist': its figures stand alone"
+    text = call_cli("compare", str(statted), *given)
+    assert text.returncode == 0, text.stderr
+    assert "seq_read" not in text.stdout, text.stdout
+    assert "(statlist): no fio counterpart" in text.stdout, text.stdout
+    assert "stat latency p99" in text.stdout
+
+
+def test_a_sweep_of_it_makes_up_no_verdict(target: Path, results: Path, monkeypatch) -> None:
+    # its sweep was judged on the MiB/s it never moves: "sublinear ... E(2) = 0.00"
+    monkeypatch.setitem(REGISTRY, "statlist", "tests.statlist_phase")
+    out = call_cli("scale", "--phase", "statlist", "--clients", "1,2", "--target", str(target),
+                   "--results", str(results), *TINY_DATA, "--no-history", "-q")
+    assert out.returncode == 0, out.stderr
+    (folder,) = results.glob("*-scale-*")
+    saved = result.load(folder)
+    assert [r["aggregate_mib_s"] for r in saved["table"]] == [0.0, 0.0]
+    # E(N) and C(N) against a baseline that moved nothing are undefined, not 0
+    assert [(r["efficiency"], r["consistency"]) for r in saved["table"]] == [(None, None)] * 2
+    v = saved["verdict"]
+    assert v["shape"] == "not_measurable", v
+    assert v["statements"][0].startswith("not measurable: the phase moves no bytes"), v
+    assert v["knee"] is None and v["linear_up_to"] is None and not v["efficiency"], v
+    assert "E(2)" not in out.stdout and "sublinear" not in out.stdout, out.stdout
+    assert "verdict: not measurable" in out.stdout, out.stdout
+    assert (folder / "aggregate.svg").exists()  # the charts draw no undefined E(N)
+    page = (folder / "report.html").read_text()
+    assert "not measurable: the phase moves no bytes" in page and "sublinear" not in page
+    assert "scaling_efficiency" not in figures.sweep_figures(saved)  # nor does the history
+
+
+def test_find_max_refuses_it_in_one_line(target: Path, monkeypatch) -> None:
+    # --find-max searches for the AU goal, which a phase of stats does not have
+    monkeypatch.setitem(REGISTRY, "statlist", "tests.statlist_phase")
+    out = call_cli("scale", "--phase", "statlist", "--find-max", "--max-clients", "4",
+                   "--target", str(target))
+    assert out.returncode == 2 and "--find-max searches for the AU goal" in out.stderr
+    assert not (target / "aiio").exists()

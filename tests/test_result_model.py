@@ -362,3 +362,35 @@ def test_hosts_verify_and_stages_read_as_types() -> None:
     assert lifecycle.stages == ("prep", "train", "load")
     assert lifecycle.stage("load").model_load.replicas == \
         _doc(_folder("all-demo-c2"))["aggregate"]["load"]["replicas"]
+
+
+@pytest.mark.parametrize("recorded", [0, None], ids=["zero", "missing"])
+def test_clients_requested_has_one_reading(recorded: int | None) -> None:
+    # the fio pairing read a recorded 0 as "not recorded" (the clients reported) and the
+    # history as 0 clients ("run train demo c0"); a run asks for one client at least
+    from aiio import history
+    from aiio.fio import hero
+    from aiio.report.run import clients_line
+
+    doc = _doc(STORED / "20261130-230529-train-demo-c2")
+    reported = len(doc["clients"])
+    if recorded is None:
+        del doc["clients_requested"]
+    else:
+        doc["clients_requested"] = recorded
+    assert result.model(doc).clients_requested == reported == 2
+    assert history.run_record(doc).clients == str(reported)
+    assert history.run_record(doc).name.endswith(f" c{reported}")
+    assert f"--clients {reported} " in hero.pairing.fio_command(doc["target"]["path"], doc,
+                                                                ["seq_read"])
+    assert "requested" not in clients_line(doc)  # the page: no "2 reported of 0 requested"
+
+
+def test_clients_requested_is_the_count_asked_for() -> None:
+    # a run that ended with fewer clients reporting than it asked for is named by the ask
+    from aiio.report.run import clients_line
+
+    doc = _doc(STORED / "20261130-230529-train-demo-c2")
+    doc["clients"] = doc["clients"][:1]
+    assert result.model(doc).clients_requested == doc["clients_requested"] == 2
+    assert clients_line(doc).startswith("1 reported of 2 requested")

@@ -136,6 +136,18 @@ def test_single_point_has_no_shape():
     assert "at least two" in v.statements[0]
 
 
+def test_a_baseline_that_moved_nothing_has_no_verdict():
+    # E(N) against 0 MiB/s at the baseline was 0.00 everywhere: a "sublinear" knee at 2
+    v = judge(pts([0.0, 0.0, 0.0, 0.0]))
+    assert v.shape == verdict.NOT_MEASURABLE and v.knee is None and not v.efficiency
+    assert v.statements == ["not measurable: the phase moves no bytes (0 MiB/s at every "
+                            "client count: 1, 2, 4, 8), and its sweep is judged on bandwidth; "
+                            "no scaling verdict"]
+    v = judge(pts([0.0, 10.0, 20.0, 40.0]))
+    assert v.shape == verdict.NOT_MEASURABLE
+    assert v.statements[0].startswith("not measurable: nothing moved at the baseline (1 client")
+
+
 # --- rows from run results --------------------------------------------------------------
 
 def _run(clients_mib_s, au=None, cpu=10.0):

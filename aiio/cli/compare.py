@@ -56,6 +56,8 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     from aiio.result import dig
 
     test = hero.compare_test(run)
+    if test is None:  # nothing to make: no fio test has the phase's pattern
+        return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
     if fio_res is None:
         why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
         return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted
@@ -75,13 +77,20 @@ def _print(item: dict) -> None:
     test = item["rows"][0]["test"]
     source = f"from {item['fio_result']}" if item["fio_result"] else "(no fio result)"
     stage = f", its {item['stage']} stage" if item["stage"] else ""
-    table = Table(title=f"{item['run']} ({item['phase']}{stage}) vs fio {test} {source}")
-    for col in ("figure", "phase", f"fio {test}", "% of fio"):
+    head = f"{item['run']} ({item['phase']}{stage})"
+    # a phase no fio test pairs with has no fio side: its own figures alone
+    title = f"{head} vs fio {test} {source}" if test else f"{head}: no fio counterpart"
+    # two columns are narrower than the title: widen the table rather than wrap it
+    table = Table(title=title, min_width=None if test else len(title))
+    cols = ("figure", "phase", f"fio {test}", "% of fio") if test else ("figure", "phase")
+    for col in cols:
         table.add_column(col, justify="left" if col == "figure" else "right")
     for r in item["rows"]:
-        table.add_row(r["figure"], _value(r["phase"], r["unit"], format_latency_ns),
-                      _value(r["fio"], r["unit"], format_latency_ns),
-                      f"{r['percent']:.1f} %" if r["percent"] is not None else "-")
+        cells = [r["figure"], _value(r["phase"], r["unit"], format_latency_ns)]
+        if test:
+            cells += [_value(r["fio"], r["unit"], format_latency_ns),
+                      f"{r['percent']:.1f} %" if r["percent"] is not None else "-"]
+        table.add_row(*cells)
     console.print(table)
     if item["note"]:  # the fio side is missing: its one line, and no suite to list
         console.print(f"{item['run']}: {item['note']}", highlight=False)

@@ -159,7 +159,7 @@ def p_text(pct: float | None) -> str:
 def _pair(res: dict[str, Any], side: pairing.Side, target: str,
           heroes: Found) -> dict[str, Any]:
     """One direction against its fio test at the run's concurrency."""
-    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
     found = latest_hero(heroes, target, res.get("phase", ""), side.test, clients * streams)
     out: dict[str, Any] = {"direction": side.direction, "test": side.test, "window": pairing.WINDOW,
                            "phase_mib_s": side.phase_mib_s}
@@ -189,7 +189,7 @@ def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
 def _no_hero_text(res: dict[str, Any], target: str, missing: list[str],
                   found: Found) -> str:
     """Why there is no % of hero, and the command that makes a matching one."""
-    clients, streams = pairing.clients_of(res), pairing.streams_per_client(res)
+    clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
     command = pairing.fio_command(target, res, missing)
     other = latest_hero(found, target, res.get("phase", ""), missing[0])
     if other is None:
@@ -257,7 +257,7 @@ def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
             return result.load(base / recorded)
         except AiioError:
             pass  # moved or deleted since: fall back to the latest matching one
-    streams = pairing.clients_of(run) * pairing.streams_per_client(run)
+    streams = result.clients_requested(run) * pairing.streams_per_client(run)
     target = dig(run, "target", "path")
     found = None if not isinstance(target, str) else hero_for(
         target, run.get("phase", ""), base, run_hero_test(run), streams)
@@ -278,17 +278,19 @@ def compared_stage(run: Mapping[str, Any]) -> str | None:
     return layout_of(run).headline_stage if run.get("phase") in REGISTRY else None
 
 
-def compare_test(run: Mapping[str, Any]) -> str:
-    """The fio test a run is compared with (its first pairing side's)."""
-    return run_hero_test(run) or "seq_read"
+def compare_test(run: Mapping[str, Any]) -> str | None:
+    """The fio test a run is compared with (its first pairing side's); None when no fio test
+    pairs with its phase (one of metadata only, say)."""
+    return run_hero_test(run)
 
 
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency. With
-    no fio result, or none holding the test, the fio side of every row is None."""
+    no fio result, none holding the test, or no test paired, the fio side of every row is
+    None."""
     sides = pairing.sides(run)
     test = compare_test(run)
-    fio = fio_res.section(test) if fio_res is not None else None
+    fio = fio_res.section(test) if fio_res is not None and test else None
     mine = headline(run)[0]  # where the phase keeps them (randrw: its mix)
     # with no fio test paired (a phase of stats, say) its own main operation's latency
     op = TEST_OP.get(test, "read") if sides else result.main_op(run)

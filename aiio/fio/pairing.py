@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
-from aiio.result import IoFigures, Result, model, stage_doc
+from aiio.result import IoFigures, Result, clients_requested, model, stage_doc
 
 if TYPE_CHECKING:
     from aiio.phases.base import Phase
@@ -46,13 +46,6 @@ def streams_per_client(res: dict[str, Any]) -> int:
     streams = int(value) if isinstance(value, int) and value > 0 else 1
     depth = spec.get("iodepth") if section == "prep" else None
     return streams * depth if isinstance(depth, int) and depth > 1 else streams
-
-
-def clients_of(res: dict[str, Any]) -> int:
-    """The run's client count (as asked; the clients list when that is missing)."""
-    if res.get("clients_requested"):
-        return int(res["clients_requested"])
-    return len(res.get("clients") or [])
 
 
 # The fio test of each main operation: what a result of a phase this aiio does not know is
@@ -116,7 +109,7 @@ def _last_done(section: IoFigures | None) -> float | None:
 
 def fio_command(target: str, res: dict[str, Any], tests: list[str]) -> str:
     """The `aiio fio` command that makes a hero at this run's concurrency."""
-    clients, streams = clients_of(res), streams_per_client(res)
+    clients, streams = clients_requested(res), streams_per_client(res)
     if target.startswith("s3://"):
         # fio's http engine sends one request at a time per job: the streams are jobs
         return f"aiio fio --target {shlex.quote(target)} --clients {clients * streams}"

@@ -26,7 +26,15 @@ from aiio.report.hosts import hosts_section
 from aiio.report.latency import latency_section
 from aiio.report.parts import aggregate_sections, client_subsections
 from aiio.report.verdict import run_verdict
-from aiio.result import ClientFigures, IoFigures, Result, RunSummary, dig, model
+from aiio.result import (
+    ClientFigures,
+    IoFigures,
+    Result,
+    RunSummary,
+    clients_requested,
+    dig,
+    model,
+)
 
 EXPECTED = {
     "target": "the target and its filesystem",
@@ -93,7 +101,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
 
 def clients_line(res: Mapping[str, Any]) -> str:
     got = len(res.get("clients") or [])
-    asked = res.get("clients_requested")
+    asked = clients_requested(res)
     hosts = sorted({str(c.get("host")) for c in res.get("clients") or [] if c.get("host")})
     text = f"{got} reported" + (f" of {asked} requested" if asked not in (None, got) else "")
     return text + (f" on {len(hosts)} host(s): {', '.join(hosts[:8])}" if hosts else "")

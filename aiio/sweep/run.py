@@ -333,10 +333,13 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
     rows = [_row(n, [p["result"] for p in points if p["clients"] == n], phase) for n in counts]
     base = rows[0]
     for row in rows:
+        # against a baseline that moved nothing E(N) and C(N) are undefined, not 0
         row["efficiency"] = efficiency(row["aggregate_mib_s"], row["clients"],
-                                       base["aggregate_mib_s"], base["clients"])
+                                       base["aggregate_mib_s"], base["clients"]) \
+            if base["aggregate_mib_s"] > 0 else None
         row["consistency"] = consistency(row["per_client_mib_s"]["mean"],
-                                         base["per_client_mib_s"]["mean"])
+                                         base["per_client_mib_s"]["mean"]) \
+            if base["per_client_mib_s"]["mean"] > 0 else None
     return rows
 
 

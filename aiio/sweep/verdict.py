@@ -24,6 +24,8 @@ PLATEAU_BAND = 0.10
 SUPERLINEAR = 1.15
 # Emulated compute this much longer than asked means the client machine could not keep pace.
 COMPUTE_OVERRUN = 1.10
+# The shape of a sweep whose judged figure is zero at its baseline: nothing to scale against.
+NOT_MEASURABLE = "not_measurable"
 
 
 @dataclass
@@ -153,6 +155,9 @@ def judge(points: Sequence[Point], threshold: float = 0.9,
         raise ValueError("no points to judge")
     base = points[0]
     v = Verdict(threshold, base.clients, base.aggregate_mib_s)
+    if base.aggregate_mib_s <= 0:  # E(N) would divide by nothing: no shape, no knee, no E
+        v.shape, v.statements = NOT_MEASURABLE, [_not_measurable(points)]
+        return v
     counts = [p.clients for p in points]
     aggs = [p.aggregate_mib_s for p in points]
     for p in points:
@@ -175,6 +180,17 @@ def judge(points: Sequence[Point], threshold: float = 0.9,
     v.statements[1:1] = notes  # each point below the threshold, right after the headline
     v.caveats = _caveats(v, points)
     return v
+
+
+def _not_measurable(points: Sequence[Point]) -> str:
+    """Why no verdict: the judged figure is zero at every count, or at the baseline."""
+    base = points[0]
+    if all(p.aggregate_mib_s <= 0 for p in points):
+        counts = ", ".join(str(p.clients) for p in points)
+        return (f"not measurable: the phase moves no bytes (0 MiB/s at every client count: "
+                f"{counts}), and its sweep is judged on bandwidth; no scaling verdict")
+    return (f"not measurable: nothing moved at the baseline ({_clients(base.clients)}, "
+            "0 MiB/s), so E(N) has no reference; no scaling verdict")
 
 
 def _demand_bound_up_to(points: Sequence[Point]) -> int | None:

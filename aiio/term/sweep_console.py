@@ -12,7 +12,7 @@ from rich.table import Table
 
 from aiio.result import main_op, model
 from aiio.sweep import per_point
-from aiio.sweep.verdict import efficiency_text
+from aiio.sweep.verdict import NOT_MEASURABLE, efficiency_text
 from aiio.term.console import print_warnings
 from aiio.term.screen import out_console
 from aiio.units import format_latency_ns, format_rate
@@ -42,8 +42,7 @@ def aggregate_table(sweep: dict[str, Any]) -> Table:
     t = sweep["sweep"]["threshold"]
     for r in rows:
         cells = [str(r.clients), _rate(r.first_done_mib_s), _rate(r.last_done_mib_s),
-                 _mark(r.efficiency, t, text=efficiency_text(r.efficiency, t)),
-                 _mark(r.consistency, t, text=efficiency_text(r.consistency, t))]
+                 _ratio(r.efficiency, t), _ratio(r.consistency, t)]
         if repeats > 1:
             s = r.aggregate_spread
             cells.insert(2, f"{_rate(s.min)}..{_rate(s.max)}")
@@ -84,6 +83,13 @@ def client_table(sweep: dict[str, Any]) -> Table:
     return table
 
 
+def _ratio(value: float | None, threshold: float) -> str:
+    """E(N) or C(N) marked against the threshold; '-' where the baseline moved nothing."""
+    if value is None:
+        return "-"
+    return _mark(value, threshold, text=efficiency_text(value, threshold))
+
+
 def _mark(value: float, goal: float, text: str) -> str:
     return f"[{'green' if value >= goal else 'red'}]{text}[/]"
 
@@ -96,10 +102,13 @@ def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
     console.print(aggregate_table(sweep))
     console.print(client_table(sweep))
     v = sweep["verdict"]
-    console.print(f"[bold]verdict[/]: {v['shape']} (linear means E(N) >= {v['threshold']:.2f}; "
-                  f"E(N) = agg(N) / (N/{v['baseline_clients']} x agg({v['baseline_clients']})),"
-                  f" C(N) = per-client mean(N) / per-client mean({v['baseline_clients']}))",
-                  highlight=False)
+    if v["shape"] == NOT_MEASURABLE:  # no E(N) to define: the statement says why
+        console.print("[bold]verdict[/]: not measurable", highlight=False)
+    else:
+        console.print(f"[bold]verdict[/]: {v['shape']} (linear means E(N) >= {v['threshold']:.2f}; "
+                      f"E(N) = agg(N) / (N/{v['baseline_clients']} x "
+                      f"agg({v['baseline_clients']})), C(N) = per-client mean(N) / "
+                      f"per-client mean({v['baseline_clients']}))", highlight=False)
     for line in v["statements"]:
         console.print(f"  - {line}", highlight=False)
     if sweep.get("search", {}).get("statement"):
