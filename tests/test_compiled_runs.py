@@ -13,6 +13,7 @@ import pytest
 
 from aiio import compiled, runner
 from aiio.report.common import measured_section
+from aiio.report.run import headline_section
 from tests.conftest import REPO, TINY_ARGS, saved_result, tiny_workload
 from tests.mpi import mpi_run, needs_mpi
 
@@ -44,6 +45,8 @@ def test_the_random_mix_reads_through_the_compiled_loop_and_says_so(
         assert reads > 0 and c["read"]["bytes"] == reads * BLOCK  # every block whole
     page = str(measured_section(res, "2 clients"))  # the report's "What was measured"
     assert "read loop" in page and label in page
+    # ... and there only: the headline's "other aggregate figures" listed it a second time
+    assert "read_loop" not in str(headline_section(res))
 
 
 def test_a_verified_mix_keeps_the_python_loop_and_says_why(target: Path,
