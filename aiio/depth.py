@@ -15,7 +15,6 @@ completion reaped by the same wait, as fio stamps a reap batch once.
 from __future__ import annotations
 
 import errno
-import os
 import threading
 import time
 from array import array
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from aiio.engine import OpLog, aligned_buffer
+from aiio.engine import OpLog, ReadFailed, aligned_buffer
 from aiio.errors import ConfigError
 
 
@@ -76,14 +75,6 @@ def _ring(uring_api: Any, depth: int) -> tuple[Any, int]:
         if exc.errno != errno.EINVAL:
             raise
     return uring_api.Ring(entries=depth, auto_submit=False), 0
-
-
-class ReadFailed(OSError):
-    """A request that completed with an error, with the file offset it was reading."""
-
-    def __init__(self, err: int, offset: int) -> None:
-        super().__init__(err, os.strerror(err))
-        self.offset = offset
 
 
 class DepthReader:

@@ -7,6 +7,8 @@ into mergeable histograms and per-interval byte series. Bytes are what the syste
 returned, never a nominal size. Phases never read a clock: they call the metadata functions
 below, or time anything else (an object-storage request) with `OpLog.timed`; `aiio.timing`
 takes the edges of their windows, their deadlines and the accelerator's steps on `now_ns`.
+`Reader.read_blocks` and `Reader.read_run` may hand their calls to the compiled loop of
+`aiio.compiled`, which takes the same two readings per call on the same clock in machine code.
 
 The null method (`METHOD_NULL`) does all of this bookkeeping but replaces each read and write
 system call by a function that returns the length asked for, so aiio's own cost per operation
@@ -15,6 +17,7 @@ can be measured: nothing it reports is the storage's.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import mmap
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from aiio import blocks
+from aiio import blocks, compiled
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
 from aiio.errors import RunFailed
 from aiio.stats import ByteSeries, Histogram
@@ -226,6 +229,29 @@ class Reader:
         # preadv's buffer list for the last length read_range asked for: a file's samples
         # (or a folder of same-size files) ask for the same length call after call
         self._iov_len, self._iov = 0, [self.view[:0]]
+        # The compiled loop of read_blocks and read_run, when the run compiled it before the
+        # clients forked (aiio.compiled); None: the Python loop.
+        self.loop = compiled.loaded()
+        self._address = 0  # the buffer's address, for the compiled loop's pread
+        self._scratch = np.empty((3, 0), np.int64)  # its start, end and bytes of each call
+        self._pending = 0  # calls in the scratch arrays not yet handed to the log
+
+    @property
+    def fast(self) -> bool:
+        """Whether read_blocks goes through the compiled loop: it is there, no check
+        follows each read and the reads are real."""
+        return self.loop is not None and self.check is None and self.method != METHOD_NULL
+
+    @property
+    def loop_label(self) -> str:
+        """Which loop times read_blocks' calls, as a result says it."""
+        if self.fast:
+            return self.loop.label
+        if self.method == METHOD_NULL:
+            return "python (null method)"
+        if self.check is not None:
+            return "python (--verify checks every read)"
+        return f"python ({compiled.why()})"
 
     def open(self, path: str) -> int:
         """Open for reading, the page cache defeated as the method says; timed as "open".
@@ -306,19 +332,32 @@ class Reader:
                 self.check(self.view, n, offset)
         return n
 
-    def read_blocks(self, fd: int, offsets: list[int], size: int) -> int:
+    def read_blocks(self, fd: int, offsets: Any, size: int) -> int:
         """Read one `size`-byte block at each offset (random small I/O); returns bytes.
 
-        The hot loop of small-block IOPS: per call it does two clock readings, the `preadv`,
-        two appends to one list and one compare. The readings become arrays once per batch
-        (an array's append parses each int as it goes: about four times a list's). The
-        calls go to the log in one batch at the end, each counted as `size` bytes but those
-        that returned less (end of file), so the byte series stays exact.
+        Through the compiled loop when the reader has it (`fast`, `read_run`), else the
+        Python loop: per call two clock readings, the `preadv`, two appends to one list and
+        one compare. The readings become arrays once per batch (an array's append parses
+        each int as it goes: about four times a list's). The calls go to the log in one
+        batch at the end, each counted as `size` bytes but those that returned less (end of
+        file), so the byte series stays exact. A failed call raises `ReadFailed` with its
+        offset; the calls before it keep their times and bytes.
         """
+        if self.fast:
+            self.read_run(fd, np.asarray(offsets, np.int64), size, record=False)
+            done = self.record_runs()
+        else:
+            done = self._read_blocks_python(fd, offsets, size)
+        if self.counter:
+            self.counter(done)
+        return done
+
+    def _read_blocks_python(self, fd: int, offsets: Any, size: int) -> int:
         bufs = [self.view[:size]]
         stamps: list[int] = []  # each call's start and end reading, in turn
         stamp, preadv, now = stamps.append, self.preadv, now_ns
         short: list[tuple[int, int]] = []  # (call index, bytes) of calls that moved < size
+        off = 0
         try:
             for off in offsets:
                 stamp(now())
@@ -326,15 +365,16 @@ class Reader:
                 stamp(now())
                 if n != size:
                     short.append((len(stamps) // 2 - 1, n))
+        except OSError as exc:
+            raise ReadFailed(exc.errno, off) from exc
         finally:  # on an error too: the calls made so far keep their times and byte counts
+            bufs[0].release()  # a traceback keeps this frame: its slice would pin the buffer
             done = self._record_blocks(stamps, size, short)
-        if self.counter:
-            self.counter(done)
         return done
 
     def _record_blocks(self, stamps: list[int], size: int,
                        short: list[tuple[int, int]]) -> int:
-        """Hand `read_blocks`' calls to the log in one batch; returns their bytes. A call
+        """Hand the Python loop's calls to the log in one batch; returns their bytes. A call
         that raised has a start and no end: it is no operation."""
         if len(stamps) % 2:
             del stamps[-1]
@@ -345,6 +385,49 @@ class Reader:
             sizes[i] = n
         self.log.add_many("read", ends - t[:, 0], ends, sizes)
         return int(sizes.sum())
+
+    def read_run(self, fd: int, offsets: np.ndarray, size: int,
+                 until_ns: int = 2**63 - 1, record: bool = True) -> int:
+        """Read one `size`-byte block at each offset (int64) through the compiled loop, and
+        no more after the first call that ends at or past `until_ns` (the instant its
+        caller must next look at a deadline or a stop); returns how many calls it made.
+
+        Each call's readings and bytes wait in the reader until `record_runs` hands them to
+        the log as one batch, as the Python loop's go: at once, or with `record` False when
+        the caller's next run follows soon (the random mix records once per batch of I/O:
+        the log's batch costs about 5 us, a short run's reads about 1.5 us each). A failed
+        call is no operation: those before it are recorded and `ReadFailed` is raised.
+        """
+        if size > len(self.buf):  # machine code would write past the buffer's end
+            raise ValueError(f"a read of {size} bytes does not fit the reader's "
+                             f"{len(self.buf)}-byte buffer")
+        first, n = self._pending, len(offsets)
+        if self._scratch.shape[1] < first + n:
+            grown = np.empty((3, max(first + n, 2 * self._scratch.shape[1])), np.int64)
+            grown[:, :first] = self._scratch[:, :first]
+            self._scratch = grown
+        if not self._address:
+            self._address = _address_of(self.buf)
+        starts, ends, got = self._scratch[:, first:first + n]
+        made = self.loop.run(fd, self._address, size, offsets, starts, ends, got, until_ns)
+        if made and got[made - 1] < 0:  # a failed call: the calls before it count
+            self._pending += made - 1
+            self.record_runs()
+            raise ReadFailed(-int(got[made - 1]), int(offsets[made - 1]))
+        self._pending += made
+        if record:
+            self.record_runs()
+        return made
+
+    def record_runs(self) -> int:
+        """Hand the compiled loop's calls not yet recorded to the log in one batch; returns
+        their bytes."""
+        k, self._pending = self._pending, 0
+        if not k:
+            return 0
+        starts, ends, got = self._scratch[:, :k]
+        self.log.add_many("read", ends - starts, ends, got)
+        return int(got.sum())
 
     def read_file(self, path: str, offset: int = 0, length: int | None = None) -> int:
         fd = self.open(path)
@@ -361,6 +444,24 @@ class Reader:
         self.view.release()
         if self._owns_buf:
             self.buf.close()
+
+
+def _address_of(buf: mmap.mmap) -> int:
+    """A buffer's address, for a call made from compiled code. The ctypes view that finds
+    it goes at once: while it lived, the mapping could not be closed."""
+    view = ctypes.c_char.from_buffer(buf)
+    try:
+        return ctypes.addressof(view)
+    finally:
+        del view
+
+
+class ReadFailed(OSError):
+    """A read that failed, with the file offset it was reading."""
+
+    def __init__(self, err: int, offset: int) -> None:
+        super().__init__(err, os.strerror(err))
+        self.offset = offset
 
 
 def buffer_size(transfer_size: int, largest: int = 0) -> int:

@@ -91,6 +91,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
     results: dict[int, dict] = {}
     try:
         memcheck.check_need(share.client_bytes, share.count, comm.host)
+        phase.before_fork(share.args)
         got, _ = run_clients(share.count, phase.client, share.args, _worker_tick(share, monitor),
                              WORKER_TICK_S, first=share.first, total=share.total,
                              on_ready=lambda: _worker_ready(share),
@@ -272,6 +273,7 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
     comm = world()
     phase = get_phase(phase_name)
     total = sum(split)
+    phase.before_fork(args)  # this host's; each worker's in serve_share
     if comm.size == 1:
         results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s,
                                         rehearsal=rehearsal_for(phase, args, total))

@@ -273,7 +273,8 @@ class VerifyFigures:
 class RunSummary:
     """The figures a run's aggregate records beside its I/O sections: samples, the demand
     per client, shards, a random mix's shape and rates, the accelerators' AU and --verify's
-    checks. Each is None when the phase does not record it."""
+    checks, which loop timed a random mix's reads. Each is None when the phase does not
+    record it."""
 
     bytes: int | None
     samples: int | None
@@ -293,6 +294,13 @@ class RunSummary:
     au: AuFigures | None
     verify: VerifyFigures | None
     figures: Mapping[str, Any]       # the aggregate as recorded
+
+    @property
+    def read_loop(self) -> str | None:
+        """Which loop timed a random mix's reads ("compiled (numba 0.68.1)", "python (...)",
+        "io_uring (depth 16)"); None when the run did not record it."""
+        loop = self.figures.get("read_loop")
+        return loop if isinstance(loop, str) else None
 
     @classmethod
     def of(cls, d: Any) -> RunSummary:

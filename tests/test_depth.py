@@ -181,6 +181,7 @@ def test_randrw_reads_at_depth_count_every_read_and_byte(folder: Path, tmp_path:
     assert sum(c["read"]["bytes"] for c in out["clients"]) == agg["read_bytes"]
     assert all(c["read"]["histograms"]["read"]["count"] > 0 for c in out["clients"])
     assert out["workload"]["prep"]["iodepth"] == 16
+    assert agg["read_loop"] == "io_uring (depth 16)"  # which loop timed the reads
 
 
 @needs_ring

@@ -26,8 +26,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
+from aiio import compiled
 from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
 from aiio.depth import DepthReader
@@ -146,6 +148,8 @@ def _random_client(ctx: ClientContext) -> dict:
     fd = os.open(path, os.O_RDONLY | O_DIRECT)
     rnd = random.Random(1)
     offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
+    if reader.fast:  # the compiled loop takes an int64 array (slices of it are views)
+        offsets = np.array(offsets, np.int64)
     start = ctx.ready_and_wait()
     cpu0 = time.process_time()
     end = start + int(seconds * 1e9)
@@ -158,15 +162,21 @@ def _random_client(ctx: ClientContext) -> dict:
         ops += RANDOM_BATCH
     cpu = time.process_time() - cpu0
     os.close(fd)
-    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9, "cpu_s": cpu}
+    return {"ops": ops, "seconds": (time.monotonic_ns() - start) / 1e9, "cpu_s": cpu,
+            "loop": reader.loop_label}
 
 
 CPU_US: dict[str, list[float]] = {}  # CPU microseconds per read of each side's runs
+LOOPS: set[str] = set()  # which loop timed the random rows' reads (aiio.compiled)
 
 
 def aiio_rand_read_iops(path: str, seconds: float) -> float:
+    """One client's `Reader.read_blocks` IOPS: through the compiled loop when numba is
+    installed, compiled here before the fork as the randrw phase compiles it."""
+    compiled.load()
     (r,), _ = run_clients(1, _random_client, (path, seconds))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
+    LOOPS.add(r["loop"])
     return r["ops"] / r["seconds"]
 
 
@@ -341,7 +351,9 @@ def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) 
                      "IOPS", 0.9)
     row.note = ("CPU per read (median): aiio "
                 f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
-                f"{statistics.median(CPU_US['fio']):.2f} us")
+                f"{statistics.median(CPU_US['fio']):.2f} us; read loop: "
+                + ", ".join(sorted(LOOPS)))
+    LOOPS.clear()
     return [row]
 
 
@@ -364,7 +376,8 @@ def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
 
 def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float = 3.0) -> Row:
     """The prep phase's randrw mode, 1 client, one thread at `prep.iodepth` = depth, reads
-    only, against fio io_uring at the same depth on a file of the same size."""
+    only, against fio io_uring at the same depth (psync at depth 1: the phase's reads then
+    go through the compiled loop where numba is installed) on a file of the same size."""
     size = 512 * MiB
     (path,) = crosscheck.make_files(folder, 1, size)
     (folder / "target").mkdir(exist_ok=True)
@@ -372,11 +385,22 @@ def randrw_depth_row(where: str, folder: Path, depth: int = 16, seconds: float =
             ("prep", "iodepth", str(depth)),
             ("prep", "read_share", "1"), ("prep", "block_size", "4KiB"),
             ("prep", "file_size", str(size)), ("prep", "duration", f"{seconds}s")]
+    loops: set[str] = set()
+
+    def phase_iops() -> float:
+        agg = _run_phase("prep", folder / "target", sets)["aggregate"]
+        loops.add(agg["read_loop"])
+        return agg["iops"]
+
     ours, theirs = interleaved(
-        lambda: _run_phase("prep", folder / "target", sets)["aggregate"]["iops"],
-        lambda: fio_depth_iops(path, seconds, depth, "io_uring"))
-    return paired_row(f"randrw phase reads, iodepth {depth} vs io_uring depth {depth}, {where}",
-                      ours, theirs, "IOPS", 0.8)
+        phase_iops,
+        (lambda: fio_rand_read_iops(path, seconds)) if depth == 1 else
+        (lambda: fio_depth_iops(path, seconds, depth, "io_uring")))
+    versus = "fio psync" if depth == 1 else f"io_uring depth {depth}"
+    row = paired_row(f"randrw phase reads, iodepth {depth} vs {versus}, {where}",
+                     ours, theirs, "IOPS", 0.8)
+    row.note = "read loop: " + ", ".join(sorted(loops))
+    return row
 
 
 def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
@@ -590,7 +614,8 @@ def _random_disk() -> list[Row]:
 @figure("random-tmpfs")
 def _random_tmpfs() -> list[Row]:
     with tmpfs_dir(2 * GiB) as folder:
-        return random_rows("tmpfs", folder, 512 * MiB)
+        return [*random_rows("tmpfs", folder, 512 * MiB),
+                randrw_depth_row("tmpfs", folder, depth=1)]
 
 
 @figure("depth-tmpfs")

@@ -126,6 +126,11 @@ class Phase(Protocol):
         outside the process. None: no rehearsal."""
         return None
 
+    def before_fork(self, args: Any) -> None:
+        """In the parent on every host, before its clients are forked: make what each client
+        would otherwise make for itself, once (randrw: its compiled read loop). Nothing by
+        default."""
+
     def summarize(self, rc: RunContext, args: Any, clients: list[dict]) -> dict[str, Any]:
         """The aggregate over every client's figures."""
         ...

@@ -154,6 +154,11 @@ class AllPhase(Phase):
             raise
         return args
 
+    def before_fork(self, args: AllArgs) -> None:
+        """Each stage's, with its arguments: one client process runs them all."""
+        for name in STAGES:
+            args.phase(name).before_fork(getattr(args, name))
+
     def total_units(self, args: AllArgs, clients: int) -> None:
         return None  # stages count different things; the bar shows bytes and time
 

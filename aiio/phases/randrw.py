@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from aiio import blocks, depth, engine, stats
-from aiio.cache_methods import METHOD_DIRECT
+from aiio import blocks, compiled, depth, engine, stats
+from aiio.cache_methods import METHOD_DIRECT, METHOD_NULL
 from aiio.clients import ClientContext
-from aiio.engine import O_DIRECT, OpLog, Reader, Writer, io_failure
+from aiio.engine import O_DIRECT, OpLog, Reader, ReadFailed, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.phases.base import (
     Phase,
@@ -37,6 +38,9 @@ from aiio.timing import Deadline, DeadlineOrStop, PolledStop, Window, cpu_second
 from aiio.units import format_size, mib_per_s
 
 BATCH = 1024  # random choices drawn at once
+# The fewest reads in a row that go to the compiled loop in one call; shorter runs read one
+# call at a time in Python, where the loop's set-up per call costs more than it saves
+MIN_RUN = 4
 
 
 @dataclass
@@ -116,32 +120,84 @@ class _Mixer:
         nblocks = a.file_size // a.block_size
         self.mine = (nblocks - thread + threads - 1) // threads  # blocks b with b % threads == t
 
+    @property
+    def read_loop(self) -> str:
+        """Which loop timed this thread's reads, as the result says it."""
+        if self.a.iodepth > 1:
+            return f"io_uring (depth {self.a.iodepth})"
+        return self.reader.loop_label
+
     def run(self, fd: int, deadline: Deadline, stop: Any, counter: Any) -> None:
         if self.a.iodepth > 1:
             return self._run_depth(fd, deadline, stop, counter)
-        a, read, write, path, tag = (self.a, self.reader.read_block, self.writer.write_range,
-                                     self.path, self.tag)
+        a, bs = self.a, self.a.block_size
+        mix = self._by_runs if self.reader.fast else self._batch
         # The stop is looked at in the clock reading for the deadline: once per batch of
         # 1,024 was a 41 s wait on a disk that does 25 reads a second
-        bs, passed = a.block_size, DeadlineOrStop(deadline, stop).passed
-        while not passed():
+        until = DeadlineOrStop(deadline, stop)
+        while not until.passed():
             reads = self.rng.random(BATCH) < a.read_share
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread) * bs
-            done = 0
-            try:
-                for is_read, off in zip(reads.tolist(), offs.tolist(), strict=True):
-                    if is_read:
-                        try:
-                            read(fd, off)
-                        except OSError as exc:
-                            raise io_failure(exc, "reading", path, off) from exc
-                    else:
-                        write(fd, path, off, bs, tag)
-                    done += bs
-                    if passed():
-                        return
-            finally:  # live progress once per batch: a store to the shared counter costs
-                counter(done)  # about 0.2 us, per I/O a tenth of a 4 KiB read on tmpfs
+            done, over = mix(fd, reads, offs, until)
+            # live progress once per batch: a store to the shared counter costs about
+            # 0.2 us, per I/O a tenth of a 4 KiB read on tmpfs
+            counter(done)
+            if over:
+                return
+
+    def _batch(self, fd: int, reads: np.ndarray, offs: np.ndarray,
+               until: DeadlineOrStop) -> tuple[int, bool]:
+        """A batch one I/O at a time: bytes asked for, and whether the deadline or the
+        stop came."""
+        return self._each(fd, reads.tolist(), offs.tolist(), until)
+
+    def _by_runs(self, fd: int, reads: np.ndarray, offs: np.ndarray,
+                 until: DeadlineOrStop) -> tuple[int, bool]:
+        """A batch with each run of MIN_RUN or more reads in a row made by the compiled loop
+        in one call, the rest as `_batch` makes them. The loop stops after the first read
+        that reaches the instant the deadline and the stop are next looked at, as `_each`
+        looks after every I/O; the run's rest follows in another call."""
+        listed, bs, done = offs.tolist(), self.a.block_size, 0
+        try:
+            for is_read, i, j in _runs(reads):
+                while is_read and j - i >= MIN_RUN:
+                    made = self._read_run(fd, offs[i:j], until.at_ns)
+                    done, i = done + made * bs, i + made
+                    if until.passed():
+                        return done, True
+                got, over = self._each(fd, [is_read] * (j - i), listed[i:j], until)
+                done += got
+                if over:
+                    return done, True
+            return done, False
+        finally:  # the batch's runs go to the log as one batch, on an error too
+            self.reader.record_runs()
+
+    def _each(self, fd: int, kinds: list[bool], offs: list[int],
+              until: DeadlineOrStop) -> tuple[int, bool]:
+        """Reads (True) and writes at these offsets, one call each, as `_batch` says."""
+        read, write, path, tag = (self.reader.read_block, self.writer.write_range, self.path,
+                                  self.tag)
+        bs, passed, done = self.a.block_size, until.passed, 0
+        for is_read, off in zip(kinds, offs, strict=True):
+            if is_read:
+                try:
+                    read(fd, off)
+                except OSError as exc:
+                    raise io_failure(exc, "reading", path, off) from exc
+            else:
+                write(fd, path, off, bs, tag)
+            done += bs
+            if passed():
+                return done, True
+        return done, False
+
+    def _read_run(self, fd: int, offsets: np.ndarray, until_ns: int) -> int:
+        """One call of the compiled loop; how many reads it made."""
+        try:
+            return self.reader.read_run(fd, offsets, self.a.block_size, until_ns, record=False)
+        except ReadFailed as exc:
+            raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
     def _run_depth(self, fd: int, deadline: Deadline, stop: Any, counter: Any) -> None:
         """Reads only, `iodepth` in flight: batches of random blocks until the deadline."""
@@ -159,6 +215,12 @@ class _Mixer:
     def close(self) -> None:
         self.reader.close()
         self.writer.close()
+
+
+def _runs(reads: np.ndarray) -> list[tuple[bool, int, int]]:
+    """A batch's runs of reads and of writes, in order: (reads or not, first, end)."""
+    edges = [0, *(np.flatnonzero(reads[1:] != reads[:-1]) + 1).tolist(), len(reads)]
+    return list(zip(reads[edges[:-1]].tolist(), edges[:-1], edges[1:], strict=True))
 
 
 def run_client(ctx: ClientContext) -> dict[str, Any]:
@@ -217,7 +279,7 @@ def _client_figures(ctx: ClientContext, a: RandrwArgs, mixers: list[_Mixer], fsy
     write["histograms"]["fsync"] = fsync.to_dict()  # timed apart: not in the mix's ops
     out.update(elapsed_s=elapsed, cpu_s=cpu_seconds() - cpu0, read=read, write=write,
                bytes=read["bytes"] + write["bytes"], iops=read["iops"] + write["iops"],
-               fsync_s=fsync.sum / 1e9)
+               fsync_s=fsync.sum / 1e9, read_loop=mixers[0].read_loop)
     if a.checksum:
         merged = blocks.Verifier()
         for m in mixers:
@@ -250,10 +312,27 @@ def summarize(a: RandrwArgs, clients: list[dict]) -> dict[str, Any]:
            "bytes": read["bytes"] + write["bytes"],
            "read_mib_s": mib_per_s(read["bytes"], last),
            "write_mib_s": mib_per_s(write["bytes"], last),
-           "block_size": a.block_size, "read_share": a.read_share, "file_size": a.file_size}
+           "block_size": a.block_size, "read_share": a.read_share, "file_size": a.file_size,
+           "read_loop": read_loops(clients)}
     if a.checksum:
         out["verify"] = verify_summary(clients)
     return out
+
+
+def read_loops(clients: list[dict]) -> str:
+    """Which loop timed the clients' reads: one, or each with how many clients it timed
+    (hosts of an MPI run may differ)."""
+    count = Counter(str(c.get("read_loop", "python")) for c in clients)
+    if len(count) == 1:
+        return next(iter(count))
+    return "; ".join(f"{loop} on {n} client{'s' * (n != 1)}"
+                     for loop, n in sorted(count.items()))
+
+
+def uses_compiled_loop(a: RandrwArgs) -> bool:
+    """Whether its clients read through the compiled loop where it can be had: one read in
+    flight, real reads, and no check after each."""
+    return a.iodepth == 1 and not a.checksum and a.method != METHOD_NULL and a.read_share > 0
 
 
 def warnings(rc: RunContext, a: RandrwArgs, out: dict[str, Any]) -> list[dict[str, str]]:
@@ -284,6 +363,12 @@ class RandrwPhase(Phase):
 
     def client(self, ctx: ClientContext) -> dict[str, Any]:
         return run_client(ctx)
+
+    def before_fork(self, args: RandrwArgs) -> None:
+        """Compile the read loop here, once, when the clients will use it: each client
+        compiling its own costs it 0.25 s of CPU and the compiler's memory."""
+        if uses_compiled_loop(args):
+            compiled.load()
 
     def summarize(self, rc: RunContext, args: RandrwArgs, clients: list[dict]) -> dict:
         return summarize(args, clients)

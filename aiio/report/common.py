@@ -183,6 +183,9 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
         ("page-cache defeat", f"{method}: {MEANING.get(method, 'unknown method')}"
          if method else h.MISSING),
     ]
+    loop = dig(res, "aggregate", "read_loop", default=None)
+    if isinstance(loop, str):  # which loop timed the reads: results compare only alike
+        what.append(("read loop", loop))
     # An acceptance run has no phase or workload of its own: its checks do.
     parts = [h.kv_table(what, caption="run")] if phase != h.MISSING or w else []
     t = res.get("target")

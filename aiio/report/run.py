@@ -191,6 +191,10 @@ def headline_section(res: Mapping[str, Any]) -> Html:
     return h.section("Headline figures", *parts, anchor="headline")
 
 
+# Aggregate figures another section of the page shows: "What was measured" names the loop.
+SHOWN_ELSEWHERE = {"read_loop"}
+
+
 def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
     """The aggregate without what the headline rows show, empty parts dropped."""
     shown = {sec.path for sec in sections}
@@ -198,7 +202,8 @@ def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
     def prune(d: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
         out = {}
         for key, value in d.items():
-            if (path in shown and key in IO_KEYS | TRAIN_KEYS) or sr.is_series(value):
+            if (path in shown and key in IO_KEYS | TRAIN_KEYS) or sr.is_series(value) or \
+                    (not path and key in SHOWN_ELSEWHERE):
                 continue
             if isinstance(value, Mapping) and len(path) < 2:
                 value = prune(value, (*path, key))

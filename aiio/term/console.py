@@ -396,7 +396,7 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
         ("read latency p50 / p99", _lat(rd.latency.get("read"))),
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
         ("per client IOPS (mean / min / max)", _spread3(agg.per_client_iops, "{:,.0f}".format)),
-    ] + _verify_rows(agg.verify)
+    ] + _verify_rows(agg.verify) + ([("read loop", agg.read_loop)] if agg.read_loop else [])
     per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
                                "elapsed"),
                 [[str(c.client), f"{c.io['read'].iops:,.0f}", f"{c.io['write'].iops:,.0f}",

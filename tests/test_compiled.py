@@ -1,0 +1,190 @@
+"""The compiled read loop (aiio.compiled, the optional `fast` extra): on real files it reads the
+bytes the Python loop reads, counts what the calls returned, fails as the Python loop fails,
+and a run without numba falls back to the Python loop and says so."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiio import compiled, engine
+from aiio.engine import METHOD_FADVISE, OpLog, Reader, ReadFailed, io_failure, merge_logs
+from aiio.target import probe_direct_io
+from tests.conftest import REPO
+
+numba_missing = pytest.mark.skipif(compiled.unavailable() is not None,
+                                   reason=compiled.unavailable() or "")
+BLOCK = 4096
+
+
+def _file(folder: Path, size: int) -> tuple[str, bytes]:
+    data = os.urandom(size)
+    path = folder / "data.bin"
+    path.write_bytes(data)
+    return str(path), data
+
+
+def _reader(folder: Path, fast: bool) -> Reader:
+    """A reader of 4 KiB blocks through the compiled loop (fast) or the Python one."""
+    method = engine.METHOD_DIRECT if probe_direct_io(folder)[0] else METHOD_FADVISE
+    reader = Reader(method, BLOCK, OpLog(start_ns=0))
+    reader.loop = compiled.load() if fast else None
+    assert reader.loop_label.startswith("compiled" if fast else "python")
+    return reader
+
+
+@numba_missing
+def test_the_compiled_loop_reads_the_bytes_the_python_loop_reads(tmp_path: Path) -> None:
+    path, data = _file(tmp_path, 256 * BLOCK)
+    offsets = [(i * 7919 % 256) * BLOCK for i in range(300)]
+    seen: dict[bool, list[bytes]] = {}
+    figures = {}
+    for fast in (True, False):
+        reader = _reader(tmp_path, fast)
+        fd = reader.open(path)
+        try:
+            got = []
+            for i in range(0, len(offsets), 3):  # each block's bytes, as the buffer holds them
+                reader.read_blocks(fd, offsets[i:i + 3], BLOCK)
+                got.append(bytes(reader.view[:BLOCK]))
+            reader.read_blocks(fd, offsets, BLOCK)  # and one long call
+            got.append(bytes(reader.view[:BLOCK]))
+        finally:
+            os.close(fd)
+            reader.close()
+        seen[fast] = got
+        hist, series, ops, nbytes = merge_logs([reader.log])
+        figures[fast] = (hist["read"].count, ops, nbytes, series.total)
+    want = [data[offsets[i + 2]:offsets[i + 2] + BLOCK] for i in range(0, len(offsets), 3)]
+    assert seen[True] == seen[False] == want + [data[offsets[-1]:offsets[-1] + BLOCK]]
+    assert figures[True] == figures[False] == (600, 601, 600 * BLOCK, 600 * BLOCK)
+
+
+@numba_missing
+def test_the_compiled_loop_counts_a_short_read_at_the_end_as_the_python_loop(
+        tmp_path: Path) -> None:
+    """A block that runs past the end of the file moves fewer bytes, and a read at the end
+    none: each is a call, timed, counted with what it returned."""
+    path, data = _file(tmp_path, 10 * BLOCK + 1000)
+    figures = {}
+    for fast in (True, False):
+        reader = Reader(METHOD_FADVISE, BLOCK, OpLog(start_ns=0))  # a 1,000-byte tail is legal
+        reader.loop = compiled.load() if fast else None
+        fd = reader.open(path)
+        try:
+            got = reader.read_blocks(fd, [0, 10 * BLOCK, BLOCK, 11 * BLOCK], BLOCK)
+            got += reader.read_blocks(fd, [10 * BLOCK], BLOCK)
+            tail = bytes(reader.view[:1000])
+        finally:
+            os.close(fd)
+            reader.close()
+        hist, series, ops, nbytes = merge_logs([reader.log])
+        figures[fast] = (got, nbytes, series.total, hist["read"].count, tail)
+    assert figures[True] == figures[False] == (
+        2 * BLOCK + 2000, 2 * BLOCK + 2000, 2 * BLOCK + 2000, 5, data[10 * BLOCK:])
+
+
+@numba_missing
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_failed_read_names_its_offset_and_errno_and_keeps_the_calls_before_it(
+        tmp_path: Path, fast: bool) -> None:
+    path, _ = _file(tmp_path, 16 * BLOCK)
+    reader = _reader(tmp_path, fast)
+    fd = reader.open(path)
+    try:
+        with pytest.raises(ReadFailed) as caught:
+            reader.read_blocks(fd, [0, BLOCK, -BLOCK, 2 * BLOCK], BLOCK)  # EINVAL at the 3rd
+    finally:
+        os.close(fd)
+        reader.close()
+    exc = caught.value
+    assert exc.errno == errno.EINVAL and exc.offset == -BLOCK
+    assert str(io_failure(exc, "reading", path, exc.offset)) == (
+        f"reading {path} at offset {-BLOCK} failed: {os.strerror(errno.EINVAL)}")
+    hist, series, ops, nbytes = merge_logs([reader.log])
+    assert hist["read"].count == 2 and nbytes == series.total == 2 * BLOCK
+
+
+@numba_missing
+def test_a_run_until_an_instant_stops_after_the_call_that_reaches_it(tmp_path: Path) -> None:
+    """The random mix hands the loop the instant it must next look at its deadline and stop:
+    the loop makes at least one call, and none after the first that ends at or past it."""
+    import numpy as np
+
+    path, _ = _file(tmp_path, 16 * BLOCK)
+    reader = _reader(tmp_path, True)
+    fd = reader.open(path)
+    try:
+        offsets = np.arange(16, dtype=np.int64) * BLOCK
+        assert reader.read_run(fd, offsets, BLOCK, 0) == 1
+        assert reader.read_run(fd, offsets, BLOCK, engine.now_ns() + 60 * 10**9,
+                               record=False) == 16
+        assert reader.read_run(fd, offsets[:3], BLOCK, record=False) == 3
+        assert reader.record_runs() == 19 * BLOCK  # the two runs not yet recorded
+    finally:
+        os.close(fd)
+        reader.close()
+    assert merge_logs([reader.log])[0]["read"].count == 20
+
+
+FORKED = """
+import gc, os, sys, time
+import numpy as np, psutil
+from aiio import compiled, pools
+from aiio.engine import METHOD_FADVISE, OpLog, Reader
+if sys.argv[2] == 'compiled':
+    compiled.load()  # in the parent, as a run's before_fork
+fd = os.open(sys.argv[1], os.O_RDONLY)
+offs = np.arange(256, dtype=np.int64) * 4096
+gc.disable(); held = pools.take_free_blocks(); gc.freeze()  # as clients._start_all
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    gc.enable()
+    reader = Reader(METHOD_FADVISE, 4096, OpLog(0))
+    for _ in range(20):
+        reader.read_blocks(fd, offs if reader.fast else offs.tolist(), 4096)
+    os.write(w, b'x'); time.sleep(60); os._exit(0)
+os.read(r, 1)
+print(psutil.Process(pid).memory_full_info().uss)
+os.kill(pid, 9); os.waitpid(pid, 0)
+"""
+
+
+@numba_missing
+def test_a_client_reading_through_the_loop_copies_little_of_its_parent(tmp_path: Path) -> None:
+    """The loop is compiled in the parent, and its first call made there too: a client
+    forked after it and reading through it holds about what a client of the Python loop
+    holds of its own (USS), not the 5.5 MiB more that numba's first call in it touched."""
+    path, _ = _file(tmp_path, 256 * BLOCK)
+    uss = {}
+    for loop in ("compiled", "python"):
+        done = subprocess.run([sys.executable, "-c", FORKED, path, loop], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        uss[loop] = int(done.stdout)
+    assert uss["compiled"] - uss["python"] < 2 * 2**20, uss
+
+
+@pytest.mark.parametrize(("raised", "why"), [
+    ("ModuleNotFoundError(\"No module named 'numba'\", name='numba')", compiled.MISSING),
+    ("ImportError('Numba needs NumPy 2.3 or less')",
+     "numba could not be imported: Numba needs NumPy 2.3 or less"),
+])
+def test_without_a_working_numba_the_loop_says_why(tmp_path: Path, raised: str,
+                                                   why: str) -> None:
+    """A numba that is missing, and one installed but unusable here, are told apart."""
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / "__init__.py").write_text(f"raise {raised}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "from aiio import compiled\n"
+         "assert compiled.load() is None and compiled.loaded() is None\n"
+         "print(compiled.why())"], cwd=REPO, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == why
