@@ -914,13 +914,16 @@ def main_op(doc: Mapping[str, Any]) -> str:
 
 def clients_requested(doc: Mapping[str, Any]) -> int:
     """How many clients a run asked for, as `Result.clients_requested`: the recorded count,
-    else the clients it reports. A run asks for one at least (`run.clients`), so a recorded
-    count below 1 (or of another type) reads as not recorded."""
-    got = _int(doc.get("clients_requested"))
-    if got is not None and got >= 1:
-        return got
+    else the resolved workload's (`run.clients`, the same ask), else the clients it reports.
+    A run asks for one at least, so a count below 1 (or of another type) reads as not
+    recorded, and a run that records none reads as one client."""
     clients = doc.get("clients")
-    return sum(isinstance(c, Mapping) for c in clients) if isinstance(clients, list) else 0
+    reported = sum(isinstance(c, Mapping) for c in clients) if isinstance(clients, list) else 0
+    for got in (_int(doc.get("clients_requested")),
+                _int(dig(doc, "workload", "run", "clients")), reported):
+        if got is not None and got >= 1:
+            return got
+    return 1  # no client started and no count survived: "c0" or `--clients 0` would be wrong
 
 
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:

@@ -394,3 +394,26 @@ def test_clients_requested_is_the_count_asked_for() -> None:
     doc["clients"] = doc["clients"][:1]
     assert result.model(doc).clients_requested == doc["clients_requested"] == 2
     assert clients_line(doc).startswith("1 reported of 2 requested")
+
+
+@pytest.mark.parametrize("recorded", [0, None], ids=["zero", "missing"])
+def test_a_run_with_no_client_reported_still_asked_for_one_at_least(recorded: int | None) -> None:
+    # a failed run that no client reported, its count recorded as 0 or not at all: the count
+    # read 0, the history named its series "c0" and compare pasted `aiio fio --clients 0`,
+    # which aiio fio refuses; the resolved workload records the count asked for as well
+    from aiio import history
+    from aiio.fio import hero
+
+    doc = _doc(STORED / "20261130-230529-train-demo-c2")
+    doc.update(status="failed", error="no client started", clients=[])
+    if recorded is None:
+        del doc["clients_requested"]
+    else:
+        doc["clients_requested"] = recorded
+    assert result.model(doc).clients_requested == doc["workload"]["run"]["clients"] == 2
+    assert history.run_record(doc).name.endswith(" c2")
+    command = hero.pairing.fio_command(doc["target"]["path"], doc, ["seq_read"])
+    assert "--clients 2 " in command
+    del doc["workload"]  # nothing records the count: a run asks for one at least
+    assert result.model(doc).clients_requested == 1
+    assert "--clients 1 " in hero.pairing.fio_command(doc["target"]["path"], doc, ["seq_read"])
