@@ -913,17 +913,22 @@ def main_op(doc: Mapping[str, Any]) -> str:
 
 
 def clients_requested(doc: Mapping[str, Any]) -> int:
-    """How many clients a run asked for, as `Result.clients_requested`: the recorded count,
-    else the resolved workload's (`run.clients`, the same ask), else the clients it reports.
-    A run asks for one at least, so a count below 1 (or of another type) reads as not
-    recorded, and a run that records none reads as one client."""
+    """How many clients a run asked for, as `Result.clients_requested`: the count recorded
+    (`recorded_clients`), else the clients it reports, else one (a run asks for one at least:
+    "c0" or `--clients 0` would be wrong)."""
     clients = doc.get("clients")
     reported = sum(isinstance(c, Mapping) for c in clients) if isinstance(clients, list) else 0
-    for got in (_int(doc.get("clients_requested")),
-                _int(dig(doc, "workload", "run", "clients")), reported):
+    return recorded_clients(doc) or reported or 1
+
+
+def recorded_clients(doc: Mapping[str, Any]) -> int | None:
+    """The client count a run recorded asking for: `clients_requested`, else the resolved
+    workload's `run.clients` (the same ask); a count below 1 (or of another type) reads as
+    not recorded, since a run asks for one at least."""
+    for got in (_int(doc.get("clients_requested")), _int(dig(doc, "workload", "run", "clients"))):
         if got is not None and got >= 1:
             return got
-    return 1  # no client started and no count survived: "c0" or `--clients 0` would be wrong
+    return None
 
 
 def model(doc: Mapping[str, Any], path: Path | None = None) -> Result:

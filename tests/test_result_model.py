@@ -403,6 +403,7 @@ def test_a_run_with_no_client_reported_still_asked_for_one_at_least(recorded: in
     # which aiio fio refuses; the resolved workload records the count asked for as well
     from aiio import history
     from aiio.fio import hero
+    from aiio.report.run import clients_line
 
     doc = _doc(STORED / "20261130-230529-train-demo-c2")
     doc.update(status="failed", error="no client started", clients=[])
@@ -414,6 +415,8 @@ def test_a_run_with_no_client_reported_still_asked_for_one_at_least(recorded: in
     assert history.run_record(doc).name.endswith(" c2")
     command = hero.pairing.fio_command(doc["target"]["path"], doc, ["seq_read"])
     assert "--clients 2 " in command
+    assert clients_line(doc).startswith("0 reported of 2 requested")
     del doc["workload"]  # nothing records the count: a run asks for one at least
     assert result.model(doc).clients_requested == 1
+    assert clients_line(doc) == "0 reported"  # the page makes up no count asked for
     assert "--clients 1 " in hero.pairing.fio_command(doc["target"]["path"], doc, ["seq_read"])

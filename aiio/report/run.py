@@ -31,9 +31,9 @@ from aiio.result import (
     IoFigures,
     Result,
     RunSummary,
-    clients_requested,
     dig,
     model,
+    recorded_clients,
 )
 
 EXPECTED = {
@@ -101,7 +101,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
 
 def clients_line(res: Mapping[str, Any]) -> str:
     got = len(res.get("clients") or [])
-    asked = clients_requested(res)
+    asked = recorded_clients(res)  # none recorded: the page names no count asked for
     hosts = sorted({str(c.get("host")) for c in res.get("clients") or [] if c.get("host")})
     text = f"{got} reported" + (f" of {asked} requested" if asked not in (None, got) else "")
     return text + (f" on {len(hosts)} host(s): {', '.join(hosts[:8])}" if hosts else "")
