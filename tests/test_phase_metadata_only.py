@@ -88,3 +88,21 @@ def test_find_max_refuses_it_in_one_line(target: Path, monkeypatch) -> None:
                    "--target", str(target))
     assert out.returncode == 2 and "--find-max searches for the AU goal" in out.stderr
     assert not (target / "aiio").exists()
+
+
+def test_accept_of_its_sweep_says_why_there_is_no_efficiency(target: Path, results: Path,
+                                                             tmp_path: Path, monkeypatch) -> None:
+    # min_scaling_efficiency on a sweep of it errored with "has no lowest scaling efficiency
+    # of the sweep" and no reason, where the sweep's verdict says why
+    monkeypatch.setitem(REGISTRY, "statlist", "tests.statlist_phase")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "stats"\n\n[[check]]\nname = "stat-sweep"\n'
+                    'phase = "statlist"\nworkload = "demo"\nclients = [1, 2]\n\n'
+                    '[check.require]\nmin_scaling_efficiency = 0.5\n')
+    out = call_cli("accept", str(spec), "--target", str(target), "--results", str(results),
+                   "--no-report", "--no-history", "-q")
+    assert out.returncode == 1, out.stderr
+    (folder,) = results.glob("*-accept-*")
+    (check,) = result.load(folder)["checks"]
+    assert check["status"] == "error", check
+    assert "not measurable: the phase moves no bytes" in check["reason"], check["reason"]

@@ -128,7 +128,19 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: UI,
     top = max(out["points"], key=lambda p: p["clients"])["result"]
     return Measured(sweep_figures(out, check.latency_op or None), out["id"],
                     [p["result"] for p in out["points"]], top.get("warnings", []),
-                    figure_hints(top), sweep=out, folder=folder.name)
+                    {**figure_hints(top), **sweep_hints(out)}, sweep=out, folder=folder.name)
+
+
+def sweep_hints(sweep: dict[str, Any]) -> dict[str, str]:
+    """Why a sweep lacks its scaling efficiency: its verdict's words, when it judged none
+    (a baseline that moved nothing)."""
+    from aiio.sweep.verdict import NOT_MEASURABLE
+
+    verdict = sweep.get("verdict") or {}
+    if verdict.get("shape") != NOT_MEASURABLE or not verdict.get("statements"):
+        return {}
+    why = str(verdict["statements"][0])
+    return {"scaling_efficiency": why, "scaling_efficiency_min": why}
 
 
 def measure(check: Check, target: str, results_dir: str, ui: UI,
