@@ -309,6 +309,28 @@ def test_report_onto_a_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["pages"] and not any(folder.iterdir())
 
 
+@pytest.mark.parametrize("source", ["result", "history"])
+def test_report_never_writes_over_what_it_reads(tmp_path: Path, source: str) -> None:
+    # -o naming the result (or the history database) replaced the measurement with its page
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(STORED_TRAIN, folder)
+    read = folder / "result.json"
+    args = (str(folder),)
+    if source == "history":
+        read = tmp_path / "history.sqlite"
+        shutil.copy(STORED_TRAIN.parent / "history.sqlite", read)
+        args = ("--history-db", str(read))
+    before = read.read_bytes()
+    for given in (read, tmp_path / "." / read.relative_to(tmp_path)):
+        out = call_cli("report", *args, "-o", str(given), "--no-charts")
+        assert out.returncode == 2, out.stdout
+        assert out.stderr.strip() == f"aiio: -o {given} is the {source} this page is read " \
+            "from: give another file", out.stderr
+        assert read.read_bytes() == before
+
+
 def test_report_command_history_without_database(tmp_path: Path) -> None:
     out = call_cli("report", "--history-db", str(tmp_path / "none.sqlite"))
     assert out.returncode == 2

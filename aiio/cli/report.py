@@ -48,6 +48,7 @@ def _result(path: Path, output: str | None) -> Path:
     print_notices(res)
     folder = path if path.is_dir() else path.parent
     target = Path(output) if output else folder / report.REPORT_NAME
+    _not_the_source(target, path / "result.json" if path.is_dir() else path, "result")
     return _write(lambda: report.write(res, target.parent, target.name), target)
 
 
@@ -56,6 +57,7 @@ def _history(db: Path, output: str | None) -> Path:
 
     records = _history_records(db)
     target = Path(output) if output else db.with_name("history.html")
+    _not_the_source(target, db, "history")
     return _write(lambda: report.write_history(records, target, source=str(db)), target)
 
 
@@ -86,6 +88,12 @@ def _history_records(db: Path) -> list[dict]:
             out.append({"check": check, "time": rec.ts, "figure": None, "value": None,
                         "passed": rec.passed, "regression": False, "status": rec.status})
     return out
+
+
+def _not_the_source(target: Path, source: Path, what: str) -> None:
+    """Refuse a page that would replace the file it is read from: the measurement is lost."""
+    if target.exists() and source.exists() and target.samefile(source):
+        raise ConfigError(f"-o {target} is the {what} this page is read from: give another file")
 
 
 def _write(render, target: Path) -> Path:
