@@ -35,10 +35,11 @@ from .mpi import (
 TINY = (*TINY_DATA, "--batch-size", "2")
 
 
-def _run_args(target, results, *extra: str) -> tuple[str, ...]:
-    """A tiny run across the ranks, without its page: test_report.py draws an MPI run's."""
-    return ("run", "--target", str(target), "--results", str(results), "--no-report", *TINY,
-            *extra)
+def _run_args(target, results, *extra: str, report: bool = False) -> tuple[str, ...]:
+    """A tiny run across the ranks, without its page unless asked: test_report.py draws a
+    finished MPI run's, and one test here a failed one's."""
+    return ("run", "--target", str(target), "--results", str(results),
+            *(() if report else ("--no-report",)), *TINY, *extra)
 
 
 # --- pure functions ----------------------------------------------------------------------
@@ -174,7 +175,7 @@ def test_hosts_that_disagree_on_the_barriers_end_the_run_naming_the_host(target,
 @needs_mpi
 def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
     proc = mpi_start(3, *_run_args(target, results, "--clients", "6", "--duration", "30s",
-                                   "-q"))
+                                   "-q", report=True))
     pids = []
     try:
         kids = wait_measuring(proc, 6)
@@ -191,6 +192,13 @@ def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
     assert sorted(c["client"] for c in res["clients"]) == [0, 1, 2, 3, 4]  # all others kept
     assert all(h["status"] == "failed" for h in res["hosts"])
     assert not left
+    # the page of a failed run across hosts: the one a test reads (test_report.py's MPI run
+    # finished)
+    assert "report.html not written" not in err
+    (folder,) = [p for p in results.iterdir() if p.is_dir()]
+    page = (folder / "report.html").read_text()
+    assert "did not finish: it was failed" in page and 'id="hosts"' in page
+    assert "could not be drawn" not in page
 
 
 @needs_mpi
