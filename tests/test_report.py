@@ -309,6 +309,16 @@ def test_report_onto_a_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["pages"] and not any(folder.iterdir())
 
 
+@pytest.mark.parametrize("under", ["notes", "notes/sub"])
+def test_report_under_a_file_says_it_is_not_a_folder(tmp_path: Path, under: str) -> None:
+    # the folder to write in was a file: the error said "File exists", as if -o itself did
+    (tmp_path / "notes").write_text("x")
+    given = tmp_path / under / "page.html"
+    out = call_cli("report", str(STORED_TRAIN), "-o", str(given), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {given}: Not a directory"
+
+
 @pytest.mark.parametrize("source", ["result", "history"])
 def test_report_never_writes_over_what_it_reads(tmp_path: Path, source: str) -> None:
     # -o naming the result (or the history database) replaced the measurement with its page

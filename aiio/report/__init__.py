@@ -70,8 +70,7 @@ def write_history(records: Sequence[Mapping[str, Any]], path: str | os.PathLike,
 def _write_atomic(path: Path, text: str) -> Path:
     """Never leave half a page behind: write beside it, then rename. A pipe or a device
     (`-o /dev/stdout`) is written into: a rename would replace it with a file."""
-    if path.is_dir():  # checked first: its rename would fail only after the page was written
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    _check_place(path)
     if path.exists() and not path.is_file():
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
@@ -85,3 +84,12 @@ def _write_atomic(path: Path, text: str) -> Path:
         tmp.unlink(missing_ok=True)  # a page that could not take its place leaves nothing
         raise
     return path
+
+
+def _check_place(path: Path) -> None:
+    """Refuse, before rendering anything there, a page path that is a folder or lies under a
+    file (the rename would fail only after the page was written; mkdir says "File exists")."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if path.parent.exists() and not path.parent.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path.parent))
