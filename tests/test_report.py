@@ -261,6 +261,9 @@ def test_report_without_charts_keeps_every_table(run2: Path, tmp_path: Path) -> 
         re.findall(r"<table.*?</table>", full_text, re.S)
 
 
+STORED_TRAIN = Path(__file__).parent / "data" / "results-v1" / "20261130-230529-train-demo-c2"
+
+
 @pytest.mark.parametrize("args, message", [
     ((), "nothing to report"),
     (("/no/such/result",), "no result at /no/such/result"),
@@ -271,9 +274,6 @@ def test_report_command_bad_input(args: tuple, message: str) -> None:
     assert out.returncode == 2
     assert message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
-
-
-STORED_TRAIN = Path(__file__).parent / "data" / "results-v1" / "20261130-230529-train-demo-c2"
 
 
 def test_report_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
@@ -317,6 +317,19 @@ def test_report_under_a_file_says_it_is_not_a_folder(tmp_path: Path, under: str)
     out = call_cli("report", str(STORED_TRAIN), "-o", str(given), "--no-charts")
     assert out.returncode == 2
     assert out.stderr.strip() == f"aiio: cannot write the report to {given}: Not a directory"
+
+
+def test_an_empty_output_is_one_line(tmp_path: Path) -> None:
+    # an empty -o (an unset variable: -o "$PAGE") replaced the page beside the result
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(STORED_TRAIN, folder)
+    for args in ((str(folder),), ("--history-db", str(folder.parent / "none.sqlite"))):
+        out = call_cli("report", *args, "-o", "", "--no-charts")
+        assert out.returncode == 2
+        assert out.stderr.strip() == "aiio: -o needs a file name (it was empty)", out.stderr
+    assert not (folder / "report.html").exists()
 
 
 @pytest.mark.parametrize("source", ["result", "history"])

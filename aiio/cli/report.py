@@ -34,6 +34,8 @@ def report(path: str | None, history: bool, history_db: str | None,
     if not (history or history_db or path):
         raise ConfigError("nothing to report: give a result folder (aiio report reports/<id>) "
                           "or --history")
+    if output == "":  # an unset variable (-o "$PAGE"): not the default place, silently
+        raise ConfigError("-o needs a file name (it was empty)")
     with charts.left_out() if no_charts else contextlib.nullcontext():
         written = _history(Path(history_db or DEFAULT_HISTORY_DB), output) if not path \
             else _result(Path(path), output)
