@@ -299,6 +299,14 @@ def test_report_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [pipe.name]
 
 
+def test_report_to_stdout_is_the_page_alone() -> None:
+    # -o /dev/stdout: the page, then "report: /dev/stdout" after its </html> in the same stream
+    out = run_cli("report", str(STORED_TRAIN), "-o", "/dev/stdout", "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("<!DOCTYPE html>") and out.stdout.rstrip().endswith("</html>")
+    assert out.stderr.strip() == "report: /dev/stdout"
+
+
 def test_report_onto_a_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     # the error named a temporary file the user never typed (".pages.tmp"), left behind
     folder = tmp_path / "pages"

@@ -39,7 +39,8 @@ def report(path: str | None, history: bool, history_db: str | None,
     with charts.left_out() if no_charts else contextlib.nullcontext():
         written = _history(Path(history_db or DEFAULT_HISTORY_DB), output) if not path \
             else _result(Path(path), output)
-    click.echo(f"report: {written}")
+    # a page sent into a pipe or a device (-o /dev/stdout) is that stream's content alone
+    click.echo(f"report: {written}", err=not written.is_file())
 
 
 def _result(path: Path, output: str | None) -> Path:
