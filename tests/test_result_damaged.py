@@ -5,7 +5,6 @@ code 2. Fuzzed over a fresh real result of each phase, of a sweep and of a fio r
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import traceback
@@ -154,8 +153,10 @@ def key_paths(doc: Any, depth: int = DEEP, base: tuple = ()) -> Iterator[tuple]:
         yield from key_paths(value, depth, (*base, key))
 
 
-def _damage(doc: dict, path: tuple, junk: Any) -> dict:
-    out = copy.deepcopy(doc)
+def _damage(saved: str, path: tuple, junk: Any) -> dict:
+    """The result saved as `saved` (its JSON text), with the field at `path` damaged: parsed
+    again for each damage, which is several times faster than a deep copy of the document."""
+    out = json.loads(saved)
     part = result.dig(out, *path[:-1]) if len(path) > 1 else out
     if junk is DELETE:
         del part[path[-1]]
@@ -195,7 +196,8 @@ def _outcome(args: tuple[str, ...]) -> str | None:
 @pytest.mark.parametrize("name", MADE)
 def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name: str,
                                                      tmp_path: Path) -> None:
-    doc = json.loads((made[name] / "result.json").read_text())
+    saved = (made[name] / "result.json").read_text()
+    doc = json.loads(saved)
     folder = tmp_path / made[name].name
     folder.mkdir()
     db = tmp_path / "history.sqlite"
@@ -204,7 +206,7 @@ def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name
         for n, path in enumerate(key_paths(doc)):
             page = len(path) == 1  # the tables and the page: every top-level field
             for junk in (DAMAGE[n % (len(DAMAGE) - 1)], DELETE):
-                (folder / "result.json").write_text(json.dumps(_damage(doc, path, junk)))
+                (folder / "result.json").write_text(json.dumps(_damage(saved, path, junk)))
                 commands = [("compare", str(folder)),
                             ("size", "--workload", "demo", "--from", str(folder))]
                 commands = commands if name in SIZED else commands[:1]
