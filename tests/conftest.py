@@ -43,16 +43,16 @@ def _uses(module: object, *helpers: object) -> bool:
 
 
 def _mark_by_storage(item: pytest.Item) -> None:
-    """`serial` for a module on the FUSE rate oracle, `known_speed` for one on a throttled
-    loop device (see pytest_collection_modifyitems). bindfs alone does not make a module
-    serial: only the oracle lab's warm-folder test needs its pages kept, and the lab is on
-    the oracle anyway."""
+    """`serial` for a module on the FUSE rate oracle (but one marked `oracle_under_load`),
+    `known_speed` for one on a throttled loop device (see pytest_collection_modifyitems).
+    bindfs alone does not make a module serial: only the oracle lab's warm-folder test needs
+    its pages kept, and the lab is on the oracle anyway."""
     from tests.oracle import mount
     from tests.storage import throttled_disk
 
     if item.module is None:
         return
-    if _uses(item.module, mount.ratefs):
+    if _uses(item.module, mount.ratefs) and not item.get_closest_marker("oracle_under_load"):
         item.add_marker(pytest.mark.serial)
     elif _uses(item.module, throttled_disk):
         item.add_marker(pytest.mark.known_speed)
@@ -68,10 +68,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
        (`known_speed`)
        start first, spread over the workers: the kernel enforces their rate, and they wait on
        it, not on the CPU, so the other tests fill the CPUs meanwhile.
-    2. Alone, the `serial` tests: the FUSE rate oracle, a Python daemon that must get the CPU
-       whenever a request comes to deliver its rate (beside the whole suite it fell 12 to 20 %
-       short), and bindfs over a warm folder, whose pages another test's drop of the page
-       cache would take away."""
+    2. Apart from the rest, two at a time, the `serial` tests: the FUSE rate oracle, a Python
+       daemon that must get the CPU whenever a request comes to deliver its rate (beside the
+       whole suite it fell 12 to 20 % short), and bindfs over a warm folder, whose pages
+       another test's drop of the page cache would take away."""
     for item in items:
         _mark_by_storage(item)
         if item.get_closest_marker("xdist_group") is None and _shares_fixtures(item):
