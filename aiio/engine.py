@@ -410,6 +410,10 @@ class Reader:
             self._address = _address_of(self.buf)
         starts, ends, got = self._scratch[:, first:first + n]
         made = self.loop.run(fd, self._address, size, offsets, starts, ends, got, until_ns)
+        while made and got[made - 1] == -errno.EINTR:
+            # counted now, before any Python code where the signal's handler may raise
+            self._pending = first + made - 1
+            made = self._resume(fd, size, offsets, first, made - 1, until_ns)
         if made and got[made - 1] < 0:  # a failed call: the calls before it count
             self._pending += made - 1
             self.record_runs()
@@ -418,6 +422,21 @@ class Reader:
         if record:
             self.record_runs()
         return made
+
+    def _resume(self, fd: int, size: int, offsets: np.ndarray, first: int, at: int,
+                until_ns: int) -> int:
+        """Make again the call a signal interrupted (the run's `at`-th, at `first` + `at` in
+        the scratch arrays) and those after it, as os.preadv does (PEP 475): back in Python
+        the signal's handler has run (an exception it raises ends the run, the calls before
+        it counted), and the call keeps its first start, so its time includes the wait the
+        signal broke. Returns how many of the run's calls are made."""
+        starts, ends, got = self._scratch[:, first + at:first + len(offsets)]
+        start = int(starts[0])
+        made = self.loop.run(fd, self._address, size, offsets[at:], starts, ends, got,
+                             until_ns)
+        starts[0] = start
+        self._pending = first
+        return at + made
 
     def record_runs(self) -> int:
         """Hand the compiled loop's calls not yet recorded to the log in one batch; returns

@@ -188,3 +188,54 @@ def test_without_a_working_numba_the_loop_says_why(tmp_path: Path, raised: str,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == why
+
+
+class _Woken(Exception):
+    """Raised by the test's signal handler: a handler's exception ends the read."""
+
+
+def _blocking_device() -> int | None:
+    """A descriptor whose pread waits, interruptibly, for data that never comes: the kernel
+    log's reader at its end (/dev/kmsg is one of the few such files pread accepts)."""
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY)
+    except OSError:
+        return None
+    os.lseek(fd, 0, os.SEEK_END)
+    return fd
+
+
+@numba_missing
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool) -> None:
+    """A signal whose handler returns interrupts pread (EINTR): the read is made again, as
+    os.preadv makes it (PEP 475), and no error is raised; a handler that raises ends the
+    read with its exception. The compiled loop raised ReadFailed (Interrupted system call)
+    at the first signal."""
+    import signal
+
+    fd = _blocking_device()
+    if fd is None:
+        pytest.skip("/dev/kmsg cannot be read here")
+    reader = Reader(engine.METHOD_NONE, BLOCK, OpLog(start_ns=0))
+    reader.loop = compiled.load() if fast else None
+    seen = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append(signum)
+        if len(seen) == 3:
+            raise _Woken
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+    try:
+        with pytest.raises(_Woken):
+            reader.read_blocks(fd, [0], BLOCK)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        os.close(fd)
+        reader.close()
+    assert len(seen) == 3
+    hist = merge_logs([reader.log])[0]
+    assert "read" not in hist or hist["read"].count == 0  # the read never ended
