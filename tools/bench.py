@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import random
 import shutil
@@ -513,13 +514,15 @@ def fairness_rows(clients: int = 1024, repeats: int = REPEATS) -> list[Row]:
         print(f"fairness-oracle: not measured: {why}", file=sys.stderr)
         return []
     size_mib = 2 * clients * fair.FILES * fair.FILE // MiB + 256  # aiio's files and fio's
-    pairs = []
+    pairs, started = [], []
     with tempfile.TemporaryDirectory(prefix="aiio-bench-fair-", dir="/var/tmp") as tmp, \
             ratefs(Path(tmp), Rates(read_stream=fair.STREAM), size_mib=size_mib,
-                   threads=2 * clients + 64) as mount:
+                   threads=2 * clients + 64, log=Path(tmp) / "streams.jsonl") as mount:
         for n in range(repeats):  # the files of the first pair are read again by the others
-            pairs.append((_fair_aiio(Path(tmp), mount, clients, n), _fair_fio(mount, clients)))
-    return _fair_rows(clients, pairs)
+            ours = _fair_aiio(Path(tmp), mount, clients, n)
+            started.append(_from_first_request(Path(tmp) / "streams.jsonl", ours[1]))
+            pairs.append((ours[0], _fair_fio(mount, clients)))
+    return _fair_rows(clients, pairs) + [_first_request_row(clients, started, pairs)]
 
 
 def _fair_aiio(tmp: Path, mount: Path, clients: int, n: int = 0) -> list[float]:
@@ -537,7 +540,25 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int, n: int = 0) -> list[float]:
     res = load(_result_file(results))
     if len(res["clients"]) != clients:
         raise SystemExit(f"fairness-oracle: {len(res['clients'])} of {clients} client results")
-    return [c["mib_s"] * MiB / fair.STREAM for c in res["clients"]]
+    return ([c["mib_s"] * MiB / fair.STREAM for c in res["clients"]],
+            {int(c["pid"]) for c in res["clients"]})
+
+
+def _from_first_request(log: Path, pids: set[int]) -> list[float]:
+    """Each aiio client's share over its own reading only, from the oracle's stream log: its
+    bytes over the time from its first open to its last answered read (about what a fio job's
+    runtime covers, which starts when the job first runs). The log is emptied for the next."""
+    spans: dict[int, list[float]] = {}
+    for line in log.read_text().splitlines():
+        stream = json.loads(line)
+        if stream.get("pid") not in pids or not stream["reads"]:
+            continue
+        first, last, nbytes = spans.setdefault(stream["pid"], [math.inf, -math.inf, 0.0])
+        spans[stream["pid"]] = [min(first, stream["open"]), max(last, stream["reads"][-1][1]),
+                                nbytes + sum(r[2] for r in stream["reads"])]
+    log.write_text("")
+    return [b / (last - first) / fair.STREAM for first, last, b in spans.values()
+            if last > first]
 
 
 def _fair_fio(mount: Path, clients: int) -> list[float]:
@@ -552,6 +573,19 @@ def _fair_fio(mount: Path, clients: int) -> list[float]:
                      "openfiles": "1", "file_service_type": "sequential", "direct": "1",
                      "ioengine": "psync"})
     return [j["read"]["bw_bytes"] / fair.STREAM for j in jobs]
+
+
+def _first_request_row(clients: int, started: list[list[float]],
+                       pairs: list[tuple[list[float], list[float]]]) -> Row:
+    """aiio's median share counted from each client's first request, against fio's: what is
+    left of the gap once the common start's cost to set the clients going is taken out."""
+    row = paired_row(f"median share from each client's first request, {clients} clients",
+                     [statistics.median(s) for s in started],
+                     [statistics.median(t) for _, t in pairs], "x", 0.0)
+    seen = ", ".join(f"{len(s)}" for s in started)
+    return replace(row, target="reported", met=True,
+                   note=f"from the oracle's stream log ({seen} clients seen): not the judged "
+                        "figure, which keeps the common start (docs/METHOD.md)")
 
 
 def _fair_rows(clients: int, pairs: list[tuple[list[float], list[float]]]) -> list[Row]:
