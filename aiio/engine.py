@@ -344,8 +344,10 @@ class Reader:
         offset; the calls before it keep their times and bytes.
         """
         if self.fast:
-            self.read_run(fd, np.asarray(offsets, np.int64), size, record=False)
-            done = self.record_runs()
+            try:
+                self.read_run(fd, np.asarray(offsets, np.int64), size, record=False)
+            finally:  # as the Python loop's: the calls made so far, on an exception too
+                done = self.record_runs()
         else:
             done = self._read_blocks_python(fd, offsets, size)
         if self.counter:
