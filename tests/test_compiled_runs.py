@@ -56,6 +56,17 @@ def test_a_verified_mix_keeps_the_python_loop_and_says_why(target: Path,
     assert res["aggregate"]["verify"]["blocks_checked"] > 0
 
 
+def test_a_mix_of_writes_only_says_it_read_through_no_loop(target: Path,
+                                                          results: Path) -> None:
+    """read_share 0 makes no read: its result said the reads went through the Python loop
+    because the compiled one was "not compiled before the clients started", as if it had
+    failed."""
+    res = _randrw(target, results, share=0.0)
+    assert res["aggregate"]["read"]["bytes"] == 0
+    assert res["aggregate"]["read_loop"] == "none (no reads)"
+    assert [c["read_loop"] for c in res["clients"]] == ["none (no reads)"] * 2
+
+
 def _script(body: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", body], cwd=REPO, capture_output=True,
                           text=True, timeout=180, env={**os.environ, **(env or {})})

@@ -41,6 +41,7 @@ BATCH = 1024  # random choices drawn at once
 # The fewest reads in a row that go to the compiled loop in one call; shorter runs read one
 # call at a time in Python, where the loop's set-up per call costs more than it saves
 MIN_RUN = 4
+NO_READS = "none (no reads)"  # a mix of writes only: its read loop
 
 
 @dataclass
@@ -123,6 +124,8 @@ class _Mixer:
     @property
     def read_loop(self) -> str:
         """Which loop timed this thread's reads, as the result says it."""
+        if self.a.read_share <= 0:  # no loop was asked for: not a fallback to report
+            return NO_READS
         if self.a.iodepth > 1:
             return f"io_uring (depth {self.a.iodepth})"
         return self.reader.loop_label
