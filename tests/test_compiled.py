@@ -245,3 +245,27 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
     hist = merge_logs([reader.log])[0]
     made = hist["read"].count if "read" in hist else 0
     assert made == 0 if at_end else made > 0  # the kernel log's records, then the wait
+
+
+@numba_missing
+def test_the_compiled_loop_reads_the_engines_clock(tmp_path: Path) -> None:
+    """Its stamps land in the run's series and windows: each call's start and end lie between
+    `engine.now_ns` readings taken around the loop, in call order, and none is before its
+    start (a clock other than time.monotonic_ns's would fall outside by seconds)."""
+    import numpy as np
+
+    path, _ = _file(tmp_path, 64 * BLOCK)
+    reader = _reader(tmp_path, True)
+    fd = reader.open(path)
+    try:
+        before = engine.now_ns()
+        made = reader.read_run(fd, np.arange(64, dtype=np.int64) * BLOCK, BLOCK, record=False)
+        after = engine.now_ns()
+        starts, ends, got = reader._scratch[:, :made].copy()
+        reader.record_runs()
+    finally:
+        os.close(fd)
+        reader.close()
+    assert made == 64 and (got == BLOCK).all()
+    assert before <= starts[0] and ends[-1] <= after
+    assert (ends >= starts).all() and (starts[1:] >= ends[:-1]).all()
