@@ -345,7 +345,7 @@ class Reader:
         """
         if self.fast:
             try:
-                self.read_run(fd, np.asarray(offsets, np.int64), size, record=False)
+                self.read_run(fd, np.ascontiguousarray(offsets, np.int64), size, record=False)
             finally:  # as the Python loop's: the calls made so far, on an exception too
                 done = self.record_runs()
         else:
@@ -390,9 +390,10 @@ class Reader:
 
     def read_run(self, fd: int, offsets: np.ndarray, size: int,
                  until_ns: int = 2**63 - 1, record: bool = True) -> int:
-        """Read one `size`-byte block at each offset (int64) through the compiled loop, and
-        no more after the first call that ends at or past `until_ns` (the instant its
-        caller must next look at a deadline or a stop); returns how many calls it made.
+        """Read one `size`-byte block at each offset (a contiguous int64 array: the loop's
+        one signature) through the compiled loop, and no more after the first call that ends
+        at or past `until_ns` (the instant its caller must next look at a deadline or a
+        stop); returns how many calls it made.
 
         Each call's readings and bytes wait in the reader until `record_runs` hands them to
         the log as one batch, as the Python loop's go: at once, or with `record` False when

@@ -111,6 +111,26 @@ def test_a_failed_read_names_its_offset_and_errno_and_keeps_the_calls_before_it(
 
 
 @numba_missing
+@pytest.mark.parametrize("fast", [True, False])
+def test_offsets_in_any_int_array_are_read(tmp_path: Path, fast: bool) -> None:
+    """Every other block of an int64 array (a strided view) and an int32 array: the Python loop
+    read them, the compiled one refused them ("No matching definition")."""
+    import numpy as np
+
+    path, data = _file(tmp_path, 16 * BLOCK)
+    reader = _reader(tmp_path, fast)
+    fd = reader.open(path)
+    try:
+        every_other = (np.arange(16, dtype=np.int64) * BLOCK)[::2]
+        assert reader.read_blocks(fd, every_other, BLOCK) == 8 * BLOCK
+        assert bytes(reader.view[:BLOCK]) == data[14 * BLOCK:15 * BLOCK]
+        assert reader.read_blocks(fd, np.arange(3, dtype=np.int32) * BLOCK, BLOCK) == 3 * BLOCK
+    finally:
+        os.close(fd)
+        reader.close()
+
+
+@numba_missing
 def test_a_run_until_an_instant_stops_after_the_call_that_reaches_it(tmp_path: Path) -> None:
     """The random mix hands the loop the instant it must next look at its deadline and stop:
     the loop makes at least one call, and none after the first that ends at or past it."""
