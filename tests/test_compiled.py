@@ -210,6 +210,9 @@ def test_without_a_working_numba_the_loop_says_why(tmp_path: Path, raised: str,
     assert done.stdout.strip() == why
 
 
+KMSG_READ = 8192  # the kernel log's largest record (CONSOLE_EXT_LOG_MAX): less may fail
+
+
 class _Woken(Exception):
     """Raised by the test's signal handler: a handler's exception ends the read."""
 
@@ -242,7 +245,7 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
     fd = _blocking_device(at_end)
     if fd is None:
         pytest.skip("/dev/kmsg cannot be read here")
-    reader = Reader(engine.METHOD_NONE, BLOCK, OpLog(start_ns=0))
+    reader = Reader(engine.METHOD_NONE, KMSG_READ, OpLog(start_ns=0))
     reader.loop = compiled.load() if fast else None
     seen = []
 
@@ -255,7 +258,7 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
     signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
     try:
         with pytest.raises(_Woken):
-            reader.read_blocks(fd, [0] * (1 if at_end else 10**6), BLOCK)
+            reader.read_blocks(fd, [0] * (1 if at_end else 10**6), KMSG_READ)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
