@@ -93,7 +93,8 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
             if c.get("elapsed_s") and c.get("cpu_s", 0) / c["elapsed_s"] >= CLIENT_PROC_BUSY]
     if busy:
         out.append(_w("client_process_busy", f"client(s) {_list(busy)} used at least "
-                      f"{CLIENT_PROC_BUSY:.0%} of a core: their Python loop may limit them"))
+                      f"{CLIENT_PROC_BUSY:.0%} of a core: their own CPU, not the storage, "
+                      "may limit them"))
     for name, nic in monitor.get("nics", {}).items():
         if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
             cap = nic["link_bytes_s"] / 2**20
