@@ -17,11 +17,11 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Two passes (tests/conftest.py, docs/TESTING.md): six workers overlap their waits for
+# Two passes (tests/conftest.py, docs/TESTING.md): eight workers overlap their waits for
 # processes, I/O and throttled devices on 2 cores; then the FUSE rate oracle's lab runs apart,
 # two tests at a time.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial" -n 6 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m "not serial" -n 8 --dist loadgroup --no-loadscope-reorder
 	$(BIN)/python -m pytest -q -m serial -n 2
 
 bench: $(STAMP)
