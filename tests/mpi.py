@@ -128,3 +128,19 @@ def kill_all(pids: list[int]) -> None:
         except psutil.NoSuchProcess:
             pass
 
+
+def end_job(proc: subprocess.Popen, pids: list[int]) -> None:
+    """Kill what is left of a launched job: the processes recorded while it ran and, for a
+    job that failed before they were recorded, its tree as it is now, then the launcher. A
+    job whose clients never started left its launcher and both ranks running for an hour
+    (rank 1's dataset generation hung) when only the recorded ones, none, were killed."""
+    if proc.poll() is None:
+        try:
+            pids = [*pids, *tree_pids(proc)]
+        except psutil.NoSuchProcess:
+            pass
+    kill_all(pids)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=60)
+

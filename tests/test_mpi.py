@@ -20,8 +20,8 @@ from aiio.target import Target
 
 from .conftest import REPO, TINY_DATA, call_cli, client_processes, is_root, saved_results
 from .mpi import (
+    end_job,
     find_mpiexec,
-    kill_all,
     left_behind,
     mpi_env,
     mpi_run,
@@ -184,7 +184,7 @@ def test_killed_client_on_another_host_ends_the_run_naming_it(target, results):
         _, err = proc.communicate(timeout=60)
         left = left_behind(pids)  # before the clean-up below kills whatever is left
     finally:
-        kill_all(pids)
+        end_job(proc, pids)
     assert proc.returncode != 0
     assert "(rank 2): client 5" in err and "SIGKILL" in err and "partial result saved" in err
     (res,) = saved_results(results)
@@ -213,7 +213,7 @@ def test_killed_rank_ends_the_run_without_a_hang(target, results):
         _, err = proc.communicate(timeout=60)  # bounded: a hang fails here
         left = left_behind(pids)
     finally:
-        kill_all(pids)
+        end_job(proc, pids)
     assert proc.returncode != 0
     assert "rank 1" in err  # the launcher names the rank and its node
     assert not left  # no rank and no client left behind
@@ -243,7 +243,7 @@ def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
         _, err = proc.communicate(timeout=60)
         left = left_behind(pids)  # before the clean-up below kills whatever is left
     finally:
-        kill_all(pids)
+        end_job(proc, pids)
     assert proc.returncode != 0
     assert "host" in err and "(rank 1) stopped answering" in err
     (res,) = saved_results(results)
@@ -377,7 +377,7 @@ def test_barrier_released_late_on_one_host_across_the_deadline(target, results):
         except subprocess.TimeoutExpired:
             pytest.fail("the run hung after the deadline")
     finally:
-        kill_all(pids)
+        end_job(proc, pids)
     assert proc.returncode == 0, err
     (res,) = saved_results(results)
     assert res["status"] == "ok" and res["aggregate"]["checkpoint"]["completed"] >= 1

@@ -14,7 +14,7 @@ from aiio import result
 
 from .conftest import TINY_DATA
 from .mpi import (
-    kill_all,
+    end_job,
     left_behind,
     mpi_run,
     mpi_start,
@@ -42,7 +42,7 @@ def _sigterm_ranks(target, results, which: list[int] | None, duration: str, env:
         _, err = proc.communicate(timeout=timeout)  # a guard against a hang, not a timing
         left = left_behind(pids)
     finally:
-        kill_all(pids)
+        end_job(proc, pids)
     assert not left
     (path,) = results.glob("*/result.json")
     return result.load(path), err
