@@ -78,6 +78,8 @@ def test_a_sweep_of_it_makes_up_no_verdict(target: Path, results: Path, monkeypa
     assert (folder / "aggregate.svg").exists()  # the charts draw no undefined E(N)
     page = (folder / "report.html").read_text()
     assert "not measurable: the phase moves no bytes" in page and "sublinear" not in page
+    # the page says it in words, and lists no threshold or linear range it could not judge
+    assert "Scaling: not measurable" in page and "scales linearly up to" not in page
     assert "scaling_efficiency" not in figures.sweep_figures(saved)  # nor does the history
 
 

@@ -24,6 +24,7 @@ from aiio.report.common import (
 )
 from aiio.report.run import clients_section
 from aiio.result import Result, dig, main_op, model
+from aiio.sweep.verdict import NOT_MEASURABLE
 
 EXPECTED = {
     "points": "the measured client counts (no point finished)",
@@ -117,7 +118,7 @@ def verdict_section(v: Any) -> Html:
     statements = [s for s in h.items(v.get("statements")) if isinstance(s, str)]
     kind = {"linear": "ok", "saturated": "warn", "degrading": "fail"}.get(v.get("shape"), "info")
     if statements:
-        parts.append(h.notice(kind, f"Scaling: {v.get('shape', 'see below')}", statements))
+        parts.append(h.notice(kind, f"Scaling: {_shape(v)}", statements))
     if v.get("caveats"):
         parts.append(h.notice("warn", "Caveats", v["caveats"]))
     parts.append(h.kv_table(verdict_pairs(v)))
@@ -127,7 +128,18 @@ def verdict_section(v: Any) -> Html:
     return h.section("Verdict", *parts, anchor="verdict")
 
 
+def _shape(v: Mapping[str, Any]) -> str:
+    """The verdict's shape as the page names it: "not measurable" in words, as the console
+    says it (the others as recorded, which the stored pages pin)."""
+    shape = v.get("shape", "see below")
+    return "not measurable" if shape == NOT_MEASURABLE else str(shape)
+
+
 def verdict_pairs(v: Mapping[str, Any]) -> list[tuple[str, str]]:
+    if v.get("shape") == NOT_MEASURABLE:  # no threshold, linear range or knee was judged
+        return [("shape", _shape(v)),
+                ("baseline", f"{h.plain(v.get('baseline_clients'))} clients at "
+                             f"{h.mib_s(v.get('baseline_mib_s'))}")]
     peak, plateau, au = v.get("peak") or {}, v.get("plateau") or {}, v.get("au") or {}
     rows = [
         ("shape", h.plain(v.get("shape"))),
