@@ -55,7 +55,7 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     from aiio.fio import hero
     from aiio.result import dig
 
-    test = hero.compare_test(run)
+    test = hero.run_hero_test(run)
     if test is None:  # nothing to make: no fio test has the phase's pattern
         return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
     if fio_res is None:

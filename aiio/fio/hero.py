@@ -278,18 +278,12 @@ def compared_stage(run: Mapping[str, Any]) -> str | None:
     return layout_of(run).headline_stage if run.get("phase") in REGISTRY else None
 
 
-def compare_test(run: Mapping[str, Any]) -> str | None:
-    """The fio test a run is compared with (its first pairing side's); None when no fio test
-    pairs with its phase (one of metadata only, say)."""
-    return run_hero_test(run)
-
-
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency. With
     no fio result, none holding the test, or no test paired, the fio side of every row is
     None."""
     sides = pairing.sides(run)
-    test = compare_test(run)
+    test = run_hero_test(run)  # None: no fio test pairs with its phase
     fio = fio_res.section(test) if fio_res is not None and test else None
     mine = headline(run)[0]  # where the phase keeps them (randrw: its mix)
     # with no fio test paired (a phase of stats, say) its own main operation's latency

@@ -369,7 +369,8 @@ class RandrwPhase(Phase):
 
     def before_fork(self, args: RandrwArgs) -> None:
         """Compile the read loop here, once, when the clients will use it: each client
-        compiling its own costs it 0.25 s of CPU and the compiler's memory."""
+        compiling its own costs it about 0.5 s of CPU and the compiler's memory
+        (aiio.compiled)."""
         if uses_compiled_loop(args):
             compiled.load()
 

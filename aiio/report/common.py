@@ -9,7 +9,7 @@ from typing import Any
 from aiio.cache_methods import MEANING
 from aiio.markup import Html
 from aiio.report import html as h
-from aiio.result import dig
+from aiio.result import RunSummary, dig
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +183,8 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
         ("page-cache defeat", f"{method}: {MEANING.get(method, 'unknown method')}"
          if method else h.MISSING),
     ]
-    loop = dig(res, "aggregate", "read_loop", default=None)
-    if isinstance(loop, str):  # which loop timed the reads: results compare only alike
+    loop = RunSummary.of(res.get("aggregate")).read_loop
+    if loop is not None:  # which loop timed the reads: results compare only alike
         what.append(("read loop", loop))
     # An acceptance run has no phase or workload of its own: its checks do.
     parts = [h.kv_table(what, caption="run")] if phase != h.MISSING or w else []
