@@ -224,13 +224,7 @@ class _Client:
         if not self.pid:  # never started (its fork failed): waitpid(0) means the whole group
             return 255
         if self._status is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere: gone, its code unknown
-                self._status = 255
-                return self._status
-            if pid:
-                self._status = os.waitstatus_to_exitcode(status)
+            self._status = procsetup.exit_status(self.pid)
         return self._status
 
     def is_alive(self) -> bool:
@@ -459,16 +453,8 @@ def _describe_death(i: int, p: _Client, errors: dict[int, dict], first: int = 0)
         return f"client {n} failed: {errors[i]['message']}"
     code = p.exitcode
     if code is not None and code < 0:
-        return f"client {n} (pid {p.pid}) was killed by {_signal_name(-code)}"
+        return f"client {n} (pid {p.pid}) was killed by {procsetup.signal_name(-code)}"
     return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
-
-
-def _signal_name(number: int) -> str:
-    """SIGKILL, or "signal 40" for those Python has no name for (the real-time ones)."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _handle(msg: tuple, results: dict, errors: dict) -> None:

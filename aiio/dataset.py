@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing as mp
 import os
-import signal
 import socket
 import time
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiio import formats
+from aiio import forked, formats
 from aiio.errors import AiioError, RunFailed
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.target import Target, check_shared, remove_tree
@@ -178,9 +176,8 @@ def check(target: Target, w: Workload) -> tuple[Dataset | None, str]:
 
 # --- generation ----------------------------------------------------------------------------
 
-def _write_file(args: tuple[DatasetParams, str, int]) -> tuple[int, int, np.ndarray]:
+def _write_file(params: DatasetParams, folder: str, i: int) -> tuple[int, int, np.ndarray]:
     """Write file i, make it durable, drop its cached pages; return (i, size, ranges)."""
-    params, folder, i = args
     path = Path(folder) / params.relpath(i)
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = formats.get_format(params.format)
@@ -247,33 +244,35 @@ def generate(target: Target, w: Workload, workers: int | None = None,
 
 
 def _generate_share(share: tuple, report: Progress) -> dict:
-    """Write files lo..hi-1 with a pool of processes on this host; their sizes and ranges."""
+    """Write files lo..hi-1 with forked generator processes on this host (aiio.forked: one
+    that dies fails the share at once, naming it, instead of leaving it waiting); their
+    sizes and ranges. `report` also runs while no file completes, so a caller can stop the
+    share (a Ctrl-C, another host's failure) whatever the storage's pace."""
     params, folder, lo, hi, workers = share
     t0 = time.monotonic()
     workers = workers or max(1, min(os.cpu_count() or 1, 8, hi - lo))
     sizes = np.zeros(hi - lo, dtype=np.int64)
     ranges: list[np.ndarray | None] = [None] * (hi - lo)
-    jobs = [(params, folder, i) for i in range(lo, hi)]
+    done = [0, 0]  # files, bytes
+
+    def take(written: tuple[int, int, np.ndarray]) -> None:
+        i, size, arr = written
+        sizes[i - lo], ranges[i - lo] = size, arr
+        done[0] += 1
+        done[1] += size
+        report(done[0], done[1])
+
     try:
-        with mp.get_context("fork").Pool(workers, initializer=_default_sigterm) as pool:
-            done_bytes = 0
-            for n, (i, size, arr) in enumerate(pool.imap_unordered(_write_file, jobs,
-                                                                    chunksize=4), 1):
-                sizes[i - lo], ranges[i - lo] = size, arr
-                done_bytes += size
-                report(n, done_bytes)
+        forked.run_sliced(lambda i: _write_file(params, folder, i), range(lo, hi), workers,
+                          take, lambda: report(done[0], done[1]), name="generator")
     except OSError as exc:
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
                         "partial files removed") from exc
+    except forked.WorkerFailed as exc:
+        raise RunFailed(f"dataset generation failed: {exc}; partial files removed") from None
     return {"sizes": sizes, "ranges": ranges, "host": socket.gethostname(),
             "seconds": round(time.monotonic() - t0, 3)}
-
-
-def _default_sigterm() -> None:
-    """Generator processes end on SIGTERM as by default, whatever handler their parent set
-    (Pool.terminate relies on it)."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:

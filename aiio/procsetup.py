@@ -1,4 +1,5 @@
-"""Set up a freshly forked client process: its name, session, parent link, timers and limits."""
+"""Set up a freshly forked client process (its name, session, parent link, timers and limits), and
+name and reap the processes aiio forks."""
 
 from __future__ import annotations
 
@@ -43,6 +44,24 @@ def die_with_parent(parent_pid: int) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:
         os._exit(1)  # the parent died before the request took effect
+
+
+def signal_name(number: int) -> str:
+    """SIGKILL, or "signal 40" for those Python has no name for (the real-time ones)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def exit_status(pid: int) -> int | None:
+    """Reap child `pid` if it has ended: None while it runs, else its exit code, or minus the
+    signal that ended it (255 if it was reaped elsewhere: gone, its code unknown)."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return 255
+    return os.waitstatus_to_exitcode(status) if done else None
 
 
 def own_session() -> None:

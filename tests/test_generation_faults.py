@@ -1,0 +1,109 @@
+"""A dataset generator process that dies, or a Ctrl-C, while a run generates its dataset.
+
+The generator processes were a multiprocessing.Pool: a worker killed (SIGKILL, the OOM killer,
+a SIGTERM) lost its task, and the run waited for it forever (the pool's imap), or its
+terminate blocked on the task queue's lock that the dead worker held. The run must instead
+say which generator died, remove the partial dataset and end, leaving no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from .conftest import REPO, saved_result
+from .mpi import left_behind
+
+# Many small files: generation lasts far longer than the moment the test needs to hit it.
+BIG_DATA = ("--set", "dataset.num_files=50000", "--set", "dataset.sample_size=4KiB",
+            "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=1000")
+HANG_GUARD_S = 60  # a guard against a hang, not a timing
+
+
+def start_generating(target: Path, results: Path) -> subprocess.Popen:
+    """`aiio run` whose dataset generation has started writing files."""
+    cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
+           str(results), "--quiet", "--no-report", "--no-history", *BIG_DATA,
+           "--clients", "2", "--epochs", "1"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    folder = target / "aiio" / "datasets" / "demo" / "d00000"
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not (folder.is_dir() and len(generators(proc)) >= 2):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            end(proc, [])
+            raise AssertionError(f"generation never started: {proc.communicate()}")
+        time.sleep(0.05)
+    return proc
+
+
+def generators(proc: subprocess.Popen) -> list[psutil.Process]:
+    """The run's child processes while it generates: its generator processes."""
+    try:
+        return psutil.Process(proc.pid).children()
+    except psutil.NoSuchProcess:
+        return []
+
+
+def end(proc: subprocess.Popen, pids: list[int]) -> None:
+    """Kill whatever of the run is left (after a failed check too)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+
+
+def hit_and_wait(proc: subprocess.Popen, hit) -> tuple[str, list[int]]:
+    """hit(proc, generator processes), then the run's stderr once it ended, and the processes
+    of its tree still alive a moment later."""
+    pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    try:
+        hit(proc, generators(proc))
+        _, err = proc.communicate(timeout=HANG_GUARD_S)
+        return err, left_behind(pids)
+    finally:
+        end(proc, pids)
+
+
+def _killed_generator_fails_the_run(target: Path, results: Path, sig: signal.Signals) -> None:
+    proc = start_generating(target, results)
+    err, left = hit_and_wait(proc, lambda _proc, gens: gens[0].send_signal(sig))
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "Process " not in err, err
+    said = [line for line in err.splitlines() if line.startswith("aiio:")]
+    assert len(said) == 1, err
+    assert "dataset generation failed" in said[0] and f"killed by {sig.name}" in said[0], err
+    assert "partial files removed" in said[0]
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
+    res = saved_result(results)
+    assert res["status"] == "failed" and f"killed by {sig.name}" in res["error"]
+
+
+def test_a_sigkilled_generator_fails_the_run_and_removes_the_partial_dataset(target, results):
+    _killed_generator_fails_the_run(target, results, signal.SIGKILL)
+
+
+def test_a_sigtermed_generator_fails_the_run_and_removes_the_partial_dataset(target, results):
+    _killed_generator_fails_the_run(target, results, signal.SIGTERM)
+
+
+def test_ctrl_c_during_generation_ends_the_run_and_removes_the_partial_dataset(target, results):
+    proc = start_generating(target, results)
+    err, left = hit_and_wait(proc, lambda p, _gens: os.killpg(p.pid, signal.SIGINT))
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Process " not in err, err  # nothing from the generators
+    assert [line for line in err.splitlines() if line.strip()] == \
+        [next(line for line in err.splitlines() if line.startswith("aiio:"))], err
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
+    assert saved_result(results)["status"] == "interrupted"
