@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from .conftest import REPO, saved_result
 from .mpi import left_behind
@@ -107,3 +108,25 @@ def test_ctrl_c_during_generation_ends_the_run_and_removes_the_partial_dataset(t
     assert not (target / "aiio" / "datasets" / "demo").exists()
     assert not left
     assert saved_result(results)["status"] == "interrupted"
+
+
+def test_a_workers_oserror_is_raised_as_such_and_a_crash_names_the_worker(tmp_path):
+    """What a generator raises reaches the parent: an OSError (a write error, ENOSPC) as an
+    OSError with its file, which the run's message names; anything else as the worker's
+    failure. The other workers are ended either way."""
+    from aiio import forked
+
+    def write(i: int) -> int:
+        (tmp_path / "missing" / str(i)).write_text("x")
+        return i
+
+    with pytest.raises(FileNotFoundError) as exc:
+        forked.run_sliced(write, range(8), 2, lambda _: None)
+    assert str(tmp_path / "missing") in exc.value.filename
+    with pytest.raises(forked.WorkerFailed, match=r"generator process \d \(pid \d+\) failed: "
+                                                  "ZeroDivisionError"):
+        forked.run_sliced(lambda i: 1 // 0, range(8), 2, lambda _: None, name="generator")
+    assert not psutil.Process().children()
+    got: list[int] = []
+    forked.run_sliced(lambda i: i * i, range(10), 3, got.append)
+    assert sorted(got) == [i * i for i in range(10)]
