@@ -4,7 +4,11 @@ Under MPI, rank 0 runs the command the user typed and alone prints and writes re
 other rank serves it (`serve`): it executes the calls rank 0 sends (its share of the dataset,
 its share of the clients) and replies. Nothing ever blocks inside an MPI collective that a dead
 rank could leave hanging: every wait polls, watches heartbeats (each rank beats every
-HEARTBEAT_S from a thread) and gives up on a rank silent for `silence_s`, naming its host.
+HEARTBEAT_S from a thread) and gives up on a rank silent for `silence_s`, naming its host. A
+rank whose heartbeat goes on while its work is stuck is caught two ways: a call whose work
+reports as it goes (dataset generation) must keep reporting, slow storage or not; and once the
+run is failing or ending, rank 0 stops the calls in flight and waits `answer_s` at most for
+each rank to answer, then names the ranks that did not and ends the job (docs/MPI.md).
 
 Only this module imports mpi4py, and only when a launcher started this process as one of
 several ranks: without MPI, aiio never imports it.
@@ -33,17 +37,24 @@ RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_P
              "PMIX_RANK")
 HEARTBEAT_S = 1.0
 SILENCE_S = 30.0     # a rank not heard from for this long is lost (AIIO_MPI_SILENCE_S overrides)
+# Once the run is failing or ending, how long rank 0 waits for a rank to stop its call and
+# answer (AIIO_MPI_ANSWER_S overrides); a rank that does not is named and the job aborted.
+ANSWER_S = 30.0
 # After the launcher's SIGTERM, how long a rank's clients get to send what they measured
 # (AIIO_TERM_DRAIN_S overrides): Open MPI 4.1 sends SIGKILL 1 s after a Ctrl-C's SIGTERM (250 ms
 # after a rank died), Slurm after KillWait (30 s); the run still has to be saved after it.
 TERM_DRAIN_S = 0.5
 POLL_S = 0.002
-TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT = 11, 12, 13, 14
+TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT, TAG_CANCEL = 11, 12, 13, 14, 15
 
 
 
 class RankLost(RunFailed):
     """Another rank died or went silent; the message names its host and rank."""
+
+
+class CallStopped(RunFailed):
+    """On a worker: rank 0 stopped the call it runs (the run is failing or ending)."""
 
 
 def launched_size(env: dict[str, str] | None = None) -> int:
@@ -159,11 +170,17 @@ class MpiComm:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.silence_s = _seconds_from_env("AIIO_MPI_SILENCE_S", SILENCE_S)
+        self.answer_s = _seconds_from_env("AIIO_MPI_ANSWER_S", ANSWER_S)
         self.term_drain_s = _seconds_from_env("AIIO_TERM_DRAIN_S", TERM_DRAIN_S)
         self.terminated_at: float | None = None  # when the launcher's SIGTERM came (monotonic)
         self._pending: list[Any] = []
         self._seen = [time.monotonic()] * self.size
         self.lost: set[int] = set()
+        self.unanswered: dict[int, str] = {}  # rank -> why rank 0 gave up waiting for it
+        self._call = 0         # the number of the call rank 0 dispatched last / a worker runs
+        self._ended: set[int] = set()  # ranks that said the launcher's SIGTERM ends them
+        self._reporting: set[int] = set()  # ranks whose current call reports as it goes
+        self._worked = [0.0] * self.size   # when each rank's work last sent a word
         self._stop_beat = threading.Event()
         self._beat: threading.Thread | None = None
         # Every MPI call goes through this lock: the heartbeat thread and the main thread never
@@ -258,24 +275,45 @@ class MpiComm:
     def dispatch(self, fn: CallFn, args: Sequence[Any]) -> None:
         """Rank 0: start fn(args[r]) on every other rank r."""
         self._replies = {}
+        self._call += 1
+        self._reporting = set()
+        self._worked = [time.monotonic()] * self.size
         for r in range(1, self.size):
-            self._send(("call", fn, args[r]), r, TAG_CMD)
+            self._send(("call", fn, args[r], self._call), r, TAG_CMD)
 
     def poll_workers(self, handler: Callable[[int, str, Any], None] | None = None) -> None:
         """Rank 0: take every waiting message from the workers; replies are kept, the rest go
-        to `handler(rank, kind, payload)`. Raises RankLost for a silent or terminated rank."""
+        to `handler(rank, kind, payload)`. Raises RankLost for a silent or terminated rank,
+        and for one whose call reports as it goes but has stopped reporting."""
         while (got := self._recv(self.MPI.ANY_SOURCE, TAG_WORK)) is not None:
-            rank, (kind, payload) = got
-            self._seen[rank] = time.monotonic()
+            rank, (kind, payload, *call) = got
+            self._seen[rank] = self._worked[rank] = time.monotonic()
             if kind in ("reply", "error"):
-                self._replies[rank] = (kind, payload)
+                if not call or call[0] == self._call:  # not a call rank 0 gave up on
+                    self._replies[rank] = (kind, payload)
             elif kind == "terminated":
+                self._ended.add(rank)
                 self._replies[rank] = ("error", {"message": "terminated by the launcher",
                                                  "code": 1})
-            elif handler is not None:
-                handler(rank, kind, payload)
-        self.check_alive([r for r in range(1, self.size)
-                          if r not in self._replies and r not in self.lost])
+            else:
+                if kind == "progress":
+                    self._reporting.add(rank)
+                if handler is not None:
+                    handler(rank, kind, payload)
+        waiting = [r for r in range(1, self.size) if r not in self._replies and r not in self.lost]
+        self.check_alive(waiting)
+        self._check_working(waiting)
+
+    def _check_working(self, ranks: Sequence[int]) -> None:
+        """A rank whose call reports as it goes (at least every few tenths of a second while
+        its main thread runs, whatever the storage's pace) but has sent nothing for
+        `silence_s` is stuck, though its heartbeat thread beats on: lost, named."""
+        now = time.monotonic()
+        for r in ranks:
+            if r in self._reporting and now - self._worked[r] > self.silence_s:
+                self.lost.add(r)
+                raise RankLost(f"{self.where(r)} stopped answering: its work has sent nothing "
+                               f"for {now - self._worked[r]:.0f} s though it is alive (it hung)")
 
     def collect(self, handler: Callable[[int, str, Any], None] | None = None,
                 timeout_s: float | None = None) -> dict[int, tuple[str, Any]]:
@@ -291,10 +329,20 @@ class MpiComm:
     def replied(self) -> dict[int, tuple[str, Any]]:
         return dict(self._replies)
 
-    def call_all(self, fn: CallFn, args: Sequence[Any],
-                 on_progress: Report | None = None) -> list[Any]:
+    def _busy(self) -> list[int]:
+        """The ranks still running rank 0's last call, and not given up on."""
+        if not self._call:
+            return []  # no call yet
+        return [r for r in range(1, self.size)
+                if r not in self._replies and r not in self.lost and r not in self._ended]
+
+    def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
+                 ending: bool = False) -> list[Any]:
         """Run fn(args[rank], report) on every rank, rank 0's share here; values in rank
-        order. `on_progress` sees the sum over ranks of what each share reported."""
+        order. `on_progress` sees the sum over ranks of what each share reported. A rank's
+        failure ends rank 0's share at its next report and stops the other ranks' (as any
+        failure here does). `ending`: the run is failing or ending already; each rank gets
+        `answer_s` to answer, and RankLost names those that did not."""
         progress = [(0, 0)] * self.size
 
         def total() -> None:
@@ -309,17 +357,65 @@ class MpiComm:
         def report(done: int, nbytes: int) -> None:
             progress[0] = (done, nbytes)
             self.poll_workers(handler)
+            self._raise_failed()
             total()
 
         self.dispatch(fn, args)
-        local = fn(args[0], report)
-        replies = self.collect(handler)
-        failed = [(r, p) for r, (k, p) in sorted(replies.items()) if k == "error"]
+        try:
+            local = fn(args[0], report)
+            self._wait_replies(handler, self.answer_s if ending else None)
+        except BaseException:
+            self.stop_call()
+            raise
+        return [local] + [self._replies[r][1] for r in range(1, self.size)]
+
+    def _wait_replies(self, handler: Callable[[int, str, Any], None],
+                      timeout_s: float | None) -> None:
+        """Every busy rank's reply, raising at the first failure; within timeout_s if given."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self._busy():
+            self.poll_workers(handler)
+            self._raise_failed()
+            if deadline is not None and time.monotonic() > deadline:
+                self._give_up(self._busy(), timeout_s or 0.0)
+                break
+            time.sleep(POLL_S)
+        self._raise_failed()
+        if lost := [r for r in range(1, self.size) if r in self.lost and r not in self._replies]:
+            raise RankLost("; ".join(self.unanswered.get(r, f"{self.where(r)} was lost")
+                                     for r in lost))
+
+    def _raise_failed(self) -> None:
+        """Raise the failures the workers replied with, naming each rank."""
+        failed = [(r, p) for r, (k, p) in sorted(self._replies.items()) if k == "error"]
         if failed:
             cls = RunFailed if any(p["code"] == RunFailed.exit_code for _, p in failed) \
                 else AiioError
             raise cls("; ".join(f"{self.where(r)}: {p['message']}" for r, p in failed))
-        return [local] + [replies[r][1] for r in range(1, self.size)]
+
+    def stop_call(self) -> None:
+        """Rank 0, the run failing or ending: stop the last call on every rank still running
+        it, and wait `answer_s` at most for each to answer (it must stop writing before the
+        files are removed); the ranks that do not answer are given up on, to be named and
+        the job aborted at `finish`."""
+        busy = self._busy()
+        for r in busy:
+            self._send(("cancel", self._call), r, TAG_CANCEL)
+        deadline = time.monotonic() + self.answer_s
+        while busy and time.monotonic() < deadline:
+            try:
+                self.poll_workers()
+            except RankLost:
+                pass  # named at the end
+            busy = self._busy()
+            time.sleep(POLL_S)
+        self._give_up(busy, self.answer_s)
+
+    def _give_up(self, ranks: Sequence[int], waited_s: float) -> None:
+        for r in ranks:
+            self.lost.add(r)
+            self.unanswered[r] = (f"{self.where(r)} did not answer within {waited_s:.0f} s "
+                                  "once the run was ending (its heartbeat goes on: it hung)")
 
     def tell_workers(self, obj: Any, ranks: Sequence[int] | None = None) -> None:
         """Rank 0: a control message (go, stop, stage) to every worker, or to `ranks`."""
@@ -347,12 +443,15 @@ class MpiComm:
             msg = got[1]
             if msg[0] == "quit":
                 return int(msg[1])
+            self._call = msg[3]
             self._run_call(msg[1], msg[2])
             if self.terminated_at is not None:  # the launcher is ending the job: once the
                 self._flush(1.0)  # partial reply is out, leave rather than wait for rank 0
                 return 1
 
     def _run_call(self, fn: CallFn, args: Any) -> None:
+        """Run one call of rank 0's and reply with its value or its error. Its reports go
+        to rank 0 (a few a second at most) and are where rank 0 can stop it."""
         last = [0.0]
 
         def report(done: int, nbytes: int) -> None:
@@ -360,26 +459,40 @@ class MpiComm:
             if now - last[0] >= 0.25:
                 last[0] = now
                 self.to_root("progress", (done, nbytes))
+                self._check_stopped()
 
         try:
             value = fn(args, report)
         except Terminated:
             raise
         except AiioError as exc:
-            self.to_root("error", {"message": str(exc), "code": exc.exit_code})
+            self._reply("error", {"message": str(exc), "code": exc.exit_code})
         except Exception as exc:  # a crash on a worker is data for rank 0's message
-            self.to_root("error", {"message": f"{type(exc).__name__}: {exc}", "code": 1})
+            self._reply("error", {"message": f"{type(exc).__name__}: {exc}", "code": 1})
         else:
-            self.to_root("reply", value)
+            self._reply("reply", value)
+
+    def _reply(self, kind: str, payload: Any) -> None:
+        self._send((kind, payload, self._call), 0, TAG_WORK)
+
+    def _check_stopped(self) -> None:
+        """Raise CallStopped when rank 0 stopped the call this rank runs (older calls' stops
+        are stale)."""
+        while (got := self._recv(0, TAG_CANCEL)) is not None:
+            if got[1][1] == self._call:
+                raise CallStopped(f"stopped by {self.where(0)}: the run is failing or ending")
 
     # --- the end -------------------------------------------------------------------------
     def finish(self, code: int) -> None:
-        """Rank 0: tell every worker to exit with `code`; if a rank is lost, abort the job
-        (the launcher then ends every process) rather than wait for it forever."""
+        """Rank 0: tell every worker to exit with `code`; if a rank is lost or does not end
+        the call it still runs within `answer_s`, abort the job (the launcher then ends every
+        process) rather than wait for it forever, naming the ranks that did not answer."""
         if self.rank != 0:
             return
+        self.stop_call()  # a rank still in a call would never see the quit
         if self.lost:
-            self.abort("", code or 1)
+            self.abort("; ".join(self.unanswered[r] for r in sorted(self.unanswered)),
+                       code or 1)
         for r in range(1, self.size):
             self._send(("quit", code), r, TAG_CMD)
         self._flush(10.0)

@@ -298,9 +298,11 @@ def _discard(folder: Path, target: Target, ranks: Ranks) -> None:
     remove_tree(folder, target.root)
     if ranks.size > 1:
         try:
-            ranks.call_all(_discard_view, [(str(folder), str(target.path))] * ranks.size)
+            ranks.call_all(_discard_view, [(str(folder), str(target.path))] * ranks.size,
+                           ending=True)
         except AiioError:
-            pass  # best effort: the run is failing already and says why
+            pass  # best effort: the run is failing already and says why (and a rank that
+            # did not answer is named as the job is ended)
 
 
 def _discard_view(args: tuple[str, str], report: Progress | None = None) -> None:

@@ -14,9 +14,10 @@ CallFn = Callable[[Any, Report], Any]
 class Ranks(Protocol):
     size: int
 
-    def call_all(self, fn: CallFn, args: Sequence[Any],
-                 on_progress: Report | None = None) -> list[Any]:
-        """Run fn(args[rank], report) on every rank; returns the values in rank order."""
+    def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
+                 ending: bool = False) -> list[Any]:
+        """Run fn(args[rank], report) on every rank; returns the values in rank order.
+        `ending`: the run is failing or ending already, so no rank is waited for long."""
         ...
 
 
@@ -30,8 +31,8 @@ class ThisHost:
     rank = 0
     size = 1
 
-    def call_all(self, fn: CallFn, args: Sequence[Any],
-                 on_progress: Report | None = None) -> list[Any]:
+    def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
+                 ending: bool = False) -> list[Any]:
         """Run fn(args[rank], report) on every rank; returns the values in rank order."""
         return [fn(args[0], on_progress or _no_report)]
 

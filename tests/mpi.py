@@ -45,12 +45,13 @@ def needs_mpi(test):
 ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "160"}
 
 
-def mpiexec_cmd(n: int, *args: str, bind: bool = False) -> list[str]:
+def mpiexec_cmd(n: int, *args: str, bind: bool = False, module: str = "aiio") -> list[str]:
     """Ranks unbound unless `bind` (each forks its clients, which inherit its CPU binding),
-    several per machine (--oversubscribe: this machine has fewer cores than ranks)."""
+    several per machine (--oversubscribe: this machine has fewer cores than ranks); each
+    rank runs `python -m module ARGS`."""
     binding = [] if bind else ["--bind-to", "none"]
     return [find_mpiexec(), "--oversubscribe", *binding, "-n", str(n),
-            sys.executable, "-m", "aiio", *args]
+            sys.executable, "-m", module, *args]
 
 
 def mpi_env(extra: dict | None = None) -> dict:
@@ -64,8 +65,9 @@ def mpi_run(n: int, *args: str, timeout: float = 180, env: dict | None = None,
                           text=True, timeout=timeout, env=mpi_env(env))
 
 
-def mpi_start(n: int, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(mpiexec_cmd(n, *args), cwd=REPO, stdout=subprocess.PIPE,
+def mpi_start(n: int, *args: str, env: dict | None = None,
+              module: str = "aiio") -> subprocess.Popen:
+    return subprocess.Popen(mpiexec_cmd(n, *args, module=module), cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=mpi_env(env),
                             start_new_session=True)
 

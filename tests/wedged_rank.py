@@ -1,0 +1,48 @@
+"""aiio as MPI ranks, rank 1's main thread hanging at one point while its heartbeat thread
+beats on, as a rank stuck on a lock did (a multiprocessing.Pool's terminate, blocked on a
+dead worker's lock): `python -m tests.wedged_rank WHERE ARGS`, ARGS those of aiio, WHERE
+
+  generating   rank 1's dataset share, once it has reported once (so rank 0 knows the call
+               reports as it goes)
+  discarding   rank 1's removal of a failed generation's files
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from aiio import dataset
+from aiio.cli import main
+
+
+def hang() -> None:
+    """Block this thread for good on a lock that is held (a signal still interrupts it)."""
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()
+
+
+def _wedge_generating() -> None:
+    real = dataset._generate_share
+
+    def share(args: tuple, report) -> dict:
+        def stuck(done: int, nbytes: int) -> None:
+            report(done, nbytes)
+            hang()
+        return real(args, stuck)
+
+    dataset._generate_share = share
+
+
+def _wedge_discarding() -> None:
+    dataset._discard_view = lambda args, report=None: hang()
+
+
+WEDGES = {"generating": _wedge_generating, "discarding": _wedge_discarding}
+
+if __name__ == "__main__":
+    if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
+        WEDGES[sys.argv[1]]()
+    main(sys.argv[2:])
