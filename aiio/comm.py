@@ -49,6 +49,9 @@ TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT, TAG_CANCEL = 11, 12, 13, 14, 15
 
 
 
+_TERMINATED = ("error", {"message": "terminated by the launcher", "code": 1})
+
+
 class RankLost(RunFailed):
     """Another rank died or went silent; the message names its host and rank."""
 
@@ -273,8 +276,9 @@ class MpiComm:
 
     # --- rank 0: calls on every rank -----------------------------------------------------
     def dispatch(self, fn: CallFn, args: Sequence[Any]) -> None:
-        """Rank 0: start fn(args[r]) on every other rank r."""
-        self._replies = {}
+        """Rank 0: start fn(args[r]) on every other rank r (one that said the launcher's
+        SIGTERM ends it has answered already: with that)."""
+        self._replies = {r: _TERMINATED for r in self._ended}
         self._call += 1
         self._reporting = set()
         self._worked = [time.monotonic()] * self.size
@@ -293,8 +297,7 @@ class MpiComm:
                     self._replies[rank] = (kind, payload)
             elif kind == "terminated":
                 self._ended.add(rank)
-                self._replies[rank] = ("error", {"message": "terminated by the launcher",
-                                                 "code": 1})
+                self._replies[rank] = _TERMINATED
             else:
                 if kind == "progress":
                     self._reporting.add(rank)

@@ -121,3 +121,17 @@ def test_a_rank_that_does_not_answer_once_the_run_fails_is_named_and_the_job_end
     assert any("(rank 1) did not answer within 2 s" in line for line in said), err
     assert "Traceback" not in err
     assert not left
+
+
+@needs_mpi
+def test_sigterm_to_every_rank_during_generation_ends_the_job_and_removes_the_files(
+        target, results):
+    """As a batch system cancels the job (sent by the test itself, so no SIGKILL follows):
+    the ranks that said the SIGTERM ends them are not waited for in the clean-up."""
+    proc = start_generating(target, results)
+    err, left = hit_and_wait(proc, lambda ranks: [r.send_signal(signal.SIGTERM)
+                                                  for r in ranks.values()])
+    assert proc.returncode != 0, err
+    assert "SIGTERM" in err and "Traceback" not in err, err
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
