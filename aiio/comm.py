@@ -46,9 +46,6 @@ ANSWER_S = 30.0
 TERM_DRAIN_S = 0.5
 POLL_S = 0.002
 TAG_CMD, TAG_WORK, TAG_CTRL, TAG_BEAT, TAG_CANCEL = 11, 12, 13, 14, 15
-
-
-
 _TERMINATED = ("error", {"message": "terminated by the launcher", "code": 1})
 
 
@@ -317,17 +314,6 @@ class MpiComm:
                 self.lost.add(r)
                 raise RankLost(f"{self.where(r)} stopped answering: its work has sent nothing "
                                f"for {now - self._worked[r]:.0f} s though it is alive (it hung)")
-
-    def collect(self, handler: Callable[[int, str, Any], None] | None = None,
-                timeout_s: float | None = None) -> dict[int, tuple[str, Any]]:
-        """Rank 0: wait for every worker's reply (or the timeout); returns what came."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while len(self._replies) < self.size - 1:
-            self.poll_workers(handler)
-            if deadline is not None and time.monotonic() > deadline:
-                break
-            time.sleep(POLL_S)
-        return dict(self._replies)
 
     def replied(self) -> dict[int, tuple[str, Any]]:
         return dict(self._replies)

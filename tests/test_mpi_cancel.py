@@ -71,7 +71,7 @@ def test_sigterm_to_rank_0_alone_stops_the_other_ranks(target, results):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("name", ["AIIO_TERM_DRAIN_S", "AIIO_MPI_SILENCE_S"])
+@pytest.mark.parametrize("name", ["AIIO_TERM_DRAIN_S", "AIIO_MPI_SILENCE_S", "AIIO_MPI_ANSWER_S"])
 @pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
 def test_a_bad_number_of_seconds_is_refused(monkeypatch, name, value):
     """inf passed as 'a number of seconds, 0 or more' and made the wait after a SIGTERM (or
