@@ -455,6 +455,7 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
         size = result_file.stat().st_size
     startup = res["timing"]["command_to_first_io_s"]
     fidelity = _compute_fidelity(res)
+    warned = any(w.get("code") == "compute_ran_long" for w in res.get("warnings") or [])
     mem_target = DENSITY_MEMORY.get(clients, clients * 4 * MiB)
     return [
         Row(f"memory of aiio's processes, {clients} clients (PSS)", peak / GiB, mem_target / GiB,
@@ -462,9 +463,12 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
         Row(f"command to first I/O, {clients} clients", startup, DENSITY_FIRST_IO_S, "s",
             startup / DENSITY_FIRST_IO_S, f"< {DENSITY_FIRST_IO_S:g} s",
             startup < DENSITY_FIRST_IO_S),
+        # issue 14: within 2 % of the asked time, or the run says it is not
         Row(f"emulated compute per step / asked, {clients} clients", fidelity, 1.0, "x",
-            fidelity, f"<= {1 + DENSITY_FIDELITY:g}", fidelity <= 1 + DENSITY_FIDELITY,
-            note=f"{len(res['clients'])} client results, {files} files, result.json {size:,} B"),
+            fidelity, f"<= {1 + DENSITY_FIDELITY:g} or warned",
+            fidelity <= 1 + DENSITY_FIDELITY or warned,
+            note=f"{len(res['clients'])} client results, {files} files, result.json {size:,} B"
+                 + ("; the run warns: compute_ran_long" if warned else "")),
         Row(f"wall time of the run, {clients} clients, {duration}", wall, 0.0, "s", 0.0,
             "reported", True),
     ]
