@@ -172,14 +172,21 @@ def _hero_fraction(res: dict[str, Any]) -> float | None:
     return percent / 100.0 if percent is not None else None
 
 
-def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
-    """A sweep's figures: those of its run at the largest client count (the headline), plus
-    scaling efficiency at that count and the lowest over the sweep."""
+def top_result(sweep: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The run of a sweep's largest client count (its last repeat), the sweep's headline."""
     points = [p for p in sweep.get("points") or () if isinstance(dig(p, "result"), Mapping)
               and number(dig(p, "clients")) is not None]  # a damaged point counts as missing
     if not points:
+        return None
+    return max(points, key=lambda p: (p["clients"], number(p.get("repeat")) or 0))["result"]
+
+
+def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[str, float]:
+    """A sweep's figures: those of its run at the largest client count (the headline), plus
+    scaling efficiency at that count and the lowest over the sweep."""
+    top = top_result(sweep)
+    if top is None:
         return {}
-    top = max(points, key=lambda p: (p["clients"], number(p.get("repeat")) or 0))["result"]
     out = run_figures(top, latency_op)
     efficiency = [row.efficiency for row in model(sweep).table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from aiio import __version__
 from aiio.errors import AiioError
-from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures
+from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures, top_result
 from aiio.result import Result, dig, model
 
 SCHEMA_VERSION = 1
@@ -311,6 +311,27 @@ def run_series(phase: str, workload: str, clients: Any) -> str:
     return f"run {phase} {workload} c{clients}"
 
 
+def loop_variant(read_loop: str | None) -> str:
+    """What a series name adds for a run whose reads another loop timed: the same storage
+    read through the Python loop (numba missing) or io_uring makes other figures, which must
+    not be judged against the compiled loop's. Nothing for the compiled loop, for no reads,
+    and for records that did not say (made before the loop was recorded)."""
+    if not read_loop or read_loop.startswith(("compiled", "none")):
+        return ""
+    if read_loop.startswith("python"):
+        return " [python loop]"
+    return f" [{read_loop}]"
+
+
+def variant_of(res: Mapping[str, Any]) -> str:
+    """`loop_variant` of a run, or of a sweep's headline run (its largest client count)."""
+    if res.get("kind") == "sweep":
+        top = top_result(res)
+        return variant_of(top) if top is not None else ""
+    run = res if isinstance(res, Result) else model(res)
+    return loop_variant(run.summary.read_loop)
+
+
 def target_key(path: str) -> str:
     """Targets as absolute paths, so a series does not split on how the path was typed; an
     s3:// URL is no path: it stays as typed, less a trailing slash (as the result names it)."""
@@ -324,7 +345,7 @@ def run_record(res: Mapping[str, Any]) -> Record:
     run = res if isinstance(res, Result) else model(res)
     workload = dig(run, "workload", "workload", "name", default="")
     clients = run.clients_requested
-    return Record(kind="run", name=run_series(run.phase, workload, clients),
+    return Record(kind="run", name=run_series(run.phase, workload, clients) + variant_of(run),
                   target=target_key(dig(run, "target", "path", default="")), status=run.status,
                   passed=run.status == "ok", figures=run_figures(run), phase=run.phase,
                   workload=workload, clients=str(clients), result_id=run.id)
@@ -335,7 +356,7 @@ def sweep_record(sweep: Mapping[str, Any]) -> Record:
     workload = dig(sweep, "workload", "workload", "name", default="")
     clients = dig(sweep, "sweep", "clients", default=[])
     phase, status = str(sweep.get("phase") or ""), str(sweep.get("status") or "")
-    return Record(kind="sweep", name=run_series(phase, workload, clients),
+    return Record(kind="sweep", name=run_series(phase, workload, clients) + variant_of(sweep),
                   target=target_key(dig(sweep, "target", "path", default="")),
                   status=status, passed=status == "ok", figures=sweep_figures(sweep),
                   phase=phase, workload=workload, clients=",".join(map(str, clients)),

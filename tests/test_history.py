@@ -219,3 +219,49 @@ def test_foreign_and_newer_databases_are_refused(tmp_path):
     conn.close()
     with pytest.raises(HistoryError, match="newer than this aiio"):
         History(newer)
+
+
+RANDRW = REPO / "tests" / "data" / "results-v2" / "20261201-124012-randrw-demo-c2" / "result.json"
+
+
+def _randrw_run(loop: str | None, scale: float = 1.0) -> Record:
+    """The stored randrw result's history record, its loop as given and its figures scaled."""
+    from aiio.history import run_record
+
+    res = json.loads(RANDRW.read_text())
+    if loop is not None:
+        res["aggregate"]["read_loop"] = loop
+    rec = run_record(res)
+    rec.figures = {name: value * scale for name, value in rec.figures.items()}
+    return rec
+
+
+def test_a_run_timed_by_another_read_loop_is_not_judged_against_the_compiled_loops_baseline():
+    # a host where numba stopped importing reads through the Python loop, about 40 % slower on
+    # a fast target: that is the client, not a storage regression
+    compiled = [_randrw_run("compiled (numba 0.68.1)") for _ in range(5)]
+    python = _randrw_run("python (numba is not installed: pip install 'aiio[fast]')", 0.6)
+    assert python.series != compiled[0].series
+    assert "python loop" in python.name
+    assert with_regressions([*compiled, python])[-1][1] == []
+    # a record that says nothing of its loop (made before it was recorded) stays in the series
+    # of the compiled loop, and a slower compiled run is still a regression
+    assert _randrw_run(None).series == compiled[0].series
+    slower = _randrw_run("compiled (numba 0.68.1)", 0.6)
+    assert [r.figure for r in with_regressions([*compiled, slower])[-1][1]]
+
+
+def test_a_check_or_sweep_names_its_read_loop_in_its_series_as_a_run_does():
+    from aiio.accept.run import Measured, series_of
+    from aiio.history import sweep_record
+
+    res = json.loads(RANDRW.read_text())
+    res["aggregate"]["read_loop"] = "io_uring (depth 16)"
+    assert series_of("nightly-randrw", Measured({}, "", [res], [])) == \
+        "nightly-randrw [io_uring (depth 16)]"
+    sweep = {"kind": "sweep", "phase": "randrw", "status": "ok", "sweep": {"clients": [1, 2]},
+             "points": [{"clients": 1, "result": json.loads(RANDRW.read_text())},
+                        {"clients": 2, "result": res}]}
+    assert series_of("nightly-sweep", Measured({}, "", [], [], sweep=sweep)).endswith(
+        " [io_uring (depth 16)]")
+    assert sweep_record(sweep).name.endswith("c1,2 [io_uring (depth 16)]")

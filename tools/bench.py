@@ -455,6 +455,7 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
         size = result_file.stat().st_size
     startup = res["timing"]["command_to_first_io_s"]
     fidelity = _compute_fidelity(res)
+    warned = any(w.get("code") == "compute_ran_long" for w in res.get("warnings") or [])
     mem_target = DENSITY_MEMORY.get(clients, clients * 4 * MiB)
     return [
         Row(f"memory of aiio's processes, {clients} clients (PSS)", peak / GiB, mem_target / GiB,
@@ -462,9 +463,12 @@ def density_rows(clients: int, duration: str = "20s") -> list[Row]:
         Row(f"command to first I/O, {clients} clients", startup, DENSITY_FIRST_IO_S, "s",
             startup / DENSITY_FIRST_IO_S, f"< {DENSITY_FIRST_IO_S:g} s",
             startup < DENSITY_FIRST_IO_S),
+        # issue 14: within 2 % of the asked time, or the run says it is not
         Row(f"emulated compute per step / asked, {clients} clients", fidelity, 1.0, "x",
-            fidelity, f"<= {1 + DENSITY_FIDELITY:g}", fidelity <= 1 + DENSITY_FIDELITY,
-            note=f"{len(res['clients'])} client results, {files} files, result.json {size:,} B"),
+            fidelity, f"<= {1 + DENSITY_FIDELITY:g} or warned",
+            fidelity <= 1 + DENSITY_FIDELITY or warned,
+            note=f"{len(res['clients'])} client results, {files} files, result.json {size:,} B"
+                 + ("; the run warns: compute_ran_long" if warned else "")),
         Row(f"wall time of the run, {clients} clients, {duration}", wall, 0.0, "s", 0.0,
             "reported", True),
     ]
@@ -507,8 +511,10 @@ def fairness_rows(clients: int = 1024, repeats: int = REPEATS) -> list[Row]:
     each after an aiio run, show what the oracle itself delivers at that concurrency; aiio's
     shares must lie within fio's spread (no client starved), with every client in the result.
     `repeats` pairs: at 1,024 streams on two cores the oracle's own delivery moves from run to
-    run (fio's median share 0.87 in one run, 0.95 in the next), so one pair says little."""
-    from tests.oracle.mount import Rates, can_mount_fuse, ratefs
+    run (fio's median share 0.87 in one run, 0.95 in the next), so one pair says little.
+    Every run, aiio's and fio's, gets a freshly mounted oracle over the same files."""
+    from tests.oracle.mount import Rates, can_mount_fuse, serving
+    from tests.storage import small_tmpfs
 
     if why := can_mount_fuse():
         print(f"fairness-oracle: not measured: {why}", file=sys.stderr)
@@ -516,12 +522,22 @@ def fairness_rows(clients: int = 1024, repeats: int = REPEATS) -> list[Row]:
     size_mib = 2 * clients * fair.FILES * fair.FILE // MiB + 256  # aiio's files and fio's
     pairs, started = [], []
     with tempfile.TemporaryDirectory(prefix="aiio-bench-fair-", dir="/var/tmp") as tmp, \
-            ratefs(Path(tmp), Rates(read_stream=fair.STREAM), size_mib=size_mib,
-                   threads=2 * clients + 64, log=Path(tmp) / "streams.jsonl") as mount:
+            small_tmpfs(Path(tmp), size_mib) as backing:
+        mount, log = Path(tmp) / "oracle", Path(tmp) / "streams.jsonl"
+        mount.mkdir()
+
+        def oracle() -> contextlib.AbstractContextManager[Path]:
+            # a fresh daemon and mount for every run, over the same files: one daemon served
+            # each 1,024-client run worse than the last (docs/PERFORMANCE.md)
+            return serving(backing, mount, Rates(read_stream=fair.STREAM),
+                           threads=2 * clients + 64, log=log)
+
         for n in range(repeats):  # the files of the first pair are read again by the others
-            ours = _fair_aiio(Path(tmp), mount, clients, n)
-            started.append(_from_first_request(Path(tmp) / "streams.jsonl", ours[1]))
-            pairs.append((ours[0], _fair_fio(mount, clients)))
+            with oracle():
+                ours = _fair_aiio(Path(tmp), mount, clients, n)
+            started.append(_from_first_request(log, ours[1]))
+            with oracle():
+                pairs.append((ours[0], _fair_fio(mount, clients)))
     return _fair_rows(clients, pairs) + [_first_request_row(clients, started, pairs)]
 
 

@@ -15,7 +15,15 @@ from aiio import result as results
 from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
 from aiio.figures import FIGURES, headline, run_figures, sweep_figures
-from aiio.history import History, Record, regressions, run_record, sweep_record, target_key
+from aiio.history import (
+    History,
+    Record,
+    regressions,
+    run_record,
+    sweep_record,
+    target_key,
+    variant_of,
+)
 from aiio.sysinfo import collect_environment
 from aiio.ui import UI
 from aiio.wallclock import now_iso
@@ -169,7 +177,15 @@ def _partial(entry: dict[str, Any], saved: list[Saved]) -> Measured | None:
     m = _stopped(saved)
     if m is not None:
         entry["result_id"], entry["result_folder"] = m.result_id, m.folder
+        entry["series"] = series_of(entry["name"], m)
     return m
+
+
+def series_of(name: str, m: Measured) -> str:
+    """A check's series in the history: its name, and the read loop's when another than the
+    compiled one timed its reads (history.loop_variant): their figures are not alike."""
+    what = m.sweep if m.sweep is not None else m.runs[-1] if m.runs else None
+    return name + (variant_of(what) if what is not None else "")
 
 
 class CheckInterrupted(RunInterrupted):
@@ -212,7 +228,8 @@ def run_check(check: Check, target: str, results_dir: str,
         out["seconds"] = time.monotonic() - t0
     verdicts, failures, missing = judge(check.require, m.figures, check.phase, m.hints)
     out.update(measured=m.figures, verdicts=verdicts, failures=failures,
-               result_id=m.result_id, result_folder=m.folder, warnings=m.warnings)
+               result_id=m.result_id, result_folder=m.folder, warnings=m.warnings,
+               series=series_of(check.name, m))
     if missing:
         out["reason"] = "; ".join(missing)
     else:
@@ -222,9 +239,10 @@ def run_check(check: Check, target: str, results_dir: str,
 
 
 def check_record(check: Check, entry: dict[str, Any], target: str, spec: str) -> Record:
-    """A check's entry as a history record."""
+    """A check's entry as a history record, in the series its entry names."""
     clients = check.clients_value()
-    return Record(kind="check", name=check.name, target=target, status=entry["status"],
+    return Record(kind="check", name=entry.get("series") or check.name, target=target,
+                  status=entry["status"],
                   passed=entry["status"] == "pass", figures=dict(entry["measured"]),
                   required=required_figures(check.require), phase=check.phase,
                   workload=check.workload.name,
@@ -242,7 +260,7 @@ def record_check(history: History, spec: Spec, check: Check, entry: dict[str, An
         if measured.sweep is not None:
             history.add(sweep_record(measured.sweep))
     rec = check_record(check, entry, target, spec.name)
-    prior = history.records(name=check.name, target=target)
+    prior = history.records(name=rec.name, target=target)
     found = regressions(rec, prior, spec.info.regression_fraction, spec.info.baseline_runs)
     entry["regressions"] = [{"figure": r.figure, "value": r.value, "baseline": r.baseline,
                              "change": r.change, "runs": r.runs, "message": r.describe()}

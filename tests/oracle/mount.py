@@ -110,19 +110,34 @@ def ratefs(tmp: Path, rates: Rates, cache: bool = False, size_mib: int = 512,
     at their rate either way. `log`: a file that gets one JSON line per closed stream
     (ratefs.StreamLog).
     """
-    name = f"ratefs-{uuid.uuid4().hex[:8]}"
-    mount = tmp / name
+    mount = tmp / f"ratefs-{uuid.uuid4().hex[:8]}"
     mount.mkdir()
-    with small_tmpfs(tmp, size_mib) as backing:
-        argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
-                *rates.argv(), f"--name={name}", *(["--cache"] if cache else []),
-                *([f"--threads={threads}"] if threads else []),
-                *([f"--log={log}"] if log else [])]
-        env = {"FUSE_LIBRARY_NAME": "fuse3"} if threads else None
-        with _daemon(argv, mount, "ratefs", env):
-            if threads and rates.read_stream:
-                _warm(mount, threads)
-            yield mount
+    with small_tmpfs(tmp, size_mib) as backing, \
+            serving(backing, mount, rates, cache, threads, log):
+        yield mount
+
+
+@contextlib.contextmanager
+def serving(backing: Path, mount: Path, rates: Rates, cache: bool = False, threads: int = 0,
+            log: Path | None = None) -> Iterator[Path]:
+    """A ratefs daemon over `backing`, mounted at the empty folder `mount` for the block.
+
+    Mounted again over the same backing, the files are still there and the daemon and the
+    kernel's side of the mount start afresh. A measurement that must not depend on what ran
+    before it takes a fresh one: at 1,024 streams one daemon served each aiio run worse than
+    the last (median shares 0.892 then 0.831 of the stream rate in two runs on one mount;
+    0.903, 0.901, 0.905 with a fresh mount before each; docs/PERFORMANCE.md).
+    """
+    name = f"ratefs-{uuid.uuid4().hex[:8]}"
+    argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
+            *rates.argv(), f"--name={name}", *(["--cache"] if cache else []),
+            *([f"--threads={threads}"] if threads else []),
+            *([f"--log={log}"] if log else [])]
+    env = {"FUSE_LIBRARY_NAME": "fuse3"} if threads else None
+    with _daemon(argv, mount, "ratefs", env):
+        if threads and rates.read_stream:
+            _warm(mount, threads)
+        yield mount
 
 
 def _warm(mount: Path, threads: int) -> None:
