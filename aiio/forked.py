@@ -76,16 +76,18 @@ def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
     running: list[_Worker] = []
     try:
         for k in range(workers):
-            running.append(_start(fn, items[k::workers], k, name, [w.fd for w in running]))
+            _start(fn, items[k::workers], k, name, running)
         _watch(running, on_result, on_tick, name)
     finally:
         _kill_and_reap(running)
 
 
 def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: str,
-           parent_fds: list[int]) -> _Worker:
-    """Fork worker `number` for its share; the parent's end of its pipe is in the result."""
+           running: list[_Worker]) -> None:
+    """Fork worker `number` for its share and add it to `running` (with the parent's end of
+    its pipe) before a held signal can unwind the parent: none is left unknown, unkilled."""
     parent = os.getpid()
+    parent_fds = [w.fd for w in running]
     r, w = os.pipe()
     # Ctrl-C reaches the whole process group: held back across the fork, it is the parent's
     # alone, and the worker ignores it (the parent ends the workers itself).
@@ -105,9 +107,9 @@ def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: st
             code = _worker_main(fn, share, w, parent, f"aiio-{name[:3]}-{number}")
         finally:
             os._exit(code)
-    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+    running.append(_Worker(number, pid, r, len(share)))
     os.close(w)
-    return _Worker(number, pid, r, len(share))
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
 
 
 def _worker_main(fn: Callable[[Any], Any], share: Sequence[Any], fd: int, parent: int,
