@@ -262,9 +262,13 @@ def _generate_share(share: tuple, report: Progress) -> dict:
         done[1] += size
         report(done[0], done[1])
 
+    def tick() -> None:
+        if done[0] < hi - lo:  # once all is written, a report again would show it twice
+            report(done[0], done[1])
+
     try:
         forked.run_sliced(lambda i: _write_file(params, folder, i), range(lo, hi), workers,
-                          take, lambda: report(done[0], done[1]), name="generator")
+                          take, tick, name="generator")
     except OSError as exc:
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "

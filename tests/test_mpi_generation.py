@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from .mpi import end_job, left_behind, mpi_start, needs_mpi, ranks_of, tree_pids
 
@@ -93,6 +94,7 @@ def start_wedged(target: Path, results: Path, where: str, env: dict) -> subproce
 
 
 @needs_mpi
+@pytest.mark.long  # waits AIIO_MPI_SILENCE_S, 5 s, after the start: near 10 s under load
 def test_a_rank_hung_in_its_share_while_beating_is_named_and_the_job_ended(target, results):
     """The 55-minute hang: rank 1's main thread stuck (its share reports as it goes, then
     never again) while its heartbeat thread beats on. A slow rank still reports: a stuck one
