@@ -67,9 +67,10 @@ def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
                on_result: Callable[[Any], None], on_tick: Callable[[], None] | None = None,
                name: str = "worker") -> None:
     """fn(item) for every item, in `workers` forked processes; on_result(value) in this
-    process as each value arrives (in no set order), on_tick() at least every TICK_S while
-    none does. An OSError in a worker is raised here as an OSError; a worker's death or
-    other failure as WorkerFailed, naming it. Exceptions from the callbacks end the call too."""
+    process as each value arrives (in no set order), on_tick() every TICK_S or so whether
+    values arrive or not (a caller's chance to stop the work). An OSError in a worker is
+    raised here as an OSError; a worker's death or other failure as WorkerFailed, naming
+    it. Exceptions from the callbacks end the call too."""
     workers = max(1, min(workers, len(items)))
     if not items:
         return
