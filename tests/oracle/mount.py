@@ -123,10 +123,9 @@ def serving(backing: Path, mount: Path, rates: Rates, cache: bool = False, threa
     """A ratefs daemon over `backing`, mounted at the empty folder `mount` for the block.
 
     Mounted again over the same backing, the files are still there and the daemon and the
-    kernel's side of the mount start afresh. A measurement that must not depend on what ran
-    before it takes a fresh one: at 1,024 streams one daemon served each aiio run worse than
-    the last (median shares 0.892 then 0.831 of the stream rate in two runs on one mount;
-    0.903, 0.901, 0.905 with a fresh mount before each; docs/PERFORMANCE.md).
+    kernel's side of the mount start afresh: a measurement that must not depend on what ran
+    before it takes a fresh one. (What made one mount serve later 1,024-client runs worse,
+    the kernel's cached names expiring between runs, is mended in ratefs itself.)
     """
     name = f"ratefs-{uuid.uuid4().hex[:8]}"
     argv = [sys.executable, "-m", "tests.oracle.ratefs", str(backing), str(mount),
