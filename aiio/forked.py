@@ -12,7 +12,6 @@ worker: none outlives the call, and none outlives the parent (PDEATHSIG).
 
 from __future__ import annotations
 
-import _signal
 import os
 import pickle
 import select
@@ -28,7 +27,7 @@ from aiio.errors import RunFailed
 HEADER = struct.Struct("<Q")  # each message: its length, then its pickle
 TICK_S = 0.25
 REAP_S = 5.0  # after SIGKILL: a worker stuck in the kernel (a hung mount) may take long to go
-_HELD_SIGNALS = {_signal.SIGINT, _signal.SIGTERM}  # held back across each fork
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # held back across each fork
 
 
 class WorkerFailed(RunFailed):
@@ -92,11 +91,11 @@ def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: st
     r, w = os.pipe()
     # Ctrl-C reaches the whole process group: held back across the fork, it is the parent's
     # alone, and the worker ignores it (the parent ends the workers itself).
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
     try:
         pid = os.fork()
     except BaseException:
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
         os.close(r)
         os.close(w)
         raise
@@ -110,15 +109,15 @@ def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: st
             os._exit(code)
     running.append(_Worker(number, pid, r, len(share)))
     os.close(w)
-    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
 
 
 def _worker_main(fn: Callable[[Any], Any], share: Sequence[Any], fd: int, parent: int,
                  title: str) -> int:
     """Body of a worker: fn over its share, each value (or the error) sent; its exit code."""
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # not the parent's handler: just end
-    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HELD_SIGNALS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: just end
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
     procsetup.die_with_parent(parent)
     procsetup.set_process_name(title)
     try:
