@@ -52,3 +52,28 @@ def test_the_overview_fits_80_columns(tmp_path: Path) -> None:
     series = "".join(line.split("  ")[0].replace(" ", "") for line in rows[:rows.index(next(
         line for line in rows if not line.strip()))])
     assert series == f"{NAME}(6)", out  # the name folded over lines, whole
+
+
+def _variants(tmp_path: Path) -> Path:
+    """Records of one check and one run shape, each also timed by other read loops: three
+    series apiece, told apart by the loop the name ends with."""
+    db = tmp_path / "v.sqlite"
+    names = [("check", "nightly"), ("check", "nightly [python loop]"),
+             ("check", "nightly [io_uring (depth 16)]"), ("run", "run randrw demo c2"),
+             ("run", "run randrw demo c2 [python loop]")]
+    with History(db) as h:
+        for i, (kind, name) in enumerate(names):
+            h.add(Record(kind=kind, name=name, target="/mnt/a", status="pass", passed=True,
+                         figures={"aggregate_mib_s": 100.0 + i}, phase="randrw",
+                         workload="demo", clients="2", ts=1.79e9 + i))
+    return db.relative_to(tmp_path)
+
+
+def test_a_series_read_by_another_loop_shows_its_loop_at_80_columns(tmp_path):
+    # "[python loop]" is no markup: printed as such it vanished, and three series of one
+    # check looked like one listed thrice
+    db = _variants(tmp_path)
+    out = _at_80(tmp_path, "--history", str(db))  # the series column folds at spaces
+    assert out.count("[python") == 2 and out.count("[io_uring") == 1, out
+    out = _at_80(tmp_path, "--history", str(db), "--check", "nightly [python loop]")
+    assert "nightly [python loop] on" in out, out
