@@ -192,6 +192,14 @@ def _count(series: list) -> str:
     return f"({len(series)}{f', {failed} failed' if failed else ''})"
 
 
+def escape(text: str) -> str:
+    """A series name or path as the literal text of a cell: a read loop's "[python loop]"
+    is no markup, and printed as such it vanished."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def _by(items: list, key: Any) -> dict[Any, list]:
     out: dict[Any, list] = {}
     for item in items:
@@ -210,7 +218,7 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
 
     tables = []
     for target, items in _by(judged, lambda j: j[0].target).items():
-        table = Table(title=f"history on {target}", box=box.SIMPLE_HEAD, pad_edge=False,
+        table = Table(title=f"history on {escape(target)}", box=box.SIMPLE_HEAD, pad_edge=False,
                       padding=(0, 1, 0, 0))
         for col in ("series", "last run", "status", "figure", "last", "baseline", "trend"):
             table.add_column(col, justify="right" if col in ("last", "baseline") else "left",
@@ -225,7 +233,7 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
             value = _value(fig, rec.figures.get(fig)) if fig else "-"
             if any(r.figure == fig for r in regs):
                 value = f"[bold yellow]!{value}[/]"
-            table.add_row(f"{name} [dim]{_count(series)}[/]",
+            table.add_row(f"{escape(name)} [dim]{_count(series)}[/]",
                           time.strftime("%m-%d %H:%M", time.localtime(rec.ts)),
                           STATUS.get(rec.status, rec.status), fig or "-", value,
                           _value(fig, base[0]) if base else "-", trend(shown, fig))
@@ -249,7 +257,7 @@ def check_tables(judged: list, name: str, figure: str | None, last: int,
         lead = [("#", [str(rec.id) for rec, _ in items]),
                 ("time", [_when(rec.ts) for rec, _ in items]),
                 ("status", [STATUS.get(rec.status, rec.status) for rec, _ in items])]
-        title = f"{name} on {target} (last {len(items)})"
+        title = f"{escape(name)} on {escape(target)} (last {len(items)})"
         for chunk in _chunks([(f, cells[f]) for f in figs], width - EDGES - _width(lead)):
             tables.append(_record_table(title, [*lead, *chunk], right={"#", *figs}))
             title = ""
@@ -304,6 +312,6 @@ def regression_lines(judged: list, every: bool, last: int) -> list[str]:
     for _, items in _by(judged, lambda j: j[0].series).items():
         for rec, regs in (items[-last:] if every else items[-1:]):
             for r in regs:
-                lines.append(f"[bold yellow]![/] #{rec.id} {rec.name} {_when(rec.ts)}: "
+                lines.append(f"[bold yellow]![/] #{rec.id} {escape(rec.name)} {_when(rec.ts)}: "
                              f"{r.describe()}")
     return lines
