@@ -265,3 +265,26 @@ def test_a_check_or_sweep_names_its_read_loop_in_its_series_as_a_run_does():
     assert series_of("nightly-sweep", Measured({}, "", [], [], sweep=sweep)).endswith(
         " [io_uring (depth 16)]")
     assert sweep_record(sweep).name.endswith("c1,2 [io_uring (depth 16)]")
+
+
+def test_history_of_a_check_finds_its_records_read_by_another_loop_as_their_own_series(tmp_path):
+    # a user asks for the check by its name; the records a Python loop timed are its too,
+    # shown apart (their own table, their own baseline), not hidden
+    path = tmp_path / "h.sqlite"
+    with History(path) as h:
+        for i, name in enumerate(["train-8", "train-8 [python loop]", "train-8",
+                                  "train-80", "train-8 [python loop]"]):
+            rec = _check(100.0 + i, ts=1_000_000.0 + i)
+            rec.name = name
+            h.add(rec)
+    proc = call_cli("history", "--history", str(path), "--check", "train-8", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(proc.stdout)] == [
+        "train-8", "train-8 [python loop]", "train-8", "train-8 [python loop]"]
+    proc = call_cli("history", "--history", str(path), "--check", "train-8")
+    assert proc.returncode == 0, proc.stderr
+    assert "train-8 on /mnt/a (last 2)" in proc.stdout
+    assert "train-8 [python loop] on /mnt/a (last 2)" in proc.stdout
+    proc = call_cli("history", "--history", str(path), "--check", "train-8 [python loop]",
+                    "--json")
+    assert [r["name"] for r in json.loads(proc.stdout)] == ["train-8 [python loop]"] * 2
