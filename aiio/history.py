@@ -323,6 +323,12 @@ def loop_variant(read_loop: str | None) -> str:
     return f" [{read_loop}]"
 
 
+def of_check(series: str, name: str) -> bool:
+    """True when `series` is the series `name` (a check's, or a run shape's) or that of the
+    same name timed by another read loop (loop_variant: "NAME [python loop]")."""
+    return series == name or (series.startswith(name + " [") and series.endswith("]"))
+
+
 def variant_of(res: Mapping[str, Any]) -> str:
     """`loop_variant` of a run, or of a sweep's headline run (its largest client count)."""
     if res.get("kind") == "sweep":

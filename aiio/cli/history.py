@@ -52,7 +52,8 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
 @click.option("--results", default="reports", show_default=True,
               help="results folder holding the default history")
 @click.option("--check", "name", default=None, metavar="NAME",
-              help="one check (or run series) over time, every record")
+              help="one check (or run series) over time, every record; its series timed by another "
+              "read loop ([python loop]) in tables of their own")
 @click.option("--target", "-t", default=None, help="only records of this target")
 @click.option("--figure", default=None,
               help="figure to trend  [default: aggregate_mib_s, or the first judged figure]")
@@ -89,7 +90,8 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     judged = hist.with_regressions(records, fraction or hist.DEFAULT_FRACTION,
                                    baseline_runs or hist.DEFAULT_BASELINE_RUNS)
     if name is not None:
-        judged = [(r, regs) for r, regs in judged if r.name == name]
+        # a name finds its series timed by other read loops too, each shown as its own
+        judged = [(r, regs) for r, regs in judged if hist.of_check(r.name, name)]
         if not judged:
             names = sorted({r.name for r in records})
             raise ConfigError(f"no records of {name!r} in {path}; known: "
@@ -107,7 +109,7 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     console = out_console()
     runs = baseline_runs or hist.DEFAULT_BASELINE_RUNS
     tables = (trend_tables(judged, figure, last, runs) if name is None
-              else check_tables(judged, name, figure, last, console.width))
+              else check_tables(judged, figure, last, console.width))
     console.print(f"history: {path}", highlight=False, soft_wrap=True)
     if not judged:
         console.print("no records yet", highlight=False)
@@ -241,14 +243,14 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
     return tables
 
 
-def check_tables(judged: list, name: str, figure: str | None, last: int,
-                 width: int = 80) -> list[Any]:
-    """Per target, every record of one check with its watched figures; `!` marks a regressed
+def check_tables(judged: list, figure: str | None, last: int, width: int = 80) -> list[Any]:
+    """Per series and target (a check's, and its own timed by another read loop), every
+    record of one check with its watched figures; `!` marks a regressed
     figure (regression_lines says by how much). The figures are split over as many tables
     as it takes to fit `width` columns, each led by the record's number, time and status;
     host and aiio version follow in a table of their own."""
     tables = []
-    for target, items in _by(judged, lambda j: j[0].target).items():
+    for (name, target), items in _by(judged, lambda j: (j[0].name, j[0].target)).items():
         items = items[-last:]
         figs: list[str] = [figure] if figure else []
         for rec, _ in items:
