@@ -238,3 +238,24 @@ def test_accept_of_one_check_keeps_the_other_checks_series(target, results, tmp_
               if s.labels["kind"] == "check"}
     assert set(stamps) == {"good", "other"}
     assert stamps["good"] > stamps["other"]  # good ran again; other is its last record
+
+
+def test_a_check_run_now_drops_its_old_series_of_another_read_loop_from_the_export(tmp_path):
+    """Last week `good` failed read by the Python loop (numba broken), today it passed with
+    the compiled loop: the accept export must not keep last week's failure as one more check
+    of the spec (an alert on aiio_passed would fire for good). `other` did not run: its last
+    record is kept, whichever loop read it."""
+    from aiio.monitoring import other_checks
+
+    def rec(name: str, passed: bool, ts: float) -> Record:
+        r = Record(kind="check", name=name, target="/mnt/a", status="pass" if passed else "fail",
+                   passed=passed, figures={"aggregate_mib_s": 1.0}, spec="nightly")
+        r.ts = ts
+        return r
+
+    with History(tmp_path / "h.sqlite") as h:
+        for r in (rec("good [python loop]", False, 1.0), rec("other", False, 2.0),
+                  rec("other [python loop]", True, 3.0)):
+            h.add(r)
+        kept = other_checks(h, "nightly", "/mnt/a", [(rec("good", True, 4.0), [])])
+    assert [r.name for r, _ in kept] == ["other [python loop]"]
