@@ -329,6 +329,12 @@ def of_check(series: str, name: str) -> bool:
     return series == name or (series.startswith(name + " [") and series.endswith("]"))
 
 
+def check_of(series: str) -> str:
+    """The check a check's series belongs to: NAME of "NAME [python loop]" (a check's name
+    has no space, so its series names add nothing else)."""
+    return series.split(" [", 1)[0]
+
+
 def variant_of(res: Mapping[str, Any]) -> str:
     """`loop_variant` of a run, or of a sweep's headline run (its largest client count)."""
     if res.get("kind") == "sweep":

@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from aiio.errors import AiioError, ConfigError
 from aiio.figures import FIGURES
-from aiio.history import History, Record, readable, with_regressions
+from aiio.history import History, Record, check_of, readable, with_regressions
 
 PREFIX = "aiio_"
 LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec")
@@ -141,7 +141,13 @@ def latest(judged: list[tuple[Record, list]]) -> list[Judged]:
 
 def other_checks(history: History, spec: str, target: str, ran: list[Judged]) -> list[Judged]:
     """The last record, from the history, of every check of one spec on one target that did
-    not run now: an acceptance export of some checks (--check) keeps the others' series."""
-    now = {rec.series for rec, _ in ran}
+    not run now: an acceptance export of some checks (--check) keeps the others' series.
+    A check counts once, whichever read loop timed it (its series are "NAME [python loop]"
+    and the like): the export shows its last state, not an old failure of another loop."""
+    now = {check_of(rec.name) for rec, _ in ran if rec.kind == "check"}
     records = [r for r in history.records(target=target) if r.spec == spec and r.kind == "check"]
-    return [j for j in latest(with_regressions(records)) if j[0].series not in now]
+    last: dict[str, Judged] = {}
+    for judged in sorted(latest(with_regressions(records)), key=lambda j: (j[0].ts, j[0].id)):
+        if check_of(judged[0].name) not in now:
+            last[check_of(judged[0].name)] = judged  # the later overwrites the earlier
+    return list(last.values())
