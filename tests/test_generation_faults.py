@@ -130,3 +130,14 @@ def test_a_workers_oserror_is_raised_as_such_and_a_crash_names_the_worker(tmp_pa
     got: list[int] = []
     forked.run_sliced(lambda i: i * i, range(10), 3, got.append, name="generator")
     assert sorted(got) == [i * i for i in range(10)]
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_datagen_refuses_fewer_than_one_generator(tmp_path, workers):
+    # -3 ran one generator without a word; 0 means none, not "the default"
+    from .conftest import call_cli
+
+    proc = call_cli("datagen", "-t", str(tmp_path), "--workers", workers)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--workers" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "aiio").exists()
