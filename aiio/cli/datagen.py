@@ -13,7 +13,8 @@ from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_opt
 @workload_options
 @click.option("--target", "-t", default=DEFAULT_TARGET, show_default=True)
 @click.option("--force", is_flag=True, help="regenerate even when a matching dataset exists")
-@click.option("--workers", type=int, default=None, help="generator processes (default: CPUs)")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="generator processes per host (default: its CPUs, at most 8)")
 @s3_options
 @part_size_option
 def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
