@@ -362,7 +362,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         _collect(procs, shared, results, errors, on_tick, tick_s, start_ns, first, on_stage)
     except StopSignal as exc:
         _stop_and_drain(procs, shared, results, errors)
-        raise RunAborted(str(exc), results, Terminated) from None
+        raise RunAborted(f"{exc}; clients stopped", results, Terminated) from None
     except Terminated as exc:
         # The launcher's SIGKILL follows after a grace: the clients get the part of it that
         # on_terminated gives them to send what they measured, the rest is left to save.

@@ -110,6 +110,18 @@ def test_ctrl_c_during_generation_ends_the_run_and_removes_the_partial_dataset(t
     assert saved_result(results)["status"] == "interrupted"
 
 
+def test_sigterm_during_generation_says_what_it_stopped(target, results):
+    # it said "ended by SIGTERM; clients stopped" while no client had started
+    proc = start_generating(target, results)
+    err, left = hit_and_wait(proc, lambda p, _gens: p.send_signal(signal.SIGTERM))
+    assert proc.returncode == 1, err
+    (said,) = [line for line in err.splitlines() if line.startswith("aiio:")]
+    assert "SIGTERM" in said and "clients" not in said, err
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
+    assert saved_result(results)["status"] == "failed"
+
+
 def test_a_workers_oserror_is_raised_as_such_and_a_crash_names_the_worker(tmp_path):
     """What a generator raises reaches the parent: an OSError (a write error, ENOSPC) as an
     OSError with its file, which the run's message names; anything else as the worker's

@@ -299,6 +299,20 @@ def test_report_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == [pipe.name]
 
 
+def test_report_through_a_symlink_writes_the_file_it_points_to(tmp_path: Path) -> None:
+    # the page was renamed over the link: the link became a file and its target stayed old
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "latest.html").write_text("old")
+    link = tmp_path / "latest.html"
+    link.symlink_to(pages / "latest.html")
+    out = call_cli("report", str(STORED_TRAIN), "-o", str(link), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert link.is_symlink()
+    assert (pages / "latest.html").read_text().rstrip().endswith("</html>")
+    assert sorted(p.name for p in pages.iterdir()) == ["latest.html"]
+
+
 def test_report_to_stdout_is_the_page_alone() -> None:
     # -o /dev/stdout: the page, then "report: /dev/stdout" after its </html> in the same stream
     out = run_cli("report", str(STORED_TRAIN), "-o", "/dev/stdout", "--no-charts")

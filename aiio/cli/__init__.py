@@ -84,7 +84,7 @@ def _end_on_sigterm() -> None:
         if os.getpid() != pid:  # a forked child that kept the handler: end as by default
             os.kill(os.getpid(), signal.SIGTERM)
             return
-        raise StopSignal("ended by SIGTERM; clients stopped")
+        raise StopSignal("ended by SIGTERM")  # the stage it ended adds what it stopped
 
     signal.signal(signal.SIGTERM, handler)
 

@@ -69,21 +69,24 @@ def write_history(records: Sequence[Mapping[str, Any]], path: str | os.PathLike,
 
 def _write_atomic(path: Path, text: str) -> Path:
     """Never leave half a page behind: write beside it, then rename. A pipe or a device
-    (`-o /dev/stdout`) is written into: a rename would replace it with a file."""
+    (`-o /dev/stdout`) is written into: a rename would replace it with a file. Through a
+    symlink the page goes to the file it points to, and the link stays. The temporary name
+    is this process's: two commands writing one page at once each rename a whole page."""
     _check_place(path)
     if path.exists() and not path.is_file():
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
         return path
+    given, path = path, Path(os.path.realpath(path)) if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)  # a page that could not take its place leaves nothing
         raise
-    return path
+    return given
 
 
 def _check_place(path: Path) -> None:
