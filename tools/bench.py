@@ -532,8 +532,9 @@ def fairness_rows(clients: int = 1024, repeats: int = REPEATS) -> list[Row]:
             return serving(backing, mount, Rates(read_stream=fair.STREAM),
                            threads=2 * clients + 64, log=log)
 
-        with oracle():  # aiio's dataset, before and apart from any measured run
-            _fair_datagen(Path(tmp), mount, clients)
+        with oracle():  # aiio's dataset and fio's files, before and apart from any run
+            _fair_fio_layout(mount, clients)
+            _fair_datagen(Path(tmp), mount, clients)  # last: it empties the streams' log
         for n in range(repeats):
             with oracle():
                 ours = _fair_aiio(Path(tmp), mount, clients, n)
@@ -596,14 +597,26 @@ def _fair_fio(mount: Path, clients: int) -> list[float]:
     """Each fio job's read bandwidth over the stream rate. A job reads what an aiio client
     reads: FILES files of FILE bytes, one open at a time, one after another (each file is a
     new stream on the oracle, whose open, mid-run, goes through the same FUSE queue as
-    aiio's)."""
-    (mount / "fio-data").mkdir(exist_ok=True)
+    aiio's). The files must exist (_fair_fio_layout), as aiio's dataset does."""
     jobs = fio_jobs([{"name": "fair", "numjobs": str(clients)}],
-                    {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
-                     "size": f"{fair.FILES * fair.FILE // KiB}k", "nrfiles": str(fair.FILES),
-                     "openfiles": "1", "file_service_type": "sequential", "direct": "1",
-                     "ioengine": "psync"})
+                    _fair_fio_options(mount) | {"allow_file_create": "0"})
     return [j["read"]["bw_bytes"] / fair.STREAM for j in jobs]
+
+
+def _fair_fio_layout(mount: Path, clients: int) -> None:
+    """fio's files, laid out apart from its measured runs as aiio's dataset is: laid out by
+    the first measured run, on the mount it then read, they left that run alone every name in
+    the kernel's cache (no lookup per open, which the other runs, aiio's all, send)."""
+    (mount / "fio-data").mkdir()
+    fio_jobs([{"name": "fair", "numjobs": str(clients)}],
+             _fair_fio_options(mount) | {"create_only": "1"})
+
+
+def _fair_fio_options(mount: Path) -> dict[str, str]:
+    return {"directory": str(mount / "fio-data"), "rw": "read", "bs": "256k",
+            "size": f"{fair.FILES * fair.FILE // KiB}k", "nrfiles": str(fair.FILES),
+            "openfiles": "1", "file_service_type": "sequential", "direct": "1",
+            "ioengine": "psync"}
 
 
 def _first_request_row(clients: int, started: list[list[float]],
