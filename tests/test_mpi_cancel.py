@@ -97,3 +97,17 @@ def test_a_bad_number_of_seconds_is_one_line_before_the_run(target, results, nam
     assert said and all(f"{name} must be a number of seconds" in line for line in said), said
     assert "Traceback" not in done.stderr
     assert not list(results.glob("*/result.json"))
+
+
+@pytest.mark.parametrize("name", ["AIIO_MPI_SILENCE_S", "AIIO_MPI_ANSWER_S"])
+def test_no_time_at_all_to_answer_is_refused(monkeypatch, name):
+    """0 s gave no rank any time: a healthy rank that had just replied with its failure was
+    called hung ('did not answer within 0 s') and the job aborted. 0 s of drain is a choice."""
+    from aiio.comm import _seconds_from_env
+    from aiio.errors import ConfigError
+
+    monkeypatch.setenv(name, "0")
+    with pytest.raises(ConfigError, match=f"{name} must be a number of seconds above 0"):
+        _seconds_from_env(name, 1.0)
+    monkeypatch.setenv("AIIO_TERM_DRAIN_S", "0")
+    assert _seconds_from_env("AIIO_TERM_DRAIN_S", 1.0) == 0
