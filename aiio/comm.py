@@ -75,12 +75,19 @@ def launched_rank(env: dict[str, str] | None = None) -> int:
     return 0
 
 
+# Waits for another rank: 0 s gives none any time, so a healthy rank that had just replied
+# was called hung and the job aborted. (0 s of drain is a choice: no drain.)
+_SOME_TIME = frozenset({"AIIO_MPI_SILENCE_S", "AIIO_MPI_ANSWER_S"})
+
+
 def _seconds_from_env(name: str, default: float) -> float:
     try:
         value = float(os.environ.get(name, default))
     except ValueError:
         raise ConfigError(f"{name} must be a number of seconds") from None
     # NaN fails the comparison; inf would make the wait it bounds one without an end
+    if name in _SOME_TIME and not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"{name} must be a number of seconds above 0 (finite)")
     if not (value >= 0 and math.isfinite(value)):
         raise ConfigError(f"{name} must be a number of seconds, 0 or more (finite)")
     return value
