@@ -288,3 +288,17 @@ def test_history_of_a_check_finds_its_records_read_by_another_loop_as_their_own_
     proc = call_cli("history", "--history", str(path), "--check", "train-8 [python loop]",
                     "--json")
     assert [r["name"] for r in json.loads(proc.stdout)] == ["train-8 [python loop]"] * 2
+
+
+def test_an_mpi_run_whose_hosts_read_through_different_loops_is_not_in_the_compiled_series():
+    # hosts of an MPI run may differ: half the clients on one without numba read through the
+    # Python loop, and the run's label lists each loop, the compiled one first (sorted)
+    from aiio.history import loop_variant
+
+    python = "python (numba is not installed: pip install 'aiio[fast]')"
+    mixed = f"compiled (numba 0.68.1) on 2 clients; {python} on 2 clients"
+    assert _randrw_run(mixed).name == "run randrw demo c2 [mixed loops]"
+    assert loop_variant("compiled (numba 0.68.1) on 2 clients; compiled (numba 0.60.0) on "
+                        "2 clients") == ""
+    assert loop_variant(f"{python} on 1 client; python (--verify checks every read) on "
+                        "3 clients") == " [python loop]"
