@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import socket
 import sqlite3
 import statistics
@@ -315,12 +316,24 @@ def loop_variant(read_loop: str | None) -> str:
     """What a series name adds for a run whose reads another loop timed: the same storage
     read through the Python loop (numba missing) or io_uring makes other figures, which must
     not be judged against the compiled loop's. Nothing for the compiled loop, for no reads,
-    and for records that did not say (made before the loop was recorded)."""
-    if not read_loop or read_loop.startswith(("compiled", "none")):
+    and for records that did not say (made before the loop was recorded). An MPI run whose
+    hosts read through different loops lists each ("compiled (...) on 2 clients; python (...)
+    on 2 clients", the compiled one first): "[mixed loops]", not the compiled loop's series."""
+    if not read_loop:
         return ""
-    if read_loop.startswith("python"):
+    loops = {_one_loop(loop) for loop in _EACH_LOOP.split(read_loop) if loop}
+    return loops.pop() if len(loops) == 1 else " [mixed loops]"
+
+
+_EACH_LOOP = re.compile(r" on \d+ clients?(?:; |$)")  # randrw.read_loops' list of loops
+
+
+def _one_loop(loop: str) -> str:
+    if loop.startswith(("compiled", "none")):
+        return ""
+    if loop.startswith("python"):
         return " [python loop]"
-    return f" [{read_loop}]"
+    return f" [{loop}]"
 
 
 def of_check(series: str, name: str) -> bool:
