@@ -58,11 +58,16 @@ def gone(writer: Any) -> str | None:
     if namespace is not None and namespace != pid_namespace():
         return None  # its pid cannot be looked up from here
     try:
-        now_started = psutil.Process(pid).create_time()
+        process = psutil.Process(pid)
+        now_started = process.create_time()
+        # exited but not yet reaped (a killed MPI rank until its launcher waits for it)
+        ended = process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
-        return f"pid {pid} on host {writer['host']} has ended"
+        ended = True
     except psutil.Error:
         return None  # cannot look: assume it lives
+    if ended:
+        return f"pid {pid} on host {writer['host']} has ended"
     if isinstance(started, int | float) and abs(now_started - started) > 0.5:
         return f"pid {pid} on host {writer['host']} has ended (the pid is another process's now)"
     return None

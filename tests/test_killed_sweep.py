@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from aiio import result
 
 from .conftest import REPO, TINY_DATA, call_cli, client_processes
@@ -87,3 +89,21 @@ def test_a_sigkilled_run_leaves_a_result_that_reads_as_interrupted(tmp_path: Pat
     assert doc["status"] == "running" and doc["clients_requested"] == 2
     loaded = result.load(path)
     assert loaded.status == "interrupted" and "process gone" in loaded["error"]
+
+
+def test_a_writer_that_exited_but_is_not_yet_reaped_is_gone() -> None:
+    # a killed MPI rank lingers as a zombie until its launcher reaps it: its pid and start
+    # time still match the result's mark, and the result read as "running" (seen once, under
+    # load, in tests/test_mpi.py's killed rank)
+    from aiio import owner
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)
+        mark = {**owner.mark(), "pid": pid, "process_started": psutil.Process(pid).create_time()}
+        assert owner.gone(mark) == f"pid {pid} on host {mark['host']} has ended"
+    finally:
+        os.waitpid(pid, 0)
