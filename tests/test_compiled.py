@@ -255,7 +255,10 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
             raise _Woken
 
     old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+    # the first signal late enough for the reads to have begun: with one every 50 ms from the
+    # start, a loaded machine can run all three handlers before the first read (the likely
+    # cause of one failure among the suite's eight workers: no read made to be kept)
+    signal.setitimer(signal.ITIMER_REAL, 0.3, 0.05)
     try:
         with pytest.raises(_Woken):
             reader.read_blocks(fd, [0] * (1 if at_end else 10**6), KMSG_READ)
