@@ -333,12 +333,14 @@ class MpiComm:
                 if r not in self._replies and r not in self.lost and r not in self._ended]
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 ending: bool = False) -> list[Any]:
+                 bounded: bool = False) -> list[Any]:
         """Run fn(args[rank], report) on every rank, rank 0's share here; values in rank
         order. `on_progress` sees the sum over ranks of what each share reported. A rank's
         failure ends rank 0's share at its next report and stops the other ranks' (as any
-        failure here does). `ending`: the run is failing or ending already; each rank gets
-        `answer_s` to answer, and RankLost names those that did not."""
+        failure here does). `bounded`: the call is a quick check, or the run is failing or
+        ending already; each rank gets `answer_s` to answer, and RankLost names those that
+        did not (a rank whose heartbeat goes on while its call hangs, as on a hung network
+        mount, would otherwise be waited for without end)."""
         progress = [(0, 0)] * self.size
 
         def total() -> None:
@@ -359,7 +361,7 @@ class MpiComm:
         self.dispatch(fn, args)
         try:
             local = fn(args[0], report)
-            self._wait_replies(handler, self.answer_s if ending else None)
+            self._wait_replies(handler, self.answer_s if bounded else None)
         except BaseException:
             self.stop_call()
             raise
@@ -373,7 +375,7 @@ class MpiComm:
             self.poll_workers(handler)
             self._raise_failed()
             if deadline is not None and time.monotonic() > deadline:
-                self._give_up(self._busy(), timeout_s or 0.0)
+                self._give_up(self._busy(), timeout_s or 0.0, "")
                 break
             time.sleep(POLL_S)
         self._raise_failed()
@@ -405,13 +407,13 @@ class MpiComm:
                 pass  # named at the end
             busy = self._busy()
             time.sleep(POLL_S)
-        self._give_up(busy, self.answer_s)
+        self._give_up(busy, self.answer_s, " once the run was ending")
 
-    def _give_up(self, ranks: Sequence[int], waited_s: float) -> None:
+    def _give_up(self, ranks: Sequence[int], waited_s: float, when: str) -> None:
         for r in ranks:
             self.lost.add(r)
-            self.unanswered[r] = (f"{self.where(r)} did not answer within {waited_s:.0f} s "
-                                  "once the run was ending (its heartbeat goes on: it hung)")
+            self.unanswered[r] = (f"{self.where(r)} did not answer within {waited_s:.0f} s"
+                                  f"{when} (its heartbeat goes on: it hung)")
 
     def tell_workers(self, obj: Any, ranks: Sequence[int] | None = None) -> None:
         """Rank 0: a control message (go, stop, stage) to every worker, or to `ranks`."""

@@ -283,7 +283,8 @@ def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:
     """Under MPI: every rank must see the very manifest rank 0 sees, or the hosts would read
     different data (a target that is not one shared mount at one path)."""
     if ranks.size > 1:
-        ranks.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * ranks.size)
+        ranks.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * ranks.size,
+                       bounded=True)
 
 
 def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> None:
@@ -303,7 +304,7 @@ def _discard(folder: Path, target: Target, ranks: Ranks) -> None:
     if ranks.size > 1:
         try:
             ranks.call_all(_discard_view, [(str(folder), str(target.path))] * ranks.size,
-                           ending=True)
+                           bounded=True)
         except AiioError:
             pass  # best effort: the run is failing already and says why (and a rank that
             # did not answer is named as the job is ended)

@@ -15,9 +15,10 @@ class Ranks(Protocol):
     size: int
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 ending: bool = False) -> list[Any]:
+                 bounded: bool = False) -> list[Any]:
         """Run fn(args[rank], report) on every rank; returns the values in rank order.
-        `ending`: the run is failing or ending already, so no rank is waited for long."""
+        `bounded`: a quick check, or the run is failing or ending already, so no rank is
+        waited for long."""
         ...
 
 
@@ -32,7 +33,7 @@ class ThisHost:
     size = 1
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 ending: bool = False) -> list[Any]:
+                 bounded: bool = False) -> list[Any]:
         """Run fn(args[rank], report) on every rank; returns the values in rank order."""
         return [fn(args[0], on_progress or _no_report)]
 

@@ -244,7 +244,8 @@ def check_shared(target: Target, ranks: Ranks = THIS_HOST) -> None:
     path = target.claim() / f".hosts-{token}"
     path.write_text(token)
     try:
-        ranks.call_all(_see_token, [(str(path), token, str(target.path))] * ranks.size)
+        ranks.call_all(_see_token, [(str(path), token, str(target.path))] * ranks.size,
+                       bounded=True)
     finally:
         path.unlink(missing_ok=True)
 

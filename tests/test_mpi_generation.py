@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from .conftest import TINY_DATA
 from .mpi import end_job, left_behind, mpi_start, needs_mpi, ranks_of, tree_pids
 
 # Each rank's share lasts minutes: far longer than the job may take to end once hit.
@@ -127,6 +128,25 @@ def test_a_rank_that_does_not_answer_once_the_run_fails_is_named_and_the_job_end
     assert any("(rank 0): dataset generation failed" in line or
                "dataset generation failed: generator process" in line for line in said), err
     assert any("(rank 1) did not answer within 2 s" in line for line in said), err
+    assert "Traceback" not in err
+    assert not left
+
+
+@needs_mpi
+def test_a_rank_that_hangs_in_a_quick_check_of_a_healthy_run_is_named_and_the_job_ended(
+        target, results):
+    """Rank 1 hangs checking that it sees the dataset rank 0 made (a stat on a hung network
+    mount), its heartbeat beating on: rank 0 waited for its answer without end, the run
+    healthy. A check is quick: it gets AIIO_MPI_ANSWER_S, then the rank is named."""
+    proc = mpi_start(2, "verifying", "run", "--target", str(target), "--results", str(results),
+                     *TINY_DATA, "--clients", "2", "--epochs", "1", "-q", "--no-report",
+                     "--no-history", env={"AIIO_MPI_ANSWER_S": "2"}, module="tests.wedged_rank")
+    deadline = time.monotonic() + 60
+    while len(ranks_of(proc)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    err, left = hit_and_wait(proc, lambda ranks: None)
+    assert proc.returncode != 0, err
+    assert any("(rank 1) did not answer within 2 s" in line for line in aiio_lines(err)), err
     assert "Traceback" not in err
     assert not left
 

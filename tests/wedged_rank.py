@@ -5,6 +5,8 @@ dead worker's lock): `python -m tests.wedged_rank WHERE ARGS`, ARGS those of aii
   generating   rank 1's dataset share, once it has reported once (so rank 0 knows the call
                reports as it goes)
   discarding   rank 1's removal of a failed generation's files
+  verifying    rank 1's check that it sees the dataset rank 0 made (a quick check, as on a
+               hung network mount)
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ def _wedge_discarding() -> None:
     dataset._discard_view = lambda args, report=None: hang()
 
 
-WEDGES = {"generating": _wedge_generating, "discarding": _wedge_discarding}
+def _wedge_verifying() -> None:
+    dataset._same_manifest = lambda args, report=None: hang()
+
+
+WEDGES = {"generating": _wedge_generating, "discarding": _wedge_discarding,
+          "verifying": _wedge_verifying}
 
 if __name__ == "__main__":
     if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
