@@ -257,8 +257,8 @@ class MpiComm:
             return
         if self.rank != 0:
             self._send(("terminated", None), 0, TAG_WORK)
-        raise Terminated("the MPI launcher ended the run (SIGTERM): a rank died or the job "
-                         "was cancelled")
+        raise Terminated("ended by SIGTERM (the MPI launcher's when a rank died or the job "
+                         "was cancelled, or a kill)")
 
     # --- collectives (each polls; none can hang on a dead rank) --------------------------
     def _wait(self, request: Any, spin_s: float = POLL_S) -> Any:

@@ -388,15 +388,17 @@ def _after_sigterm(comm: MpiComm, run: int) -> tuple[str, type[AiioError]]:
     silent = _silent_after_sigterm(comm)
     if not silent:
         _wait_partial_replies(comm)
-    base = "the MPI launcher ended the run (SIGTERM)"
+    # who sent it cannot be told: the launcher ending the job, or a kill of this rank alone
+    base = "ended by SIGTERM"
     if not silent:
-        return f"{base}: the job was cancelled or interrupted", RunInterrupted
+        return (f"{base} on every rank, as the MPI launcher or a batch system ends a job: it "
+                "was cancelled or interrupted", RunInterrupted)
     # A rank alive that got no SIGTERM (sent to this rank alone, not by the launcher) would
     # run on while this one waits for it at the end; told now, without waiting for it.
     comm.tell_workers(("stop", run, f"{comm.where(0)} ended by SIGTERM", False), sorted(silent))
     names = ", ".join(comm.where(r) for r in sorted(silent))
-    return (f"{base} after {names} stopped without a word: it probably died (the launcher's "
-            "own message names the rank that ended)", RunFailed)
+    return (f"{base}; {names} said nothing of one: it died (the launcher's own message then "
+            "names the rank that ended), or the signal came to this rank alone", RunFailed)
 
 
 def _wait_partial_replies(comm: MpiComm) -> None:
