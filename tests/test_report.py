@@ -313,6 +313,28 @@ def test_report_through_a_symlink_writes_the_file_it_points_to(tmp_path: Path) -
     assert sorted(p.name for p in pages.iterdir()) == ["latest.html"]
 
 
+@pytest.mark.parametrize(("links", "error"), [
+    # a link to a place under a file: _check_place looked at the link's own folder, and
+    # mkdir of the folder it points into said "File exists"
+    ({"page.html": "afile/page.html"}, "Not a directory"),
+    # a loop: the page was renamed over one of its links, the loop broken
+    ({"page.html": "other.html", "other.html": "page.html"},
+     "Too many levels of symbolic links"),
+])
+def test_report_through_a_link_that_leads_nowhere_writable_is_one_line_and_changes_nothing(
+        tmp_path: Path, links: dict, error: str) -> None:
+    (tmp_path / "afile").write_text("kept")
+    for name, to in links.items():
+        (tmp_path / name).symlink_to(to)
+    page = tmp_path / "page.html"
+    out = call_cli("report", str(STORED_TRAIN), "-o", str(page), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {page}: {error}"
+    assert all((tmp_path / n).is_symlink() for n in links)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["afile", *links])
+    assert (tmp_path / "afile").read_text() == "kept"
+
+
 def test_report_to_stdout_is_the_page_alone() -> None:
     # -o /dev/stdout: the page, then "report: /dev/stdout" after its </html> in the same stream
     out = run_cli("report", str(STORED_TRAIN), "-o", "/dev/stdout", "--no-charts")

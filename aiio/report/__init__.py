@@ -77,7 +77,7 @@ def _write_atomic(path: Path, text: str) -> Path:
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
         return path
-    given, path = path, Path(os.path.realpath(path)) if path.is_symlink() else path
+    given, path = path, _link_end(path) if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -87,6 +87,15 @@ def _write_atomic(path: Path, text: str) -> Path:
         tmp.unlink(missing_ok=True)  # a page that could not take its place leaves nothing
         raise
     return given
+
+
+def _link_end(link: Path) -> Path:
+    """The path a link (or a chain of links) names at last, checked as a path given itself."""
+    end = Path(os.path.realpath(link))
+    if end.is_symlink():  # realpath stops inside a loop: the rename would break the loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(link))
+    _check_place(end)
+    return end
 
 
 def _check_place(path: Path) -> None:
