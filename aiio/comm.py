@@ -333,14 +333,16 @@ class MpiComm:
                 if r not in self._replies and r not in self.lost and r not in self._ended]
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 bounded: bool = False) -> list[Any]:
+                 bounded: bool = False, own_s: float = 0.0) -> list[Any]:
         """Run fn(args[rank], report) on every rank, rank 0's share here; values in rank
         order. `on_progress` sees the sum over ranks of what each share reported. A rank's
         failure ends rank 0's share at its next report and stops the other ranks' (as any
         failure here does). `bounded`: the call is a quick check, or the run is failing or
         ending already; each rank gets `answer_s` to answer, and RankLost names those that
         did not (a rank whose heartbeat goes on while its call hangs, as on a hung network
-        mount, would otherwise be waited for without end)."""
+        mount, would otherwise be waited for without end). `own_s`: what a bounded call may
+        take itself in a healthy run (a quick check's wait for a late file), added to
+        `answer_s`: a low AIIO_MPI_ANSWER_S must not cut a slow network filesystem short."""
         progress = [(0, 0)] * self.size
 
         def total() -> None:
@@ -361,7 +363,7 @@ class MpiComm:
         self.dispatch(fn, args)
         try:
             local = fn(args[0], report)
-            self._wait_replies(handler, self.answer_s if bounded else None)
+            self._wait_replies(handler, self.answer_s + own_s if bounded else None)
         except BaseException:
             self.stop_call()
             raise

@@ -22,7 +22,7 @@ import numpy as np
 from aiio import forked, formats
 from aiio.errors import AiioError, RunFailed
 from aiio.ranks import THIS_HOST, Ranks
-from aiio.target import Target, check_shared, remove_tree
+from aiio.target import LATE_FILE_S, Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
 
 SCHEMA = "aiio.dataset/1"
@@ -284,12 +284,12 @@ def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:
     different data (a target that is not one shared mount at one path)."""
     if ranks.size > 1:
         ranks.call_all(_same_manifest, [(str(dataset.folder), dataset.manifest)] * ranks.size,
-                       bounded=True)
+                       bounded=True, own_s=LATE_FILE_S)
 
 
 def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> None:
     folder, want = args
-    deadline = time.monotonic() + 5.0  # network filesystems may show the new file a bit late
+    deadline = time.monotonic() + LATE_FILE_S
     while (seen := _read_manifest(Path(folder))) != want and time.monotonic() < deadline:
         time.sleep(0.2)
     if seen != want:

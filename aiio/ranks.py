@@ -15,10 +15,10 @@ class Ranks(Protocol):
     size: int
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 bounded: bool = False) -> list[Any]:
+                 bounded: bool = False, own_s: float = 0.0) -> list[Any]:
         """Run fn(args[rank], report) on every rank; returns the values in rank order.
         `bounded`: a quick check, or the run is failing or ending already, so no rank is
-        waited for long."""
+        waited for long; `own_s`: what the call may take itself then, beyond that."""
         ...
 
 
@@ -33,7 +33,7 @@ class ThisHost:
     size = 1
 
     def call_all(self, fn: CallFn, args: Sequence[Any], on_progress: Report | None = None,
-                 bounded: bool = False) -> list[Any]:
+                 bounded: bool = False, own_s: float = 0.0) -> list[Any]:
         """Run fn(args[rank], report) on every rank; returns the values in rank order."""
         return [fn(args[0], on_progress or _no_report)]
 

@@ -32,6 +32,7 @@ NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph",
               "glusterfs", "9p", "fuse.sshfs", "wekafs", "fuse.weka", "pvfs2", "orangefs"}
 # Headroom kept free on the target beyond what a run needs, so aiio never fills a shared disk.
 SPACE_MARGIN = 0.02
+LATE_FILE_S = 5.0  # a network filesystem may show a file another host made this late
 
 
 @dataclass(frozen=True)
@@ -245,14 +246,14 @@ def check_shared(target: Target, ranks: Ranks = THIS_HOST) -> None:
     path.write_text(token)
     try:
         ranks.call_all(_see_token, [(str(path), token, str(target.path))] * ranks.size,
-                       bounded=True)
+                       bounded=True, own_s=LATE_FILE_S)
     finally:
         path.unlink(missing_ok=True)
 
 
 def _see_token(args: tuple[str, str, str], report: object = None) -> None:
     path, token, where = args
-    deadline = time.monotonic() + 5.0  # network filesystems may show a new file a bit late
+    deadline = time.monotonic() + LATE_FILE_S
     while True:
         try:
             with open(path) as fh:

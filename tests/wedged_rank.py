@@ -7,6 +7,8 @@ dead worker's lock): `python -m tests.wedged_rank WHERE ARGS`, ARGS those of aii
   discarding   rank 1's removal of a failed generation's files
   verifying    rank 1's check that it sees the dataset rank 0 made (a quick check, as on a
                hung network mount)
+  late         not wedged: rank 1 sees rank 0's dataset 3 s late, within the 5 s the check
+               allows a network filesystem (a healthy run)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 from aiio import dataset
 from aiio.cli import main
@@ -46,8 +49,18 @@ def _wedge_verifying() -> None:
     dataset._same_manifest = lambda args, report=None: hang()
 
 
+def _late_verifying() -> None:
+    real = dataset._same_manifest
+
+    def late(args: tuple, report=None) -> None:
+        time.sleep(3.0)
+        real(args, report)
+
+    dataset._same_manifest = late
+
+
 WEDGES = {"generating": _wedge_generating, "discarding": _wedge_discarding,
-          "verifying": _wedge_verifying}
+          "verifying": _wedge_verifying, "late": _late_verifying}
 
 if __name__ == "__main__":
     if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
