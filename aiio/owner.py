@@ -60,8 +60,9 @@ def gone(writer: Any) -> str | None:
     try:
         process = psutil.Process(pid)
         now_started = process.create_time()
-        # exited but not yet reaped (a killed MPI rank until its launcher waits for it)
-        ended = process.status() == psutil.STATUS_ZOMBIE
+        # exited but not yet reaped (a killed MPI rank until its launcher waits for it); a
+        # first thread that ended while others run shows as a zombie too, the process alive
+        ended = process.status() == psutil.STATUS_ZOMBIE and process.num_threads() <= 1
     except psutil.NoSuchProcess:
         ended = True
     except psutil.Error:

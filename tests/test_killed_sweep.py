@@ -107,3 +107,25 @@ def test_a_writer_that_exited_but_is_not_yet_reaped_is_gone() -> None:
         assert owner.gone(mark) == f"pid {pid} on host {mark['host']} has ended"
     finally:
         os.waitpid(pid, 0)
+
+
+def test_a_writer_whose_first_thread_ended_while_another_runs_is_not_gone() -> None:
+    # the first thread of a process ended by itself (pthread_exit) shows as a zombie while the
+    # process's other threads run on: the process lives, and its scratch folder must stay
+    import ctypes
+    import threading
+
+    from aiio import owner
+
+    pid = os.fork()
+    if pid == 0:
+        threading.Thread(target=lambda: (time.sleep(30), os._exit(0))).start()
+        ctypes.CDLL(None).pthread_exit(None)
+    try:
+        while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)
+        mark = {**owner.mark(), "pid": pid, "process_started": psutil.Process(pid).create_time()}
+        assert owner.gone(mark) is None
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
