@@ -155,6 +155,26 @@ def test_a_rank_that_hangs_in_a_quick_check_of_a_healthy_run_is_named_and_the_jo
 
 
 @needs_mpi
+def test_a_rank_that_sees_another_dataset_fails_the_run_naming_it(target, results):
+    """The target is not one shared filesystem at one path: rank 1 sees another dataset where
+    rank 0 made its own. The run fails naming rank 1 and why, the files rank 0 made go."""
+    proc = mpi_start(2, "elsewhere", "run", "--target", str(target), "--results", str(results),
+                     *TINY_DATA, "--clients", "2", "--epochs", "1", "-q", "--no-report",
+                     "--no-history", module="tests.wedged_rank")
+    deadline = time.monotonic() + 60
+    while len(ranks_of(proc)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    err, left = hit_and_wait(proc, lambda ranks: None)
+    assert proc.returncode != 0, err
+    said = aiio_lines(err)
+    assert any("(rank 1): sees a different dataset" in line and "one shared filesystem" in line
+               for line in said), err
+    assert "Traceback" not in err
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
+
+
+@needs_mpi
 def test_a_quick_check_that_a_network_filesystem_makes_slow_is_not_cut_short(target, results):
     """Rank 1 sees the dataset 3 s late, within the 5 s its check allows for it: with
     AIIO_MPI_ANSWER_S=1 the healthy run was ended as if rank 1 hung."""

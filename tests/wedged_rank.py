@@ -9,6 +9,8 @@ dead worker's lock): `python -m tests.wedged_rank WHERE ARGS`, ARGS those of aii
                hung network mount)
   late         not wedged: rank 1 sees rank 0's dataset 3 s late, within the 5 s the check
                allows a network filesystem (a healthy run)
+  elsewhere    not wedged: rank 1 sees another dataset where rank 0 made its own (the target
+               is not one shared filesystem at one path)
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ def _late_verifying() -> None:
     dataset._same_manifest = late
 
 
+def _sees_elsewhere() -> None:
+    dataset._read_manifest = lambda folder: {"schema": "another host's dataset"}
+
+
 WEDGES = {"generating": _wedge_generating, "discarding": _wedge_discarding,
-          "verifying": _wedge_verifying, "late": _late_verifying}
+          "verifying": _wedge_verifying, "late": _late_verifying,
+          "elsewhere": _sees_elsewhere}
 
 if __name__ == "__main__":
     if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
