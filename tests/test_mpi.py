@@ -281,6 +281,32 @@ def test_rank_seeing_another_dataset_stops_the_run(target, results, tmp_path):
     assert not (datasets / "demo").exists()  # and the half dataset from rank 0's
 
 
+@needs_mpi
+@pytest.mark.root
+@pytest.mark.skipif(not is_root(), reason="needs root for a private mount namespace")
+def test_rank_not_seeing_rank_0s_files_stops_the_run_before_anything_is_made(
+        target, results, tmp_path):
+    """Rank 1 runs in its own mount namespace, where TARGET/aiio is another folder: it does
+    not see the file rank 0 writes there to check the target is one shared filesystem."""
+    mine = Target(target).claim()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    args = [sys.executable, "-m", "aiio", *_run_args(target, results, "--clients", "2",
+                                                       "--epochs", "1", "-q")]
+    inner = " ".join(f"'{a}'" for a in args)
+    rank1 = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             f"mount --bind '{other}' '{mine}' && exec {inner}"]
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
+           "-n", "1", *rank1]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=mpi_env())
+    assert done.returncode == 2, done.stderr
+    assert "(rank 1): does not see the files rank 0 writes" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (mine / "datasets").exists()  # nothing made before the check
+    assert not [p for p in mine.iterdir() if p.name.startswith(".hosts-")]
+
+
 @pytest.mark.long
 @needs_mpi
 def test_scale_sweep_across_three_ranks(target, results):
