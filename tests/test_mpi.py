@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -254,6 +255,21 @@ def test_hung_rank_is_named_and_the_partial_result_saved(target, results):
     assert not left
 
 
+def _run_rank_1_seeing(other: Path, over: Path, target: Path,
+                       results: Path) -> subprocess.CompletedProcess:
+    """A 2-rank run whose rank 1 runs in its own mount namespace, `other` bound over `over`:
+    the same path, a different filesystem view, as on a host without the shared mount."""
+    args = [sys.executable, "-m", "aiio", *_run_args(target, results, "--clients", "2",
+                                                       "--epochs", "1", "-q")]
+    inner = " ".join(f"'{a}'" for a in args)
+    rank1 = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+             f"mount --bind '{other}' '{over}' && exec {inner}"]
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
+           "-n", "1", *rank1]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=mpi_env())
+
+
 @needs_mpi
 @pytest.mark.root
 @pytest.mark.skipif(not is_root(), reason="needs root for a private mount namespace")
@@ -264,15 +280,7 @@ def test_rank_seeing_another_dataset_stops_the_run(target, results, tmp_path):
     datasets.mkdir()
     other = tmp_path / "elsewhere"
     other.mkdir()
-    args = [sys.executable, "-m", "aiio", *_run_args(target, results, "--clients", "2",
-                                                       "--epochs", "1", "-q")]
-    inner = " ".join(f"'{a}'" for a in args)
-    rank1 = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-             f"mount --bind '{other}' '{datasets}' && exec {inner}"]
-    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
-           "-n", "1", *rank1]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=mpi_env())
+    done = _run_rank_1_seeing(other, datasets, target, results)
     assert done.returncode != 0
     assert "(rank 1): sees no dataset" in done.stderr and "shared" in done.stderr
     (res,) = saved_results(results)
@@ -291,15 +299,7 @@ def test_rank_not_seeing_rank_0s_files_stops_the_run_before_anything_is_made(
     mine = Target(target).claim()
     other = tmp_path / "elsewhere"
     other.mkdir()
-    args = [sys.executable, "-m", "aiio", *_run_args(target, results, "--clients", "2",
-                                                       "--epochs", "1", "-q")]
-    inner = " ".join(f"'{a}'" for a in args)
-    rank1 = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-             f"mount --bind '{other}' '{mine}' && exec {inner}"]
-    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
-           "-n", "1", *rank1]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=mpi_env())
+    done = _run_rank_1_seeing(other, mine, target, results)
     assert done.returncode == 2, done.stderr
     assert "(rank 1): does not see the files rank 0 writes" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
