@@ -209,9 +209,6 @@ class SeaweedServer:
         for port in self.grpc_ports:
             for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{port}.sock"):
                 sock.unlink(missing_ok=True)
-        self._kill()
-
-    def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             # its own session: a wrapper shell that has not exec'd weed yet goes too
             with contextlib.suppress(ProcessLookupError):
