@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,mpi,uring,fast]'
+	$(BIN)/pip install --quiet -e '.[dev,mpi,fast]'
 	touch $(STAMP)
 
 run: $(STAMP)

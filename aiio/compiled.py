@@ -20,10 +20,12 @@ import ctypes
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 CLOCK_MONOTONIC = 1  # Linux's number for the clock time.monotonic_ns reads
 INSTALL = "pip install 'aiio[fast]'"
 MISSING = f"numba is not installed: {INSTALL}"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,15 +57,21 @@ def load() -> Loop | None:
     fork); None when it cannot be had, and `why()` says why."""
     global _loop, _why
     if _loop is None and _why is None:
-        try:
-            _loop = _build()
-        except ModuleNotFoundError as exc:
-            _why = MISSING if exc.name in ("numba", "llvmlite") else f"numba: {exc}"
-        except ImportError as exc:  # installed, but not for this numpy or Python
-            _why = f"numba could not be imported: {exc}"
-        except Exception as exc:  # numba or LLVM refused: the Python loop still measures
-            _why = f"numba could not compile the read loop: {exc}"
+        _loop, _why = build_once(_build)
     return _loop
+
+
+def build_once(build: Callable[[], T]) -> tuple[T | None, str | None]:
+    """What `build` compiles, or None and why it could not (one line): numba missing, not
+    importable here, or refusing the code."""
+    try:
+        return build(), None
+    except ModuleNotFoundError as exc:
+        return None, MISSING if exc.name in ("numba", "llvmlite") else f"numba: {exc}"
+    except ImportError as exc:  # installed, but not for this numpy or Python
+        return None, f"numba could not be imported: {exc}"
+    except Exception as exc:  # numba or LLVM refused: say so, do not crash the run
+        return None, f"numba could not compile the read loop: {exc}"
 
 
 def loaded() -> Loop | None:

@@ -2,9 +2,10 @@
 
 The synchronous engine keeps one read in flight per thread; fio's io_uring and libaio engines
 keep `iodepth` per job. `DepthReader` does the same from one thread: a ring of `depth` slots,
-each with its own page-aligned buffer, refilled as completions arrive. The ring comes from the
-optional `uring-api` package (a compiled wheel on PyPI: `pip install 'aiio[uring]'`); where it
-or the kernel's io_uring is missing, `require()` says so in one line before a run starts.
+each with its own page-aligned part of one buffer, refilled as completions arrive. The ring
+and its loop are aiio.ringloop's: set up through the kernel's own calls and driven by code
+numba compiles (the optional `fast` extra: `pip install 'aiio[fast]'`). Where numba or the
+kernel's io_uring is missing, `require()` says so in one line before a run starts.
 
 Timing, the same histograms as every other read: a request's latency runs from just before it
 is prepared for the ring to the moment its completion is reaped (fio's `lat`: issue to
@@ -22,32 +23,40 @@ from typing import Any
 
 import numpy as np
 
+from aiio import ringloop
 from aiio.engine import OpLog, ReadFailed, aligned_buffer
 from aiio.errors import ConfigError
+from aiio.ringloop import (
+    BROKEN,
+    DONE,
+    ENTER_ERRNO,
+    EXPIRED,
+    FAILED,
+    FAILED_AT,
+    FINISHED,
+    HALT,
+    INFLIGHT,
+    NEXT,
+    NFREE,
+    STATE,
+    UNSUBMITTED,
+)
 
-
-def _binding() -> Any:
-    try:
-        import uring_api
-    except ImportError:
-        return None
-    return uring_api
+SLICE_NS = 10_000_000  # the loop comes back this often: a stop, a signal's handler
 
 
 def unavailable(depth: int) -> str | None:
-    """Why a ring of `depth` entries cannot be had here (one line), or None when it can."""
-    uring_api = _binding()
-    if uring_api is None:
-        return ("io_uring needs the optional uring-api package: pip install 'aiio[uring]' "
-                "(or use iodepth 1)")
+    """Why a ring of `depth` entries cannot be had here (one line), or None when it can.
+    Compiles the ring's loop (in the parent, before any client forks)."""
+    if ringloop.load() is None:
+        return f"io_uring needs the compiled loop: {ringloop.why()} (or use iodepth 1)"
     try:
-        ring = uring_api.Ring(entries=depth)
+        ringloop.Ring(depth).close()
     except OSError as exc:
         why = {errno.ENOSYS: "this kernel has no io_uring",
                errno.EPERM: "io_uring is not permitted here (kernel.io_uring_disabled or a "
                             "seccomp profile)"}.get(exc.errno, f"io_uring setup failed: {exc}")
         return f"{why} (use iodepth 1)"
-    ring.close()
     return None
 
 
@@ -57,32 +66,11 @@ def require(depth: int, key: str) -> None:
         raise ConfigError(f"{key} = {depth}: {why}")
 
 
-def _ring(uring_api: Any, depth: int) -> tuple[Any, int]:
-    """A ring of `depth` entries whose completions wait for the reader to enter the kernel.
-
-    On tmpfs (and any file that cannot read without blocking) io_uring hands each read to its
-    kernel workers. Without COOP_TASKRUN every worker completion interrupts the reading thread
-    (an IPI, then a task-work run on its way back to user space): at 4 KiB, depth 16, on
-    tmpfs, in the runs where it struck, the reader's CPU per read was about 5 us; with the
-    flag it stayed at 1.5 to 2.0 us (docs/PERFORMANCE.md). With it the completions are
-    posted when the reader enters the kernel to wait, where it reaps them; fio's io_uring
-    engine sets the same flag. Kernels before 5.19 refuse it.
-    """
-    coop = uring_api.IORING_SETUP_COOP_TASKRUN
-    try:
-        return uring_api.Ring(entries=depth, flags=coop, auto_submit=False), coop
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:
-            raise
-    return uring_api.Ring(entries=depth, auto_submit=False), 0
-
-
 class DepthReader:
     """Reads blocks at `depth` in flight through one io_uring, timing every request."""
 
     def __init__(self, depth: int, block_size: int, log: OpLog,
                  counter: Any = None) -> None:
-        import uring_api  # present: require() ran before any client started
         self.depth = depth
         self.block_size = block_size
         self.log = log
@@ -91,101 +79,110 @@ class DepthReader:
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: Any = None
         self.expired = False  # a deadline passed: read_blocks issued nothing more
-        self.ring, self.setup_flags = _ring(uring_api, depth)
-        self.bufs = [aligned_buffer(block_size) for _ in range(depth)]
-        self.views = [memoryview(b) for b in self.bufs]
+        self.loop = ringloop.loaded()  # compiled before the fork: require() ran
+        # made by the first read, in the thread that reads: the ring takes only its maker's
+        # submissions (SINGLE_ISSUER, as fio's)
+        self.ring: ringloop.Ring | None = None
+        self.buf = aligned_buffer(depth * block_size)
+        # one view per slot, released at close: a check's frame kept by a traceback holds
+        # its slot's view, and the buffer cannot be unmapped while a view holds it
+        self.views = [memoryview(self.buf)[i * block_size:(i + 1) * block_size]
+                      for i in range(depth)]
+        self.address = np.frombuffer(self.buf, np.uint8).ctypes.data
+        self.state = np.zeros(STATE, np.int64)
+        self.state[NFREE] = depth
+        self.free = np.arange(depth, dtype=np.int64)  # free slots' numbers, a stack
+        self.issued = np.zeros(depth, np.int64)  # when each slot's request was issued
+        self.where = np.zeros(depth, np.int64)   # the file offset each slot is reading
 
-    def read_blocks(self, fd: int, offsets: list[int], deadline_ns: int = 0) -> int:
+    @property
+    def loop_label(self) -> str:
+        """Which loop timed the reads, as a result says it."""
+        return f"io_uring (depth {self.depth}), {self.loop.label}"
+
+    def read_blocks(self, fd: int, offsets: Any, deadline_ns: int = 0) -> int:
         """Read one block at each offset, `depth` at a time; returns bytes transferred.
 
         With a deadline, no request is issued after it (those in flight complete and count).
-        Per completion: two property reads, three list appends (about a quarter of an array
-        append's time: an array parses each int as it goes; the lists become arrays once per
-        call) and its slot noted free for the refill.
+        The compiled loop comes back to look at the stop every SLICE_NS, after every reap
+        while a check follows each read (the slot's buffer is refilled by the next call), and
+        when a signal interrupts its wait (Python runs the handler here).
         """
-        pending, wait, now = iter(offsets), self.ring.wait, time.monotonic_ns
-        issued = [0] * self.depth      # when each slot's request was issued (monotonic ns)
-        where = [0] * self.depth       # the file offset each slot is reading
-        lat: list[int] = []
-        ends: list[int] = []
-        sizes: list[int] = []
-        lat_add, end_add, size_add = lat.append, ends.append, sizes.append
-        inflight = self._issue(fd, pending, range(self.depth), issued, where, deadline_ns)
-        failure, check = None, self.check
+        if self.ring is None:
+            self.ring = ringloop.Ring(self.depth)
+        offs = np.ascontiguousarray(offsets, np.int64)
+        out = np.empty((4, len(offs)), np.int64)  # latency, end, bytes and slot of each
+        st, checked = self.state, 0
+        st[NEXT] = st[DONE] = st[EXPIRED] = st[FAILED] = 0
         try:
-            while inflight:
-                reaped = wait() or ()
-                t = now()
-                free: list[int] = []
-                for c in reaped:
-                    slot, n = c.user_data, c.res
-                    free.append(slot)
-                    if n < 0:
-                        failure = failure or ReadFailed(-n, where[slot])
-                        continue
-                    lat_add(t - issued[slot])
-                    end_add(t)
-                    size_add(n)
-                    if check is not None and n:
-                        self._check(slot, n, where[slot])
-                inflight -= len(free)
-                if failure is None and not (self.stop is not None and self.stop.is_set()):
-                    inflight += self._issue(fd, pending, free, issued, where, deadline_ns)
+            while True:
+                until = 0 if self.check is not None else time.monotonic_ns() + SLICE_NS
+                status = self._call(fd, offs, out, until, deadline_ns)
+                if self.check is not None:
+                    checked = self._check_new(out, checked)
+                if status == FINISHED:
+                    break
+                if self.stop is not None and self.stop.is_set():
+                    st[HALT] = 1
         except BaseException:
-            reaped = c = None  # completions hold our buffers: the traceback must not keep them
-            self._drain()
+            self._drain(out)
             raise
         finally:  # on an error too: the requests that completed keep their counts
-            done = self._record(lat, ends, sizes)
+            done = self._record(out[:, :st[DONE]])
+            st[HALT] = 0
+        self.expired = self.expired or bool(st[EXPIRED])
         if self.counter:
             self.counter(done)
-        if failure is not None:  # raised only once nothing is in flight into our buffers
-            del reaped, c  # completions hold our buffers: the traceback must not keep them
-            raise failure
+        if st[FAILED]:
+            raise ReadFailed(int(st[FAILED]), int(st[FAILED_AT]))
         return done
 
-    def _record(self, lat: list[int], ends: list[int], sizes: list[int]) -> int:
-        """Hand the completions to the log in one batch; returns their bytes. `sizes` is
-        appended last: an interrupt between a completion's appends leaves it uncounted."""
-        k = len(sizes)
-        b = np.fromiter(sizes, np.int64, k)
-        self.log.add_many("read", np.fromiter(lat, np.int64, k),
-                          np.fromiter(ends, np.int64, k), b)
-        return int(b.sum())
+    def _call(self, fd: int, offs: np.ndarray, out: np.ndarray, until_ns: int,
+              deadline_ns: int) -> int:
+        """One call of the compiled loop; a ring the kernel broke is an error."""
+        status = self.loop.run(self.ring.layout, self.state, fd, self.address, self.block_size,
+                               offs, self.free, self.issued, self.where, out[0], out[1], out[2],
+                               out[3], until_ns, deadline_ns)
+        if status == BROKEN:
+            err = int(self.state[ENTER_ERRNO])
+            raise OSError(err, f"io_uring_enter: {errno.errorcode.get(err, err)}")
+        return status
 
-    def _check(self, slot: int, n: int, offset: int) -> None:
-        c0 = time.monotonic_ns()
-        self.check(self.views[slot], n, offset)
-        c1 = time.monotonic_ns()
-        self.log.add_many("verify", array("q", [c1 - c0]), array("q", [c1]), array("q", [0]))
+    def _record(self, out: np.ndarray) -> int:
+        """Hand the completions to the log in one batch; returns their bytes."""
+        self.log.add_many("read", out[0], out[1], out[2])
+        return int(out[2].sum())
 
-    def _issue(self, fd: int, pending: Any, slots: Any, issued: list[int], where: list[int],
-               deadline_ns: int) -> int:
-        """Prepare the next offsets into the free slots and submit them; returns how many."""
-        t = time.monotonic_ns()
-        if deadline_ns and t >= deadline_ns:
-            self.expired = True
-            return 0
-        prepare, views, count = self.ring.prepare_read, self.views, 0
-        # slots first: when the slots run out, no offset is drawn and lost
-        for slot, off in zip(slots, pending, strict=False):
-            prepare(fd, views[slot], off, slot)
-            issued[slot] = t
-            where[slot] = off
-            count += 1
-        if count:
-            self.ring.submit()
-        return count
+    def _check_new(self, out: np.ndarray, checked: int) -> int:
+        """Check the reads completed since `checked`, each in its slot's buffer before the
+        next call refills it; returns how many are checked."""
+        for k in range(checked, int(self.state[DONE])):
+            n, slot = int(out[2, k]), int(out[3, k])
+            if n:
+                c0 = time.monotonic_ns()
+                # the slot's offset: `where` keeps it until the next call refills the slot
+                self.check(self.views[slot], n, int(self.where[slot]))
+                c1 = time.monotonic_ns()
+                self.log.add_many("verify", array("q", [c1 - c0]), array("q", [c1]),
+                                  array("q", [0]))
+        return int(self.state[DONE])
 
-    def _drain(self) -> None:
-        """Wait until the kernel is done with every request still in flight into our buffers."""
-        while self.ring.pending_count():
-            self.ring.wait()
+    def _drain(self, out: np.ndarray) -> None:
+        """Wait until the kernel is done with every request still in flight into our buffer;
+        their completions go on in `out` (room for one per offset of the call)."""
+        if self.ring is None or self.ring.fd < 0:
+            return
+        st = self.state
+        st[HALT] = 1
+        while st[INFLIGHT] or st[UNSUBMITTED]:
+            if self._call(-1, np.empty(0, np.int64), out, 0, 0) == FINISHED:
+                break
 
     def close(self) -> None:
-        self._drain()
-        self.ring.close()
+        self.state[DONE] = 0  # anything still in flight (an interrupted drain) is not counted
+        self._drain(np.empty((4, self.depth), np.int64))
+        if self.ring is not None:
+            self.ring.close()
         for v in self.views:
             v.release()
-        for b in self.bufs:
-            b.close()
+        self.buf.close()

@@ -333,7 +333,8 @@ def _one_loop(loop: str) -> str:
         return ""
     if loop.startswith("python"):
         return " [python loop]"
-    return f" [{loop}]"
+    # "io_uring (depth 16), compiled (numba 0.68.1)": the ring's series, whatever numba
+    return f" [{loop.split(', ')[0]}]"
 
 
 def of_check(series: str, name: str) -> bool:

@@ -302,3 +302,12 @@ def test_an_mpi_run_whose_hosts_read_through_different_loops_is_not_in_the_compi
                         "2 clients") == ""
     assert loop_variant(f"{python} on 1 client; python (--verify checks every read) on "
                         "3 clients") == " [python loop]"
+
+
+def test_the_compiled_rings_runs_are_one_series_whatever_numba_compiled_them():
+    from aiio.history import loop_variant
+
+    for label in ("io_uring (depth 16), compiled (numba 0.68.1)",
+                  "io_uring (depth 16), compiled (numba 0.70.0)", "io_uring (depth 16)"):
+        assert loop_variant(label) == " [io_uring (depth 16)]", label
+    assert loop_variant("io_uring (depth 4), compiled (numba 0.68.1)") == " [io_uring (depth 4)]"

@@ -33,7 +33,7 @@ import psutil
 from aiio import compiled
 from aiio.cache_methods import METHOD_DIRECT
 from aiio.clients import ClientContext, run_clients
-from aiio.depth import DepthReader
+from aiio.depth import DepthReader, require
 from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
@@ -197,8 +197,7 @@ def _depth_client(ctx: ClientContext) -> dict:
     request timed), as fio's one job at `iodepth`."""
     path, seconds, depth = ctx.args
     blocks = os.path.getsize(path) // (4 * KiB)
-    rnd = random.Random(1)
-    offsets = [rnd.randrange(blocks) * 4 * KiB for _ in range(1 << 16)]
+    offsets = np.random.default_rng(1).integers(0, blocks, 1 << 16) * 4 * KiB
     reader = DepthReader(depth, 4 * KiB, OpLog(start_ns=0))
     fd = os.open(path, os.O_RDONLY | O_DIRECT)
     start = ctx.ready_and_wait()
@@ -219,6 +218,9 @@ def _depth_client(ctx: ClientContext) -> dict:
 
 
 def aiio_depth_iops(path: str, seconds: float, depth: int) -> float:
+    """One client's `DepthReader` IOPS; its ring's loop compiled here before the fork, as
+    the randrw phase compiles it."""
+    require(depth, "depth")
     (r,), _ = run_clients(1, _depth_client, (path, seconds, depth))
     CPU_US.setdefault("aiio", []).append(r["cpu_s"] / r["ops"] * 1e6)
     return r["ops"] / r["seconds"]

@@ -126,8 +126,6 @@ class _Mixer:
         """Which loop timed this thread's reads, as the result says it."""
         if self.a.read_share <= 0:  # no loop was asked for: not a fallback to report
             return NO_READS
-        if self.a.iodepth > 1:
-            return f"io_uring (depth {self.a.iodepth})"
         return self.reader.loop_label
 
     def run(self, fd: int, deadline: Deadline, stop: Any, counter: Any) -> None:
@@ -211,7 +209,7 @@ class _Mixer:
         while not (reader.expired or stop.is_set()):
             offs = (self.rng.integers(0, self.mine, BATCH) * self.threads + self.thread)
             try:
-                counter(reader.read_blocks(fd, (offs * a.block_size).tolist(), deadline.at_ns))
+                counter(reader.read_blocks(fd, offs * a.block_size, deadline.at_ns))
             except depth.ReadFailed as exc:
                 raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
@@ -370,9 +368,12 @@ class RandrwPhase(Phase):
     def before_fork(self, args: RandrwArgs) -> None:
         """Compile the read loop here, once, when the clients will use it: each client
         compiling its own costs it about 0.5 s of CPU and the compiler's memory
-        (aiio.compiled)."""
+        (aiio.compiled; at depth, aiio.ringloop)."""
         if uses_compiled_loop(args):
             compiled.load()
+        # the ring's loop: compiled where the run checked its depth, but an MPI rank forks
+        # its clients without that check
+        depth.require(args.iodepth, "prep.iodepth")
 
     def summarize(self, rc: RunContext, args: RandrwArgs, clients: list[dict]) -> dict:
         return summarize(args, clients)
