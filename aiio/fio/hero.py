@@ -278,6 +278,19 @@ def compared_stage(run: Mapping[str, Any]) -> str | None:
     return layout_of(run).headline_stage if run.get("phase") in REGISTRY else None
 
 
+def compared(run: Mapping[str, Any], fio_res: Result | None) -> dict[str, Any]:
+    """The fio side of `aiio compare` for one run: the fio test its phase pairs with
+    (`fio_test`, None when none does), the fio result set against it with that result's
+    headline per test (`fio_result`, `hero_suite`), and the rows. A run no fio test pairs
+    with has no fio counterpart, whichever fio result was given or found."""
+    test = run_hero_test(run)
+    paired = fio_res if test is not None else None
+    return {"fio_test": test, "fio_result": paired.id if paired else None,
+            # the suite's headline per test, as it recorded them
+            "hero_suite": dict(paired.summary.figures) if paired else {},
+            "rows": compare_rows(run, paired)}
+
+
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency. With
     no fio result, none holding the test, or no test paired, the fio side of every row is
