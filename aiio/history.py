@@ -25,6 +25,7 @@ from urllib.parse import quote
 from aiio import __version__
 from aiio.errors import AiioError
 from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures
+from aiio.files import made_folders
 from aiio.result import Result, RunSummary, dig, model
 
 SCHEMA_VERSION = 1
@@ -175,11 +176,16 @@ def _locked(exc: sqlite3.Error) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    existed = path.exists()
-    if existed:
+    """The history at `path`, checked; a new one, in new folders if need be, when none is."""
+    if path.exists():
         _check_header(path)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        return _open(path, existed=True)
+    with made_folders(path.parent):  # a history that cannot be created leaves no folder
+        return _open(path, existed=False)
+
+
+def _open(path: Path, existed: bool) -> sqlite3.Connection:
+    """The connection to the history at `path`, its schema checked (and made when new)."""
     # mode=rw never creates: if the file vanished since the check, opening fails, not recreates
     uri = f"file:{quote(str(path.resolve()))}?mode={'rw' if existed else 'rwc'}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)

@@ -1,0 +1,63 @@
+"""A file written where the user said (`report -o`, `accept --junit`, `--history`): the
+folders missing above it are made (the page, the JUnit copy and the history may go into a new
+folder), and a write that then fails removes the folders it made, whether the path was given
+plainly or through a symlink into a missing folder, and leaves what was there before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiio.accept.junit import write_junit
+from aiio.history import History, HistoryError
+
+from .conftest import REPO, call_cli
+
+STORED = REPO / "tests" / "data" / "results-v1"
+TRAIN = STORED / "20261130-230529-train-demo-c2"
+ACCEPT = STORED / "20261130-230606-accept-tiny" / "result.json"
+# a name past NAME_MAX (255 bytes): the folders above it can be made, the file cannot
+LONG = "p" * 251
+
+
+def test_a_report_into_a_missing_folder_makes_it(tmp_path: Path) -> None:
+    page = tmp_path / "new" / "sub" / "page.html"
+    out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert page.read_text().rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["path", "dangling-link"])
+def test_a_report_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: Path,
+                                                                  link: bool) -> None:
+    # the folders were made before the page failed to take its place, and stayed
+    (tmp_path / "kept").mkdir()
+    given = tmp_path / "kept" / "missing" / "deeper" / f"{LONG}.html"
+    if link:
+        (tmp_path / "page.html").symlink_to(given)
+        given = tmp_path / "page.html"
+    out = call_cli("report", str(TRAIN), "-o", str(given), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {given}: File name too long"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", *(["page.html"] if link else [])]
+    assert not any((tmp_path / "kept").iterdir())
+    assert not link or given.is_symlink()
+
+
+def test_a_junit_file_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    res = json.loads(ACCEPT.read_text())
+    with pytest.raises(OSError):
+        write_junit(res, tmp_path / "ci" / "nightly" / f"{LONG}.xml")
+    assert list(tmp_path.iterdir()) == []
+    made = write_junit(res, tmp_path / "ci" / "results.xml")
+    assert made.read_text().startswith("<?xml") and list(tmp_path.iterdir()) == [made.parent]
+
+
+def test_a_history_that_cannot_be_created_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="cannot open history"):
+        History(tmp_path / "new" / "sub" / f"{LONG}.sqlite")
+    assert list(tmp_path.iterdir()) == []
+    with History(tmp_path / "new" / "history.sqlite") as h:
+        assert h.records() == []
