@@ -18,6 +18,7 @@ from .conftest import REPO, call_cli
 STORED = REPO / "tests" / "data" / "results-v1"
 TRAIN = STORED / "20261130-230529-train-demo-c2"
 ACCEPT = STORED / "20261130-230606-accept-tiny" / "result.json"
+TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 # a name past NAME_MAX (255 bytes): the folders above it can be made, the file cannot
 LONG = "p" * 251
 
@@ -53,6 +54,18 @@ def test_a_junit_file_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: 
     assert list(tmp_path.iterdir()) == []
     made = write_junit(res, tmp_path / "ci" / "results.xml")
     assert made.read_text().startswith("<?xml") and list(tmp_path.iterdir()) == [made.parent]
+
+
+def test_accept_refuses_a_junit_path_under_a_file_before_it_runs(tmp_path: Path, target: Path,
+                                                                 results: Path) -> None:
+    # the checks ran, then writing the copy said "File exists" in a traceback
+    (tmp_path / "afile").write_text("kept")
+    junit = tmp_path / "afile" / "results.xml"
+    out = call_cli("accept", str(TINY), "--target", str(target), "--results", str(results),
+                   "--junit", str(junit), "--no-report", "--no-history", "-q")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: --junit {junit}: Not a directory", out.stderr
+    assert not results.exists() and (tmp_path / "afile").read_text() == "kept"
 
 
 def test_a_history_that_cannot_be_created_leaves_no_folder_it_made(tmp_path: Path) -> None:
