@@ -52,8 +52,8 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     from aiio.result import dig
 
     test = hero.run_hero_test(run)
-    if test is None:  # nothing to make: no fio test has the phase's pattern
-        return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
+    if test is None:  # nothing to make: no fio test has the phase's pattern, or no I/O was done
+        return hero.unpaired(run)
     if fio_res is None:
         why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
         return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted

@@ -124,14 +124,24 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
     return pair_entry(res, fio_results(results_dir))
 
 
+NULL_TEXT = ("no fio hero comparison: the null method did no I/O, so its figures are aiio's "
+             "own overhead, never storage speed")
+
+
+def unpaired(run: Mapping[str, Any]) -> str:
+    """Why a run no fio test pairs with (`run_hero_test` is None) has no fio side."""
+    if run.get("method") == METHOD_NULL:
+        return NULL_TEXT
+    return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
+
+
 def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """hero_entry against fio results read already."""
     target, phase = dig(res, "target", "path"), res.get("phase", "")
     if not isinstance(target, str):  # a damaged result: nothing says where it ran
         return {"text": "the result records no target path to find a fio result on"}
     if res.get("method") == METHOD_NULL:
-        return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
-                        "are aiio's own overhead, never storage speed"}
+        return {"text": NULL_TEXT}
     if layout_of(res).stages:  # the lifecycle: each stage against its own
         return _stages_entry(res, found)
     sides = pairing.sides(res)
