@@ -30,7 +30,7 @@ def write_atomic(path: Path, text: str) -> Path:
         return path
     end = _link_end(path) if path.is_symlink() else path
     with made_folders(end.parent):
-        tmp = end.with_name(f".{end.name}.{os.getpid()}.tmp")
+        tmp = _temporary(end)
         try:
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, end)
@@ -38,6 +38,17 @@ def write_atomic(path: Path, text: str) -> Path:
             tmp.unlink(missing_ok=True)  # a file that could not take its place leaves nothing
             raise
     return path
+
+
+NAME_MAX = 255  # bytes in one file name (Linux's filesystems)
+
+
+def _temporary(end: Path) -> Path:
+    """The temporary file beside `end`: this process's, named after `end`, cut to fit in a
+    file name however long `end`'s is (a valid name plus ".PID.tmp" may not be one)."""
+    tail = f".{os.getpid()}.tmp"
+    head = os.fsencode(end.name)[:NAME_MAX - 1 - len(tail)]
+    return end.with_name("." + os.fsdecode(head) + tail)
 
 
 def check_place(path: Path) -> None:

@@ -20,7 +20,7 @@ TRAIN = STORED / "20261130-230529-train-demo-c2"
 ACCEPT = STORED / "20261130-230606-accept-tiny" / "result.json"
 TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 # a name past NAME_MAX (255 bytes): the folders above it can be made, the file cannot
-LONG = "p" * 251
+LONG = "p" * 252
 
 
 def test_a_report_into_a_missing_folder_makes_it(tmp_path: Path) -> None:
@@ -74,3 +74,13 @@ def test_a_history_that_cannot_be_created_leaves_no_folder_it_made(tmp_path: Pat
     assert list(tmp_path.iterdir()) == []
     with History(tmp_path / "new" / "history.sqlite") as h:
         assert h.records() == []
+
+
+def test_a_report_whose_name_is_as_long_as_a_name_can_be_is_written(tmp_path: Path) -> None:
+    # the temporary file beside it was named after it, plus ".PID.tmp": past NAME_MAX, so a
+    # valid name of 255 bytes said "File name too long"
+    page = tmp_path / f"{'é' * 100}{LONG[:50]}.html"
+    assert len(bytes(page.name, "utf-8")) == 255
+    out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [page.name]
