@@ -377,6 +377,7 @@ def variant_of(res: Mapping[str, Any]) -> str:
 
 
 def _read_loop(res: Mapping[str, Any]) -> str | None:
+    """The loop a run's aggregate records as timing its reads (`RunSummary.read_loop`)."""
     return RunSummary.of(res.get("aggregate")).read_loop
 
 

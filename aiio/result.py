@@ -1181,32 +1181,31 @@ def _believed_counts(doc: dict[str, Any], where: Where, notices: list[str]) -> d
     """A run's document without the client counts it cannot have asked for. The runner
     records its ask twice, as `clients_requested` and as the resolved workload's
     `run.clients`, and one entry in `clients` per client it started. So a count below the
-    clients the run reports reads as missing, and when the two counts disagree, which one
-    was edited cannot be told: both read as missing, and the count read is the clients it
-    reports (`clients_requested`). A count no larger than that, and not contradicted, is
+    clients the run reports reads as missing; and when the two counts disagree, which one
+    was edited cannot be told: both read as missing, and the count read is the clients the
+    run reports (`clients_requested`). A count of at least those, not contradicted, is
     believed: nothing the run recorded says otherwise."""
-    asked, run = doc.get("clients_requested"), dig(doc, "workload", "run")
-    planned = run.get("clients") if isinstance(run, Mapping) else None
+    counts = {"clients_requested": doc.get("clients_requested"),
+              "workload.run.clients": dig(doc, "workload", "run", "clients")}
     reported = len(doc["clients"]) if isinstance(doc.get("clients"), list) else 0
-    names = {"clients_requested": _dotted((*where, "clients_requested")),
-             "workload": _dotted((*where, "workload", "run", "clients"))}
-    drop = [key for key, count in (("clients_requested", asked), ("workload", planned))
-            if count is not None and count < reported]
+    drop = [key for key, count in counts.items() if count is not None and count < reported]
+    named = {key: _dotted((*where, *key.split("."))) for key in counts}
     for key in drop:
-        count = asked if key == "clients_requested" else planned
-        notices.append(f"{names[key]} is {count}, fewer than the {reported} clients the run "
-                       "reports")
-    if not drop and asked is not None and planned is not None and asked != planned:
-        notices.append(f"{names['clients_requested']} is {asked} and {names['workload']} is "
-                       f"{planned}, two records of one ask that disagree")
-        drop = ["clients_requested", "workload"]
+        notices.append(f"{named[key]} is {counts[key]}, fewer than the {reported} clients the "
+                       "run reports")
+    asked, planned = counts.values()
+    if not drop and None not in (asked, planned) and asked != planned:
+        notices.append(f"{named['clients_requested']} is {asked} and "
+                       f"{named['workload.run.clients']} is {planned}, two records of one ask "
+                       "that disagree")
+        drop = list(counts)
     return _without_counts(doc, drop)
 
 
 def _without_counts(doc: dict[str, Any], drop: list[str]) -> dict[str, Any]:
-    """The document less the named client counts (the originals are left as they were)."""
-    out = {k: v for k, v in doc.items() if not (k == "clients_requested" and k in drop)}
-    if "workload" in drop:
+    """The document less the client counts named in `drop` (the original is left as it was)."""
+    out = {k: v for k, v in doc.items() if k not in drop}
+    if "workload.run.clients" in drop:
         run = {k: v for k, v in doc["workload"]["run"].items() if k != "clients"}
         out["workload"] = {**doc["workload"], "run": run}
     return out
