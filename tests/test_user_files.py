@@ -23,11 +23,16 @@ TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 LONG = "p" * 252
 
 
-def test_a_report_into_a_missing_folder_makes_it(tmp_path: Path) -> None:
-    page = tmp_path / "new" / "sub" / "page.html"
-    out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
+@pytest.mark.parametrize("link", [False, True], ids=["path", "dangling-link"])
+def test_a_report_into_a_missing_folder_makes_it(tmp_path: Path, link: bool) -> None:
+    page = given = tmp_path / "new" / "sub" / "page.html"
+    if link:  # the page goes where the link points, the link stays
+        given = tmp_path / "latest.html"
+        given.symlink_to(page)
+    out = call_cli("report", str(TRAIN), "-o", str(given), "--no-charts")
     assert out.returncode == 0, out.stderr
     assert page.read_text().rstrip().endswith("</html>")
+    assert not link or given.is_symlink()
 
 
 @pytest.mark.parametrize("link", [False, True], ids=["path", "dangling-link"])
