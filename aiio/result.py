@@ -1162,37 +1162,32 @@ def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str,
         raise AiioError(f"{path} is damaged: its kind is {_what(kind)}, not a string")
     notices: list[str] = []
     got = _conform(doc, SHAPES.get(kind, _COMMON), (), notices)
-    if kind == "run":
-        got = _believed_counts(got, (), notices)
-    elif kind == "sweep" and isinstance(got.get("points"), list):
-        got["points"] = [_believed_point(p, n, notices) for n, p in enumerate(got["points"])]
     return got, tuple(f"{path}: {n}; read as missing" for n in notices)
 
 
-def _believed_point(point: Any, n: int, notices: list[str]) -> Any:
-    """A sweep's point, its run's client counts believed as a run's own are."""
-    if not isinstance(point, Mapping) or not isinstance(point.get("result"), dict):
-        return point
-    return {**point, "result": _believed_counts(point["result"], ("points", n, "result"),
-                                                notices)}
-
-
-def _believed_counts(doc: dict[str, Any], where: Where, notices: list[str]) -> dict[str, Any]:
-    """A run's document without the client counts it cannot have asked for. The runner
-    records its ask twice, as `clients_requested` and as the resolved workload's
-    `run.clients`, and one entry in `clients` per client it started. So a count below the
-    clients the run reports reads as missing; and when the two counts disagree, which one
-    was edited cannot be told: both read as missing, and the count read is the clients the
-    run reports (`clients_requested`). A count of at least those, not contradicted, is
-    believed: nothing the run recorded says otherwise."""
+def _believed_counts(doc: dict[str, Any], raw: Mapping[str, Any], where: Where,
+                     notices: list[str]) -> dict[str, Any]:
+    """A run's document (`raw` as recorded) without the client counts it cannot have asked
+    for. The runner records its ask twice, as `clients_requested` and as the resolved
+    workload's `run.clients`, and one entry in `clients` per client it started, every one
+    when the run ended ok (a client that fails fails the run). So a count below the entries
+    recorded reads as missing, and so does one above them in a run that ended ok; when the
+    two counts still disagree, which one was edited cannot be told: both read as missing, and
+    the count read is the clients the run reports (`clients_requested`). A count not
+    contradicted is believed: nothing the run recorded says otherwise."""
     counts = {"clients_requested": doc.get("clients_requested"),
               "workload.run.clients": dig(doc, "workload", "run", "clients")}
-    reported = len(doc["clients"]) if isinstance(doc.get("clients"), list) else 0
-    drop = [key for key, count in counts.items() if count is not None and count < reported]
+    # entries, damaged or not: a damaged entry is no client fewer
+    reported = len(raw["clients"]) if isinstance(raw.get("clients"), list) else 0
+    every = doc.get("status") == "ok" and reported > 0  # no entry at all: the list is damaged
     named = {key: _dotted((*where, *key.split("."))) for key in counts}
-    for key in drop:
-        notices.append(f"{named[key]} is {counts[key]}, fewer than the {reported} clients the "
-                       "run reports")
+    drop = []
+    for key, count in counts.items():
+        if count is not None and (count < reported or every and count > reported):
+            drop.append(key)
+            notices.append(f"{named[key]} is {count}, "
+                           f"{'fewer' if count < reported else 'more'} than the {reported} "
+                           f"clients the run reports{' (it ended ok)' if every else ''}")
     asked, planned = counts.values()
     if not drop and None not in (asked, planned) and asked != planned:
         notices.append(f"{named['clients_requested']} is {asked} and "
@@ -1215,7 +1210,10 @@ def _conform(value: Any, shape: Shape, where: Where, notices: list[str]) -> Any:
     """`value` of `shape`, the parts of another type left out (each named in `notices`);
     _WRONG when `value` itself is of another type. Unchanged parts are not copied."""
     if isinstance(shape, Mapping):
-        return _conform_object(value, shape, where, notices)
+        got = _conform_object(value, shape, where, notices)
+        # a run's (or a sweep point's) client counts are checked against each other too
+        return _believed_counts(got, value, where, notices) if shape is _RUN and \
+            got is not _WRONG else got
     if isinstance(shape, list):
         return _conform_list(value, shape[0], where, notices)
     if _is(value, shape):
