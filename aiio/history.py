@@ -24,8 +24,9 @@ from urllib.parse import quote
 
 from aiio import __version__
 from aiio.errors import AiioError
-from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures, top_result
-from aiio.result import Result, dig, model
+from aiio.figures import FIGURES, LOWER, run_figures, sweep_figures
+from aiio.files import made_folders
+from aiio.result import Result, RunSummary, dig, model
 
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -175,11 +176,16 @@ def _locked(exc: sqlite3.Error) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    existed = path.exists()
-    if existed:
+    """The history at `path`, checked; a new one, in new folders if need be, when none is."""
+    if path.exists():
         _check_header(path)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        return _open(path, existed=True)
+    with made_folders(path.parent):  # a history that cannot be created leaves no folder
+        return _open(path, existed=False)
+
+
+def _open(path: Path, existed: bool) -> sqlite3.Connection:
+    """The connection to the history at `path`, its schema checked (and made when new)."""
     # mode=rw never creates: if the file vanished since the check, opening fails, not recreates
     uri = f"file:{quote(str(path.resolve()))}?mode={'rw' if existed else 'rwc'}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -319,9 +325,18 @@ def loop_variant(read_loop: str | None) -> str:
     and for records that did not say (made before the loop was recorded). An MPI run whose
     hosts read through different loops lists each ("compiled (...) on 2 clients; python (...)
     on 2 clients", the compiled one first): "[mixed loops]", not the compiled loop's series."""
-    if not read_loop:
+    return _variant(_loops(read_loop))
+
+
+def _loops(read_loop: str | None) -> set[str]:
+    """The loops (as `_one_loop` names them) a run's label lists; none when it says none."""
+    return {_one_loop(loop) for loop in _EACH_LOOP.split(read_loop or "") if loop}
+
+
+def _variant(loops: set[str]) -> str:
+    """One loop's name, nothing for none, "[mixed loops]" for more than one."""
+    if not loops:
         return ""
-    loops = {_one_loop(loop) for loop in _EACH_LOOP.split(read_loop) if loop}
     return loops.pop() if len(loops) == 1 else " [mixed loops]"
 
 
@@ -350,12 +365,21 @@ def check_of(series: str) -> str:
 
 
 def variant_of(res: Mapping[str, Any]) -> str:
-    """`loop_variant` of a run, or of a sweep's headline run (its largest client count)."""
+    """`loop_variant` of a run, or of a sweep over every point's run: its figures (E(N)
+    against its smallest count, the headline at its largest) set points against each other,
+    so points timed by different loops are "[mixed loops]", as an MPI run's hosts are. A
+    point that records no loop (it ended before its figures) says nothing of it."""
     if res.get("kind") == "sweep":
-        top = top_result(res)
-        return variant_of(top) if top is not None else ""
-    run = res if isinstance(res, Result) else model(res)
-    return loop_variant(run.summary.read_loop)
+        points = dig(res, "points", default=[])
+        runs = [p["result"] for p in points if isinstance(dig(p, "result"), Mapping)] \
+            if isinstance(points, list) else []
+        return _variant(set().union(*(_loops(_read_loop(r)) for r in runs)))
+    return loop_variant(_read_loop(res))
+
+
+def _read_loop(res: Mapping[str, Any]) -> str | None:
+    """The loop a run's aggregate records as timing its reads (`RunSummary.read_loop`)."""
+    return RunSummary.of(res.get("aggregate")).read_loop
 
 
 def target_key(path: str) -> str:

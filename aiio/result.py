@@ -1116,11 +1116,15 @@ def settled(doc: dict[str, Any]) -> dict[str, Any]:
 # --- the fields the commands read off the document: typed and checked once, at load ---------
 
 NUM = "number"  # a finite number, not a boolean
-Shape = Any  # a type, a tuple of them, NUM, {key: Shape} (an object; "*": any other key's) or
-#              [Shape] (a list, each item of that shape)
+# A client count: a JSON integer of at least 1 (a run asks for one client at least; 2.5, 2.0
+# or -2 clients were never asked for, and an integer past a float's range is no count either)
+COUNT = "count"
+Shape = Any  # a type, a tuple of them, NUM, COUNT, {key: Shape} (an object; "*": any other
+#              key's) or [Shape] (a list, each item of that shape)
 
 _WORKLOAD: Shape = {"workload": {"name": str}, "source": str, "given": list,
-                    **dict.fromkeys(("run", "dataset", "train", "model", "prep", "checkpoint",
+                    "run": {"clients": COUNT},
+                    **dict.fromkeys(("dataset", "train", "model", "prep", "checkpoint",
                                      "load"), dict)}
 _CLIENT: Shape = {"client": NUM, "host": str, "rank": NUM, "pid": NUM, "elapsed_s": NUM,
                   "cpu_s": NUM, "bytes": NUM, "start_s": NUM}
@@ -1129,7 +1133,7 @@ _COMMON: Shape = {"id": str, "phase": (str, type(None)), "status": str,
                   "saved_at": NUM, "method": str, "warnings": list, "environment": dict,
                   "monitor": dict, "workload": _WORKLOAD, "options": dict,
                   "aggregate": dict}
-_RUN: Shape = {**_COMMON, "target": {"path": str}, "clients_requested": NUM,
+_RUN: Shape = {**_COMMON, "target": {"path": str}, "clients_requested": COUNT,
                "clients": [_CLIENT], "hosts": [dict], "io": {"main_op": str, "*": dict},
                "hero": {"fio_result_id": str, "text": str, "stages": dict}}
 _FIO_FIGURES: Shape = {"mib_s": NUM, "iops": NUM, "per_client_mib_s": dict, "latency": dict}
@@ -1147,8 +1151,12 @@ SHAPES: dict[str, Shape] = {
 
 def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The document with every field the commands read of its declared type (`SHAPES`), and a
-    notice for each that was not, read as missing. A kind that is no string is no result
-    aiio can read: the result is damaged (one line naming the file and the field)."""
+    notice for each that was not, read as missing; a run's client counts are believed only
+    where they can be its ask (`_believed_counts`). A kind that is no string is no result
+    aiio can read: the result is damaged (one line naming the file and the field).
+
+    A damaged field reads as missing rather than refusing the whole result, so the figures
+    that are intact stay readable and the notice says what was left out."""
     kind = kind_of(doc)
     if not isinstance(kind, str):
         raise AiioError(f"{path} is damaged: its kind is {_what(kind)}, not a string")
@@ -1157,16 +1165,62 @@ def checked(doc: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str,
     return got, tuple(f"{path}: {n}; read as missing" for n in notices)
 
 
+def _believed_counts(doc: dict[str, Any], raw: Mapping[str, Any], where: Where,
+                     notices: list[str]) -> dict[str, Any]:
+    """A run's document (`raw` as recorded) without the client counts it cannot have asked
+    for. The runner records its ask twice, as `clients_requested` and as the resolved
+    workload's `run.clients`, and one entry in `clients` per client it started, every one
+    when the run ended ok (a client that fails fails the run). So a count below the entries
+    recorded reads as missing, and so does one above them in a run that ended ok; when the
+    two counts still disagree, which one was edited cannot be told: both read as missing, and
+    the count read is the clients the run reports (`clients_requested`). A count not
+    contradicted is believed: nothing the run recorded says otherwise."""
+    counts = {"clients_requested": doc.get("clients_requested"),
+              "workload.run.clients": dig(doc, "workload", "run", "clients")}
+    # entries, damaged or not: a damaged entry is no client fewer
+    reported = len(raw["clients"]) if isinstance(raw.get("clients"), list) else 0
+    every = doc.get("status") == "ok" and reported > 0  # no entry at all: the list is damaged
+    named = {key: _dotted((*where, *key.split("."))) for key in counts}
+    drop = []
+    for key, count in counts.items():
+        if count is not None and (count < reported or every and count > reported):
+            drop.append(key)
+            notices.append(f"{named[key]} is {count}, "
+                           f"{'fewer' if count < reported else 'more'} than the {reported} "
+                           f"clients the run reports{' (it ended ok)' if every else ''}")
+    asked, planned = counts.values()
+    if not drop and None not in (asked, planned) and asked != planned:
+        notices.append(f"{named['clients_requested']} is {asked} and "
+                       f"{named['workload.run.clients']} is {planned}, two records of one ask "
+                       "that disagree")
+        drop = list(counts)
+    return _without_counts(doc, drop)
+
+
+def _without_counts(doc: dict[str, Any], drop: list[str]) -> dict[str, Any]:
+    """The document less the client counts named in `drop` (the original is left as it was)."""
+    out = {k: v for k, v in doc.items() if k not in drop}
+    if "workload.run.clients" in drop:
+        run = {k: v for k, v in doc["workload"]["run"].items() if k != "clients"}
+        out["workload"] = {**doc["workload"], "run": run}
+    return out
+
+
 def _conform(value: Any, shape: Shape, where: Where, notices: list[str]) -> Any:
     """`value` of `shape`, the parts of another type left out (each named in `notices`);
     _WRONG when `value` itself is of another type. Unchanged parts are not copied."""
     if isinstance(shape, Mapping):
-        return _conform_object(value, shape, where, notices)
+        got = _conform_object(value, shape, where, notices)
+        # a run's (or a sweep point's) client counts are checked against each other too
+        return _believed_counts(got, value, where, notices) if shape is _RUN and \
+            got is not _WRONG else got
     if isinstance(shape, list):
         return _conform_list(value, shape[0], where, notices)
     if _is(value, shape):
         return value
-    notices.append(f"{_dotted(where)} is {_what(value)}, not {_expected(shape)}")
+    # a count's other numbers are named as written: "-2", "2.5" say more than "a number"
+    said = json.dumps(value) if shape == COUNT and number(value) is not None else _what(value)
+    notices.append(f"{_dotted(where)} is {said}, not {_expected(shape)}")
     return _WRONG
 
 
@@ -1202,6 +1256,8 @@ _WRONG = object()  # a part of another type than its shape's: left out
 def _is(value: Any, shape: Any) -> bool:
     if shape == NUM:
         return number(value) is not None
+    if shape == COUNT:
+        return number(value) is not None and isinstance(value, int) and value >= 1
     types = shape if isinstance(shape, tuple) else (shape,)
     return any(number(value) is not None if t == NUM else
                isinstance(value, t) and not (t is not bool and isinstance(value, bool))
@@ -1221,7 +1277,7 @@ def _what(value: Any) -> str:
 def _expected(shape: Any) -> str:
     types = shape if isinstance(shape, tuple) else (shape,)
     names = {str: "a string", dict: "an object", list: "a list", bool: "a boolean",
-             NUM: "a number", type(None): "null"}
+             NUM: "a number", COUNT: "a whole number of at least 1", type(None): "null"}
     return " or ".join(names[t] for t in types)
 
 

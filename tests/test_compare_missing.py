@@ -26,6 +26,7 @@ def test_compare_without_fio_lists_the_run_and_names_the_missing_figure(
     assert out.returncode == 0, out.stderr
     (item,) = json.loads(out.stdout)
     assert item["fio_result"] is None
+    assert item["fio_test"] == "seq_read"  # paired, its fio side missing: the note says so
     rows = {r["figure"]: r for r in item["rows"]}
     first = rows["aggregate MiB/s (the % of hero figure)"]
     assert first["phase"] == res["aggregate"]["last_done"]["mib_s"]

@@ -311,3 +311,43 @@ def test_the_compiled_rings_runs_are_one_series_whatever_numba_compiled_them():
                   "io_uring (depth 16), compiled (numba 0.70.0)", "io_uring (depth 16)"):
         assert loop_variant(label) == " [io_uring (depth 16)]", label
     assert loop_variant("io_uring (depth 4), compiled (numba 0.68.1)") == " [io_uring (depth 4)]"
+
+
+def _randrw_sweep(*loops: str | None) -> dict:
+    """A sweep of the stored randrw result, one point per loop (None: a point that records
+    none), at client counts 1, 2, ... in the order given."""
+    points = []
+    for n, loop in enumerate(loops, 1):
+        res = json.loads(RANDRW.read_text())
+        if loop is None:
+            res["aggregate"].pop("read_loop", None)
+        else:
+            res["aggregate"]["read_loop"] = loop
+        points.append({"clients": n, "result": res})
+    return {"kind": "sweep", "phase": "randrw", "status": "ok",
+            "workload": points[0]["result"]["workload"],
+            "sweep": {"clients": list(range(1, len(loops) + 1))}, "points": points}
+
+
+def test_a_sweep_whose_points_read_through_different_loops_is_in_no_loops_series():
+    # the series followed the largest count's loop alone: a sweep whose smaller counts read
+    # through the Python loop (numba gone part way) landed in the compiled loop's series
+    from aiio.accept.run import Measured, series_of
+    from aiio.history import sweep_record, variant_of
+
+    python = "python (numba is not installed: pip install 'aiio[fast]')"
+    compiled = "compiled (numba 0.68.1)"
+    mixed = _randrw_sweep(python, compiled)
+    assert sweep_record(mixed).name == "sweep randrw demo c1,2 [mixed loops]"
+    assert series_of("nightly-sweep", Measured({}, "", [], [], sweep=mixed)) == \
+        "nightly-sweep [mixed loops]"
+    assert variant_of(_randrw_sweep(compiled, python)) == " [mixed loops]"
+    # points alike are that loop's series, whatever the versions; a point that records no
+    # loop (it ended before its figures) says nothing of it
+    assert variant_of(_randrw_sweep(python, python)) == " [python loop]"
+    assert variant_of(_randrw_sweep(compiled, "compiled (numba 0.60.0)")) == ""
+    assert variant_of(_randrw_sweep(None, python)) == " [python loop]"
+    assert variant_of(_randrw_sweep(None, None)) == ""
+    # an MPI point whose hosts differ makes the sweep mixed too
+    assert variant_of(_randrw_sweep(compiled, f"{compiled} on 1 client; {python} on 1 client")) \
+        == " [mixed loops]"

@@ -143,3 +143,23 @@ def test_acceptance_refuses_the_null_method(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_spec(path)
     assert "cache" in str(info.value) and "null" in str(info.value)
+
+
+FIO = Path(__file__).parent / "data" / "results-v1" / "20261130-230552-fio-c2"
+
+
+def test_compare_sets_a_null_run_against_no_fio_result(target: Path, tmp_path: Path) -> None:
+    # given --fio, compare listed the null run's figures as "4.4 % of fio seq_read": aiio's
+    # own overhead shown as a fraction of the storage's speed
+    _run(target, tmp_path, "null")
+    (folder,) = tmp_path.glob("*-train-*")
+    out = call_cli("compare", str(folder), "--json", "--fio", str(FIO))
+    assert out.returncode == 0, out.stderr
+    (item,) = json.loads(out.stdout)
+    assert item["fio_test"] is None and item["fio_result"] is None, item
+    assert all(r["fio"] is None and r["percent"] is None for r in item["rows"]), item["rows"]
+    assert item["note"].startswith("no fio hero comparison: the null method did no I/O"), item
+    text = call_cli("compare", str(folder), "--fio", str(FIO))
+    assert text.returncode == 0, text.stderr
+    assert "no fio counterpart" in text.stdout and "% of fio" not in text.stdout, text.stdout
+    assert "the null method did no I/O" in " ".join(text.stdout.split())

@@ -51,6 +51,11 @@ def test_compare_says_no_fio_test_pairs_with_it(statted: Path, fio: bool) -> Non
     assert all(r["test"] is None and r["fio"] is None and r["percent"] is None
                for r in item["rows"]), item["rows"]
     assert item["note"] == "no fio test pairs with phase 'statlist': its figures stand alone"
+    # given a fio result, the JSON named it and listed its suite as the run's counterpart;
+    # a script tests `fio_test` (null: no fio test pairs), as the console says "no fio
+    # counterpart"
+    assert item["fio_result"] is None and item["hero_suite"] == {}, item
+    assert item["fio_test"] is None, item
     text = call_cli("compare", str(statted), *given)
     assert text.returncode == 0, text.stderr
     assert "seq_read" not in text.stdout, text.stdout

@@ -194,6 +194,13 @@ def _outcome(args: tuple[str, ...]) -> str | None:
 
 
 @pytest.mark.parametrize("name", MADE)
+def test_a_fresh_result_loads_with_no_notice(made: dict[str, Path], name: str) -> None:
+    # what the loader checks beyond types (a run's client counts against its clients) holds
+    # for every result aiio writes, of every phase
+    assert result.load(made[name]).notices == ()
+
+
+@pytest.mark.parametrize("name", MADE)
 def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name: str,
                                                      tmp_path: Path) -> None:
     saved = (made[name] / "result.json").read_text()
@@ -287,3 +294,106 @@ def test_a_recorded_workload_whose_demand_is_no_finite_rate_is_one_line(
     doc["workload"][section][key] = junk
     folder = _damaged_copy(tmp_path, TRAIN, workload=doc["workload"])
     _one_line_or_success(call_cli("size", "--workload", "demo", "--from", str(folder)))
+
+
+def _made(folder: Path) -> Path:
+    """`folder`, made: a place for another damaged copy of the same result."""
+    folder.mkdir()
+    return folder
+
+
+def _asked(tmp_path: Path, folder: Path) -> tuple[result.Result, str, str]:
+    """The loaded result, its history series and the fio command compare names for it."""
+    res = result.load(folder)
+    out = call_cli("compare", str(folder), "--json")
+    assert out.returncode == 0, out.stderr
+    (item,) = json.loads(out.stdout)
+    return res, history.run_record(res).name, item["note"]
+
+
+@pytest.mark.parametrize("asked", [1_000_000_000, 3, 1, 0, -2, 2.5, 2.0, 1e9],
+                         ids=["1e9", "3", "1", "0", "-2", "2.5", "2.0", "1e9-float"])
+def test_a_client_count_the_run_cannot_have_asked_for_reads_as_missing(
+        tmp_path: Path, asked: Any) -> None:
+    # an edited count was taken as recorded: the history's series "c1000000000", compare's
+    # fio command "--clients 1000000000" and the page's "2 reported of 1000000000 requested"
+    folder = _damaged_copy(tmp_path, TRAIN, clients_requested=asked)
+    res, series, note = _asked(tmp_path, folder)
+    (notice,) = res.notices
+    assert notice.startswith(f"{folder / 'result.json'}: clients_requested is ") and \
+        notice.endswith("; read as missing"), notice
+    assert "clients_requested" not in res and res.clients_requested == 2
+    assert series == "run train demo c2"
+    assert "--clients 2 " in note, note
+    page = tmp_path / "page.html"
+    assert call_cli("report", str(folder), "-o", str(page), "--no-charts").returncode == 0
+    row = page.read_text().split(">clients</td>", 1)[1].split("</tr>", 1)[0]
+    assert ">2 reported on " in row and "requested" not in row, row
+
+
+def test_a_workload_count_that_disagrees_with_the_count_asked_reads_as_missing(
+        tmp_path: Path) -> None:
+    # the two record one ask; in a run that ended ok the one its clients contradict is left
+    # out, the other believed
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["workload"]["run"]["clients"] = 1_000_000_000
+    folder = _damaged_copy(tmp_path, TRAIN, workload=doc["workload"])
+    res, series, note = _asked(tmp_path, folder)
+    (notice,) = res.notices
+    assert "workload.run.clients is 1000000000, more than the 2 clients" in notice, notice
+    assert res["clients_requested"] == 2 and "clients" not in res["workload"]["run"]
+    assert series == "run train demo c2" and "--clients 2 " in note, note
+    assert call_cli("size", "--workload", "demo", "--from", str(folder)).returncode == 0
+    # in a run that failed (it may report fewer than it asked for) which one was edited
+    # cannot be told: neither is believed, and the count read is the clients it reports
+    doc["workload"]["run"]["clients"] = 4
+    folder = _damaged_copy(_made(tmp_path / "failed"), TRAIN, workload=doc["workload"],
+                           status="failed", clients_requested=3)
+    res = result.load(folder)
+    (notice,) = res.notices
+    assert "clients_requested is 3 and workload.run.clients is 4" in notice, notice
+    assert "clients_requested" not in res and "clients" not in res["workload"]["run"]
+    assert res.clients_requested == 2 and result.recorded_clients(res) is None
+
+
+def test_a_sweep_points_client_count_is_believed_as_a_runs_own(tmp_path: Path) -> None:
+    sweep = STORED / "20261130-230558-scale-train-demo-c1_2"
+    doc = json.loads((sweep / "result.json").read_text())
+    doc["points"][1]["result"]["clients_requested"] = 1_000_000_000
+    folder = _damaged_copy(tmp_path, sweep, points=doc["points"])
+    res = result.load(folder)
+    (notice,) = res.notices
+    assert "points[1].result.clients_requested is 1000000000, more than the 2" in notice, notice
+    assert [p.clients_requested for p in res.points] == [1, 2]
+    assert call_cli("report", str(folder), "--no-charts").returncode == 0
+
+
+def test_an_ok_runs_count_above_the_clients_it_reports_reads_as_missing(tmp_path: Path) -> None:
+    # both records edited alike: a run that ended ok reports every client it asked for, so
+    # 1000000000 of them with 2 reported cannot be its ask
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["workload"]["run"]["clients"] = 1_000_000_000
+    folder = _damaged_copy(tmp_path, TRAIN, clients_requested=1_000_000_000,
+                           workload=doc["workload"])
+    res, series, _ = _asked(tmp_path, folder)
+    assert len(res.notices) == 2 and all("more than the 2 clients" in n for n in res.notices)
+    assert res.clients_requested == 2 and series == "run train demo c2"
+    # one edited: that one alone is left out, the other kept
+    folder = _damaged_copy(_made(tmp_path / "one"), TRAIN, clients_requested=3)
+    res = result.load(folder)
+    (notice,) = res.notices
+    assert "clients_requested is 3, more than the 2 clients" in notice, notice
+    assert res["workload"]["run"]["clients"] == 2
+    # a run that failed may have reported fewer than it asked for: its ask is believed
+    folder = _damaged_copy(_made(tmp_path / "failed"), TRAIN, status="failed", clients_requested=3,
+                           workload={**doc["workload"], "run": {"clients": 3}})
+    res = result.load(folder)
+    assert res.notices == () and res.clients_requested == 3
+    # an entry of the clients list damaged is no client fewer: the counts are not blamed
+    damaged = json.loads((TRAIN / "result.json").read_text())["clients"]
+    damaged[1] = "junk"
+    folder = _damaged_copy(_made(tmp_path / "entry"), TRAIN, clients=damaged)
+    res = result.load(folder)
+    (notice,) = res.notices
+    assert notice.endswith("clients[1] is a string, not an object; read as missing"), notice
+    assert res.clients_requested == 2

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiio import __version__
 from aiio.figures import FIGURES
+from aiio.files import write_atomic
 
 
 def _timestamp(iso: str | None) -> str:
@@ -90,10 +91,7 @@ def junit_tree(res: dict[str, Any]) -> ET.ElementTree:
 
 
 def write_junit(res: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write the JUnit XML atomically; returns its path."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    junit_tree(res).write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, p)
-    return p
+    """Write the JUnit XML atomically, as any file at a path the user gave
+    (`files.write_atomic`); returns its path."""
+    text = ET.tostring(junit_tree(res).getroot(), encoding="unicode", xml_declaration=True)
+    return write_atomic(Path(path), text)

@@ -61,6 +61,8 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         Target(target).check_usable()
     if prom_path:
         monitoring.check_path(prom_path)
+    if junit_path:
+        _check_junit(Path(junit_path))
     for check in checks:  # refuse what cannot fit before anything runs
         memcheck.check_need(memcheck.client_bytes(check.workload), max(check.clients))
     history = None if no_history else History(default_history(results, history_path))
@@ -81,7 +83,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     folder = acc.save(out, results)
     junit = [write_junit(out, folder / "junit.xml")]
     if junit_path:
-        junit.append(write_junit(out, junit_path))
+        junit.append(_write_junit_copy(out, Path(junit_path)))
     pages = [] if no_report else _write_reports(out, folder, Path(results))
     if prom_path:
         monitoring.write(prom_path, exported)
@@ -94,6 +96,27 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         if prom_path:
             click.echo(f"prometheus: {prom_path}")
     _end(out, folder, fail_on_regression)
+
+
+def _check_junit(path: Path) -> None:
+    """Refuse, before any check runs, a --junit path no file can be written at."""
+    from aiio.files import check_place
+
+    try:
+        check_place(path)
+    except OSError as exc:
+        raise ConfigError(f"--junit {path}: {exc.strerror}") from None
+
+
+def _write_junit_copy(out: dict[str, Any], path: Path) -> Path:
+    """The --junit copy; a place that failed since the check is one line (the result and
+    its own junit.xml are saved already)."""
+    from aiio.accept.junit import write_junit
+
+    try:
+        return write_junit(out, path)
+    except OSError as exc:
+        raise AiioError(f"cannot write the JUnit XML to {path}: {exc.strerror}") from None
 
 
 def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Path]:

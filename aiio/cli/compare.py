@@ -36,11 +36,7 @@ def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         fio_res = fixed or hero.fio_result_for(run, folder)
         report.append({"run": run.id or folder.name, "phase": run.get("phase"),
-                       "stage": hero.compared_stage(run),
-                       "fio_result": fio_res.id if fio_res else None,
-                       # the suite's headline per test, as it recorded them
-                       "hero_suite": dict(fio_res.summary.figures) if fio_res else {},
-                       "rows": hero.compare_rows(run, fio_res),
+                       "stage": hero.compared_stage(run), **hero.compared(run, fio_res),
                        "note": _missing(run, folder, fio_res)})
     if as_json:
         emit_json(report)
@@ -56,8 +52,8 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     from aiio.result import dig
 
     test = hero.run_hero_test(run)
-    if test is None:  # nothing to make: no fio test has the phase's pattern
-        return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
+    if test is None:  # nothing to make: no fio test has the phase's pattern, or no I/O was done
+        return hero.unpaired(run)
     if fio_res is None:
         why = hero.hero_entry(run, hero.results_dir_of(folder))["text"]
         return f"fio {test} missing: {why}"  # unbracketed: the command it ends with is pasted
@@ -74,7 +70,7 @@ def _print(item: dict) -> None:
     from aiio.units import format_latency_ns
 
     console = out_console()
-    test = item["rows"][0]["test"]
+    test = item["fio_test"]
     source = f"from {item['fio_result']}" if item["fio_result"] else "(no fio result)"
     stage = f", its {item['stage']} stage" if item["stage"] else ""
     head = f"{item['run']} ({item['phase']}{stage})"

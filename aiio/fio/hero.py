@@ -124,14 +124,24 @@ def hero_entry(res: dict[str, Any], results_dir: str | os.PathLike) -> dict[str,
     return pair_entry(res, fio_results(results_dir))
 
 
+NULL_TEXT = ("no fio hero comparison: the null method did no I/O, so its figures are aiio's "
+             "own overhead, never storage speed")
+
+
+def unpaired(run: Mapping[str, Any]) -> str:
+    """Why a run no fio test pairs with (`run_hero_test` is None) has no fio side."""
+    if run.get("method") == METHOD_NULL:
+        return NULL_TEXT
+    return f"no fio test pairs with phase {run.get('phase')!r}: its figures stand alone"
+
+
 def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     """hero_entry against fio results read already."""
     target, phase = dig(res, "target", "path"), res.get("phase", "")
     if not isinstance(target, str):  # a damaged result: nothing says where it ran
         return {"text": "the result records no target path to find a fio result on"}
     if res.get("method") == METHOD_NULL:
-        return {"text": "no fio hero comparison: the null method did no I/O, so its figures "
-                        "are aiio's own overhead, never storage speed"}
+        return {"text": NULL_TEXT}
     if layout_of(res).stages:  # the lifecycle: each stage against its own
         return _stages_entry(res, found)
     sides = pairing.sides(res)
@@ -276,6 +286,19 @@ def run_hero_test(run: Mapping[str, Any]) -> str | None:
 def compared_stage(run: Mapping[str, Any]) -> str | None:
     """The stage whose figures a run of stages is compared by (the lifecycle: train)."""
     return layout_of(run).headline_stage if run.get("phase") in REGISTRY else None
+
+
+def compared(run: Mapping[str, Any], fio_res: Result | None) -> dict[str, Any]:
+    """The fio side of `aiio compare` for one run: the fio test its phase pairs with
+    (`fio_test`, None when none does), the fio result set against it with that result's
+    headline per test (`fio_result`, `hero_suite`), and the rows. A run no fio test pairs
+    with has no fio counterpart, whichever fio result was given or found."""
+    test = run_hero_test(run)
+    paired = fio_res if test is not None else None
+    return {"fio_test": test, "fio_result": paired.id if paired else None,
+            # the suite's headline per test, as it recorded them
+            "hero_suite": dict(paired.summary.figures) if paired else {},
+            "rows": compare_rows(run, paired)}
 
 
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiio.cache_methods import METHOD_NULL
 from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
 from aiio.result import IoFigures, Result, clients_requested, model, stage_doc
 
@@ -56,7 +57,10 @@ MAIN_OP_TEST = {"read": "seq_read", "write": "seq_write"}
 def sides(res: Mapping[str, Any]) -> list[Side]:
     """The run's figures, each with the fio test it is set against; [] when none matches.
     The phase names how (`Phase.hero_pairing`, a function of this module); a phase of stages
-    is its headline stage's; a phase not known here, its recorded main operation's."""
+    is its headline stage's; a phase not known here, its recorded main operation's. A run of
+    the null method moved no byte: its figures are aiio's own cost, set against none."""
+    if res.get("method") == METHOD_NULL:
+        return []
     run = res if isinstance(res, Result) else model(res)
     if res.get("phase") not in REGISTRY:
         test = MAIN_OP_TEST.get(run.main_op)

@@ -5,13 +5,13 @@ when a chart is drawn), nothing is fetched from the network.
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from aiio import __version__
+from aiio.files import write_atomic
 from aiio.report import accept, fio, html, run, sweep, trend
 from aiio.report.common import other_section
 from aiio.result import kind_of
@@ -53,7 +53,7 @@ def _footer(result_id: Any) -> str:
 def write(result: Mapping[str, Any], folder: str | os.PathLike,
           name: str = REPORT_NAME) -> Path:
     """Render and write folder/report.html atomically; returns its path."""
-    return _write_atomic(Path(folder) / name, render(result))
+    return write_atomic(Path(folder) / name, render(result))
 
 
 def render_history(records: Sequence[Mapping[str, Any]], source: str = "the history") -> str:
@@ -64,44 +64,4 @@ def render_history(records: Sequence[Mapping[str, Any]], source: str = "the hist
 
 def write_history(records: Sequence[Mapping[str, Any]], path: str | os.PathLike,
                   source: str = "the history") -> Path:
-    return _write_atomic(Path(path), render_history(records, source))
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    """Never leave half a page behind: write beside it, then rename. A pipe or a device
-    (`-o /dev/stdout`) is written into: a rename would replace it with a file. Through a
-    symlink the page goes to the file it points to, and the link stays. The temporary name
-    is this process's: two commands writing one page at once each rename a whole page."""
-    _check_place(path)
-    if path.exists() and not path.is_file():
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
-        return path
-    given, path = path, _link_end(path) if path.is_symlink() else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a page that could not take its place leaves nothing
-        raise
-    return given
-
-
-def _link_end(link: Path) -> Path:
-    """The path a link (or a chain of links) names at last, checked as a path given itself."""
-    end = Path(os.path.realpath(link))
-    if end.is_symlink():  # realpath stops inside a loop: the rename would break the loop
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(link))
-    _check_place(end)
-    return end
-
-
-def _check_place(path: Path) -> None:
-    """Refuse, before rendering anything there, a page path that is a folder or lies under a
-    file (the rename would fail only after the page was written; mkdir says "File exists")."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if path.parent.exists() and not path.parent.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path.parent))
+    return write_atomic(Path(path), render_history(records, source))

@@ -1,0 +1,91 @@
+"""A file written where the user said (`report -o`, `accept --junit`, `--history`): the
+folders missing above it are made (the page, the JUnit copy and the history may go into a new
+folder), and a write that then fails removes the folders it made, whether the path was given
+plainly or through a symlink into a missing folder, and leaves what was there before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiio.accept.junit import write_junit
+from aiio.history import History, HistoryError
+
+from .conftest import REPO, call_cli
+
+STORED = REPO / "tests" / "data" / "results-v1"
+TRAIN = STORED / "20261130-230529-train-demo-c2"
+ACCEPT = STORED / "20261130-230606-accept-tiny" / "result.json"
+TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
+# a name past NAME_MAX (255 bytes): the folders above it can be made, the file cannot
+LONG = "p" * 252
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["path", "dangling-link"])
+def test_a_report_into_a_missing_folder_makes_it(tmp_path: Path, link: bool) -> None:
+    page = given = tmp_path / "new" / "sub" / "page.html"
+    if link:  # the page goes where the link points, the link stays
+        given = tmp_path / "latest.html"
+        given.symlink_to(page)
+    out = call_cli("report", str(TRAIN), "-o", str(given), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert page.read_text().rstrip().endswith("</html>")
+    assert not link or given.is_symlink()
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["path", "dangling-link"])
+def test_a_report_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: Path,
+                                                                  link: bool) -> None:
+    # the folders were made before the page failed to take its place, and stayed
+    (tmp_path / "kept").mkdir()
+    given = tmp_path / "kept" / "missing" / "deeper" / f"{LONG}.html"
+    if link:
+        (tmp_path / "page.html").symlink_to(given)
+        given = tmp_path / "page.html"
+    out = call_cli("report", str(TRAIN), "-o", str(given), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {given}: File name too long"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", *(["page.html"] if link else [])]
+    assert not any((tmp_path / "kept").iterdir())
+    assert not link or given.is_symlink()
+
+
+def test_a_junit_file_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    res = json.loads(ACCEPT.read_text())
+    with pytest.raises(OSError):
+        write_junit(res, tmp_path / "ci" / "nightly" / f"{LONG}.xml")
+    assert list(tmp_path.iterdir()) == []
+    made = write_junit(res, tmp_path / "ci" / "results.xml")
+    assert made.read_text().startswith("<?xml") and list(tmp_path.iterdir()) == [made.parent]
+
+
+def test_accept_refuses_a_junit_path_under_a_file_before_it_runs(tmp_path: Path, target: Path,
+                                                                 results: Path) -> None:
+    # the checks ran, then writing the copy said "File exists" in a traceback
+    (tmp_path / "afile").write_text("kept")
+    junit = tmp_path / "afile" / "results.xml"
+    out = call_cli("accept", str(TINY), "--target", str(target), "--results", str(results),
+                   "--junit", str(junit), "--no-report", "--no-history", "-q")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: --junit {junit}: Not a directory", out.stderr
+    assert not results.exists() and (tmp_path / "afile").read_text() == "kept"
+
+
+def test_a_history_that_cannot_be_created_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="cannot open history"):
+        History(tmp_path / "new" / "sub" / f"{LONG}.sqlite")
+    assert list(tmp_path.iterdir()) == []
+    with History(tmp_path / "new" / "history.sqlite") as h:
+        assert h.records() == []
+
+
+def test_a_report_whose_name_is_as_long_as_a_name_can_be_is_written(tmp_path: Path) -> None:
+    # the temporary file beside it was named after it, plus ".PID.tmp": past NAME_MAX, so a
+    # valid name of 255 bytes said "File name too long"
+    page = tmp_path / f"{'é' * 100}{LONG[:50]}.html"
+    assert len(bytes(page.name, "utf-8")) == 255
+    out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [page.name]
