@@ -38,6 +38,7 @@ from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
+from aiio.phases.randrw import DEPTH_BATCH
 from aiio.result import load
 from aiio.units import GiB, KiB, MiB
 from aiio.workload import load_workload
@@ -204,9 +205,9 @@ def _depth_client(ctx: ClientContext) -> dict:
     cpu0 = time.thread_time()  # this thread only, as fio's usr/sys of its job thread
     end = start + int(seconds * 1e9)
     nbytes, i = 0, 0
-    while time.monotonic_ns() < end:
-        nbytes += reader.read_blocks(fd, offsets[i:i + 1024], end)
-        i = (i + 1024) & 0xFFFF
+    while time.monotonic_ns() < end:  # calls of 16,384 reads, as the randrw phase makes them
+        nbytes += reader.read_blocks(fd, offsets[i:i + DEPTH_BATCH], end)
+        i = (i + DEPTH_BATCH) & 0xFFFF
     cpu = time.thread_time() - cpu0
     seconds = (time.monotonic_ns() - start) / 1e9
     ops = reader.log.ops
