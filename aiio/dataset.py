@@ -8,6 +8,7 @@ Layout under TARGET/aiio/datasets/<workload>/:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from aiio import forked, formats
-from aiio.errors import AiioError, RunFailed
+from aiio.errors import AiioError, RunFailed, Terminated
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.target import LATE_FILE_S, Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
@@ -268,7 +269,9 @@ def _generate_share(share: tuple, report: Progress) -> dict:
 
     try:
         forked.run_sliced(lambda i: _write_file(params, folder, i), range(lo, hi), workers,
-                          take, tick, name="generator")
+                          take, tick, name="generator",
+                          on_abandon=lambda exc, touched, busy: _sweep_if_ended(
+                              exc, touched, busy, params, folder))
     except OSError as exc:
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
@@ -277,6 +280,31 @@ def _generate_share(share: tuple, report: Progress) -> dict:
         raise RunFailed(f"dataset generation failed: {exc}; partial files removed") from None
     return {"sizes": sizes, "ranges": ranges, "host": socket.gethostname(),
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _sweep_if_ended(exc: BaseException, touched: list[int], busy: list[int],
+                    params: DatasetParams, folder: str) -> None:
+    """Remove this rank's partial files at once when a Ctrl-C or SIGTERM ends its share:
+    under MPI the launcher's SIGKILL follows a quarter of a second later, before the usual
+    clean-up (after every rank has answered) could run. By name, the files its generators
+    wrote, not a walk of the folder: quick, and no contention with the other ranks'
+    sweeps. A file a killed generator may still be writing is left to the next sweep, once
+    it is reaped: removing it would wait for that write to end (the kernel locks the file,
+    and its folder for the removal), seconds on a throttled or hung mount. Any other
+    failure leaves the removal to the clean-up, which names what failed first."""
+    if not isinstance(exc, (KeyboardInterrupt, Terminated)):
+        return
+    base = Path(folder)
+    dirs = set()
+    for i in touched:
+        rel = params.relpath(i)
+        dirs.add(rel.split("/", 1)[0])
+        with contextlib.suppress(OSError):  # never made, or gone already: nothing to do
+            os.unlink(base / rel)
+    dirs.update(params.relpath(i).split("/", 1)[0] for i in busy)
+    for d in sorted(dirs):
+        with contextlib.suppress(OSError):  # still holds a file: the clean-up takes it
+            os.rmdir(base / d)
 
 
 def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:

@@ -12,6 +12,7 @@ worker: none outlives the call, and none outlives the parent (PDEATHSIG).
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import select
@@ -37,10 +38,12 @@ class WorkerFailed(RunFailed):
 class _Worker:
     """One forked worker: its pid, the parent's end of its pipe, what has arrived."""
 
-    def __init__(self, number: int, pid: int, fd: int, share: int) -> None:
-        self.number, self.pid, self.fd, self.share = number, pid, fd, share
+    def __init__(self, number: int, pid: int, fd: int, items: Sequence[Any]) -> None:
+        self.number, self.pid, self.fd, self.items = number, pid, fd, items
+        self.share = len(items)
         self.buffer = bytearray()
         self.got = 0
+        self.swept = 0  # items passed on as touched (on_abandon): each is passed once
         self.eof = False
         self.status: int | None = None
 
@@ -64,12 +67,19 @@ class _Worker:
 
 def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
                on_result: Callable[[Any], None], on_tick: Callable[[], None] | None = None,
-               name: str = "worker") -> None:
+               name: str = "worker",
+               on_abandon: Callable[[BaseException, list[Any], list[Any]], None] | None = None
+               ) -> None:
     """fn(item) for every item, in `workers` forked processes; on_result(value) in this
     process as each value arrives (in no set order), on_tick() every TICK_S or so whether
     values arrive or not (a caller's chance to stop the work). An OSError in a worker is
     raised here as an OSError; a worker's death or other failure as WorkerFailed, naming
-    it. Exceptions from the callbacks end the call too."""
+    it. Exceptions from the callbacks end the call too. When the call ends by an exception,
+    on_abandon(exc, touched, busy) runs at once after the workers are SIGKILLed, before the
+    wait for them to go, and again once they are reaped or REAP_S passed (a caller's chance
+    to undo their work first): touched, the items a worker began and is done with (it sent
+    them, or died in them); busy, those a worker not yet reaped may still be in a system
+    call on."""
     workers = max(1, min(workers, len(items)))
     if not items:
         return
@@ -78,8 +88,10 @@ def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
         for k in range(workers):
             _start(fn, items[k::workers], k, name, running)
         _watch(running, on_result, on_tick, name)
-    finally:
-        _kill_and_reap(running)
+    except BaseException as exc:
+        _kill_and_reap(running, functools.partial(on_abandon, exc) if on_abandon else None)
+        raise
+    _kill_and_reap(running)
 
 
 def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: str,
@@ -107,7 +119,7 @@ def _start(fn: Callable[[Any], Any], share: Sequence[Any], number: int, name: st
             code = _worker_main(fn, share, w, parent, f"aiio-{name[:3]}-{number}")
         finally:
             os._exit(code)
-    running.append(_Worker(number, pid, r, len(share)))
+    running.append(_Worker(number, pid, r, share))
     os.close(w)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
 
@@ -195,17 +207,51 @@ def _ended(w: _Worker, name: str) -> bool:
                        f"after {w.got} of its {w.share} items")
 
 
-def _kill_and_reap(running: list[_Worker]) -> None:
-    """SIGKILL every worker still running (they hold nothing shared) and reap them, within
-    REAP_S; close the parent's pipe ends."""
+def _kill_and_reap(running: list[_Worker],
+                   sweep: Callable[[list[Any], list[Any]], None] | None = None) -> None:
+    """SIGKILL every worker still running (they hold nothing shared), sweep(), reap them
+    within REAP_S, sweep() again; close the parent's pipe ends.
+
+    The first sweep cannot wait for the reaping: a worker stuck in a write on a slow mount
+    can take seconds to go, and under MPI the launcher SIGKILLs this process a fraction of
+    a second after a Ctrl-C. A killed worker starts no new system call, so the second sweep
+    catches only what a call already under way when it was killed made."""
     for w in running:
         if w.exitcode() is None:
             try:
                 os.kill(w.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    deadline = time.monotonic() + REAP_S
-    while any(w.exitcode() is None for w in running) and time.monotonic() < deadline:
-        time.sleep(0.005)
+    try:
+        if sweep is not None:
+            sweep(*_touched_items(running))
+        deadline = time.monotonic() + REAP_S
+        while any(w.exitcode() is None for w in running) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if sweep is not None:
+            sweep(*_touched_items(running))
+    finally:
+        for w in running:
+            os.close(w.fd)
+
+
+def _touched_items(running: list[_Worker]) -> tuple[list[Any], list[Any]]:
+    """(touched, busy) as on_abandon takes them, each touched item once over the calls. A
+    worker takes its items in order, so the one after the last it sent is the one it was on
+    (its results still in the pipe are counted, not taken): busy while it is not reaped,
+    touched once it is."""
+    touched: list[Any] = []
+    busy: list[Any] = []
     for w in running:
-        os.close(w.fd)
+        while not w.eof and select.select([w.fd], [], [], 0)[0]:
+            data = os.read(w.fd, 1 << 20)
+            w.eof = not data
+            w.buffer += data
+        done = w.got + len(w.messages())
+        if done < w.share and w.exitcode() is None:
+            busy.append(w.items[done])
+        elif done < w.share:
+            done += 1  # reaped: it is done with the item it was on
+        touched.extend(w.items[w.swept:done])
+        w.swept = max(w.swept, done)
+    return touched, busy

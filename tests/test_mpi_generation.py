@@ -7,6 +7,7 @@ end for the others to answer its clean-up call while they went on writing theirs
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -17,6 +18,7 @@ import pytest
 
 from .conftest import TINY_DATA
 from .mpi import end_job, left_behind, mpi_start, needs_mpi, ranks_of, tree_pids
+from .oracle.mount import Rates, can_mount_fuse, ratefs
 
 # Each rank's share lasts minutes: far longer than the job may take to end once hit.
 BIG_DATA = ("--set", "dataset.num_files=200000", "--set", "dataset.sample_size=4KiB",
@@ -25,11 +27,12 @@ HANG_GUARD_S = 40  # a guard against a hang, not a timing
 
 
 def start_generating(target: Path, results: Path, env: dict | None = None,
-                     module: str = "aiio", first: tuple[str, ...] = ()) -> subprocess.Popen:
+                     module: str = "aiio", first: tuple[str, ...] = (),
+                     data: tuple[str, ...] = BIG_DATA) -> subprocess.Popen:
     """A 2-rank `aiio run` whose ranks both generate their share of the dataset (each rank
     `python -m module *first ARGS`)."""
     proc = mpi_start(2, *first, "run", "--target", str(target), "--results", str(results),
-                     *BIG_DATA, "--clients", "2", "--epochs", "1", "-q", "--no-report",
+                     *data, "--clients", "2", "--epochs", "1", "-q", "--no-report",
                      "--no-history", env=env, module=module)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -198,3 +201,39 @@ def test_sigterm_to_every_rank_during_generation_ends_the_job_and_removes_the_fi
     assert "SIGTERM" in err and "Traceback" not in err, err
     assert not (target / "aiio" / "datasets" / "demo").exists()
     assert not left
+
+
+# A FUSE write the daemon has taken cannot be cut short: a generator SIGKILLed in one ends
+# only once it is answered, 2 s at most here (as on a throttled network mount), and the
+# file it writes cannot be removed before that (the kernel holds the file's lock).
+SLOW_WRITES = Rates(write_stream=2048)
+# Few files: the throttled mount's backing store is a small tmpfs, and aiio checks the space.
+SLOW_DATA = ("--set", "dataset.num_files=400", "--set", "dataset.sample_size=4KiB",
+             "--set", "dataset.sample_size_stdev=0", "--set", "dataset.files_per_dir=100")
+
+
+def dataset_files(target: Path) -> list[Path]:
+    """The files the generation left under the target's aiio folder."""
+    return [p for p in (target / "aiio" / "datasets").rglob("*") if p.is_file()]
+
+
+@needs_mpi
+@pytest.mark.skipif(can_mount_fuse() is not None, reason=can_mount_fuse() or "")
+def test_ctrl_c_while_generators_are_slow_to_die_removes_all_they_wrote(tmp_path, results):
+    """Ctrl-C at the launcher (SIGINT to its process group): Open MPI SIGKILLs the ranks a
+    quarter of a second after passing a SIGTERM on. Rank 0 waited for its generators, stuck
+    in writes, to be reaped before removing anything, and every file written stayed. At
+    most the one file each generator is still writing may stay (the next generation removes
+    a folder without a manifest)."""
+    with ratefs(tmp_path, SLOW_WRITES, size_mib=256) as mount:
+        proc = start_generating(mount, results, data=SLOW_DATA)
+        generating = sum(len(generators(r)) for r in ranks_of(proc).values())
+        deadline = time.monotonic() + HANG_GUARD_S
+        while len(dataset_files(mount)) < 3 * generating and time.monotonic() < deadline:
+            time.sleep(0.1)  # files written and done with, beyond the ones in flight
+        err, left = hit_and_wait(proc, lambda ranks: os.killpg(proc.pid, signal.SIGINT))
+        assert proc.returncode != 0, err
+        assert "Traceback" not in err, err
+        assert not left
+        stayed = dataset_files(mount)
+        assert len(stayed) <= generating, (generating, stayed)
