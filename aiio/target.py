@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import stat
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -286,7 +287,19 @@ def remove_tree(path: Path, root: Path) -> None:
         return
     if path.exists():
         # rmtree never follows symlinks to directories: it unlinks the link itself.
-        shutil.rmtree(path)
+        shutil.rmtree(path, **{_RMTREE_HANDLER: _gone_already})
+
+
+# Python 3.12 passes the exception to `onexc` and deprecates `onerror` (an exc_info triple).
+_RMTREE_HANDLER = "onexc" if sys.version_info >= (3, 12) else "onerror"
+
+
+def _gone_already(func: object, path: str, exc: BaseException | tuple) -> None:
+    """rmtree's error handler: an entry another process removed meanwhile (under MPI, a rank
+    removing its own share's files as it ends) is no error; any other is raised."""
+    err = exc if isinstance(exc, BaseException) else exc[1]
+    if not isinstance(err, FileNotFoundError):
+        raise err
 
 
 def tree_bytes(path: Path) -> int:

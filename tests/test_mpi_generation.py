@@ -237,3 +237,19 @@ def test_ctrl_c_while_generators_are_slow_to_die_removes_all_they_wrote(tmp_path
         assert not left
         stayed = dataset_files(mount)
         assert len(stayed) <= generating, (generating, stayed)
+
+
+@needs_mpi
+def test_sigterm_to_rank_1_alone_during_generation_names_it_and_removes_the_files(
+        target, results):
+    """`kill` of rank 1 alone: rank 1 removes its own files as it ends while rank 0 removes
+    the folder; a file gone under rank 0's removal stopped it half way, and its "No such file
+    or directory" replaced the message."""
+    proc = start_generating(target, results)
+    err, left = hit_and_wait(proc, lambda ranks: ranks[1].send_signal(signal.SIGTERM))
+    assert proc.returncode != 0, err
+    said = aiio_lines(err)
+    assert said and "(rank 1)" in said[0] and "No such file" not in err, err
+    assert "partial result saved" in said[0] and "Traceback" not in err, err
+    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not left
