@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from aiio import forked, formats
-from aiio.errors import AiioError, RunFailed, Terminated
+from aiio.errors import AiioError, RunFailed
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.target import LATE_FILE_S, Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
@@ -270,8 +270,8 @@ def _generate_share(share: tuple, report: Progress) -> dict:
     try:
         forked.run_sliced(lambda i: _write_file(params, folder, i), range(lo, hi), workers,
                           take, tick, name="generator",
-                          on_abandon=lambda exc, touched, busy: _sweep_if_ended(
-                              exc, touched, busy, params, folder))
+                          on_abandon=lambda touched, busy: _sweep_share(touched, busy,
+                                                                        params, folder))
     except OSError as exc:
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
@@ -282,18 +282,16 @@ def _generate_share(share: tuple, report: Progress) -> dict:
             "seconds": round(time.monotonic() - t0, 3)}
 
 
-def _sweep_if_ended(exc: BaseException, touched: list[int], busy: list[int],
-                    params: DatasetParams, folder: str) -> None:
-    """Remove this rank's partial files at once when a Ctrl-C or SIGTERM ends its share:
-    under MPI the launcher's SIGKILL follows a quarter of a second later, before the usual
-    clean-up (after every rank has answered) could run. By name, the files its generators
-    wrote, not a walk of the folder: quick, and no contention with the other ranks'
-    sweeps. A file a killed generator may still be writing is left to the next sweep, once
-    it is reaped: removing it would wait for that write to end (the kernel locks the file,
-    and its folder for the removal), seconds on a throttled or hung mount. Any other
-    failure leaves the removal to the clean-up, which names what failed first."""
-    if not isinstance(exc, (KeyboardInterrupt, Terminated)):
-        return
+def _sweep_share(touched: list[int], busy: list[int], params: DatasetParams,
+                 folder: str) -> None:
+    """Remove this rank's partial files at once when its share fails or is ended (a Ctrl-C,
+    a SIGTERM, another rank's failure): under MPI the launcher's SIGKILL follows a quarter of
+    a second after its SIGTERM, before the usual clean-up (after the generators are reaped
+    and every rank has answered) could run. By name, the files its generators wrote, not a
+    walk of the folder: quick, and no contention with the other ranks, which go on writing
+    their own until told. A file a killed generator may still be writing is left to the
+    next sweep, once it is reaped: removing it would wait for that write to end (the kernel
+    locks the file, and its folder for the removal), seconds on a throttled or hung mount."""
     base = Path(folder)
     dirs = set()
     for i in touched:
@@ -327,8 +325,9 @@ def _same_manifest(args: tuple[str, dict], report: Progress | None = None) -> No
 
 
 def _discard(folder: Path, target: Target, ranks: Ranks) -> None:
-    """Remove a failed generation's files on every host's view of the target."""
-    remove_tree(folder, target.root)
+    """Remove a failed generation's files on every host's view of the target, as far as it
+    can: an error here must not hide why the generation failed."""
+    _remove_failed(folder, target.root)
     if ranks.size > 1:
         try:
             ranks.call_all(_discard_view, [(str(folder), str(target.path))] * ranks.size,
@@ -342,7 +341,18 @@ def _discard_view(args: tuple[str, str], report: Progress | None = None) -> None
     folder, path = args
     target = Target(path)
     if target.is_owned():
-        remove_tree(Path(folder), target.root)
+        _remove_failed(Path(folder), target.root)
+
+
+def _remove_failed(folder: Path, root: Path) -> None:
+    """remove_tree of a failed generation's folder, an OSError ignored: the run is failing
+    already and says why."""
+    try:
+        remove_tree(folder, root)
+    except OSError:
+        pass  # a file a killed generator not yet gone holds open (on another rank): on NFS
+        # or FUSE removing it only renames it until it is closed, so its folder is not empty
+        # yet. The folder has no manifest: the next generation removes it first.
 
 
 def _write_index(folder: Path, params: DatasetParams, sizes: np.ndarray,

@@ -12,7 +12,6 @@ worker: none outlives the call, and none outlives the parent (PDEATHSIG).
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 import select
@@ -68,14 +67,13 @@ class _Worker:
 def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
                on_result: Callable[[Any], None], on_tick: Callable[[], None] | None = None,
                name: str = "worker",
-               on_abandon: Callable[[BaseException, list[Any], list[Any]], None] | None = None
-               ) -> None:
+               on_abandon: Callable[[list[Any], list[Any]], None] | None = None) -> None:
     """fn(item) for every item, in `workers` forked processes; on_result(value) in this
     process as each value arrives (in no set order), on_tick() every TICK_S or so whether
     values arrive or not (a caller's chance to stop the work). An OSError in a worker is
     raised here as an OSError; a worker's death or other failure as WorkerFailed, naming
     it. Exceptions from the callbacks end the call too. When the call ends by an exception,
-    on_abandon(exc, touched, busy) runs at once after the workers are SIGKILLed, before the
+    on_abandon(touched, busy) runs at once after the workers are SIGKILLed, before the
     wait for them to go, and again once they are reaped or REAP_S passed (a caller's chance
     to undo their work first): touched, the items a worker began and is done with (it sent
     them, or died in them); busy, those a worker not yet reaped may still be in a system
@@ -88,8 +86,8 @@ def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
         for k in range(workers):
             _start(fn, items[k::workers], k, name, running)
         _watch(running, on_result, on_tick, name)
-    except BaseException as exc:
-        _kill_and_reap(running, functools.partial(on_abandon, exc) if on_abandon else None)
+    except BaseException:
+        _kill_and_reap(running, on_abandon)
         raise
     _kill_and_reap(running)
 

@@ -7,6 +7,7 @@ Cleanup refuses any folder without the marker and never follows a symlink.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import mmap
 import os
@@ -287,19 +288,24 @@ def remove_tree(path: Path, root: Path) -> None:
         return
     if path.exists():
         # rmtree never follows symlinks to directories: it unlinks the link itself.
-        shutil.rmtree(path, **{_RMTREE_HANDLER: _gone_already})
+        errors: list[OSError] = []
+        shutil.rmtree(path, **{_RMTREE_HANDLER: functools.partial(_note_error, errors)})
+        if errors:
+            raise errors[0]
 
 
 # Python 3.12 passes the exception to `onexc` and deprecates `onerror` (an exc_info triple).
 _RMTREE_HANDLER = "onexc" if sys.version_info >= (3, 12) else "onerror"
 
 
-def _gone_already(func: object, path: str, exc: BaseException | tuple) -> None:
+def _note_error(errors: list[OSError], func: object, path: str,
+                exc: BaseException | tuple) -> None:
     """rmtree's error handler: an entry another process removed meanwhile (under MPI, a rank
-    removing its own share's files as it ends) is no error; any other is raised."""
+    removing its own share's files as it ends) is no error; any other is noted and the
+    removal goes on (a folder not yet empty must not keep the rest)."""
     err = exc if isinstance(exc, BaseException) else exc[1]
     if not isinstance(err, FileNotFoundError):
-        raise err
+        errors.append(err)
 
 
 def tree_bytes(path: Path) -> int:
