@@ -110,6 +110,7 @@ class DepthReader:
         """
         if self.ring is None:
             self.ring = ringloop.Ring(self.depth)
+        self._wait_out()
         offs = np.ascontiguousarray(offsets, np.int64)
         out = np.empty((4, len(offs)), np.int64)  # latency, end, bytes and slot of each
         st, checked = self.state, 0
@@ -178,9 +179,17 @@ class DepthReader:
             if self._call(-1, np.empty(0, np.int64), out, 0, 0) == FINISHED:
                 break
 
+    def _wait_out(self) -> None:
+        """Wait out the requests an interrupted drain left in flight, uncounted: their
+        call's output arrays are gone, and a call has room only for its own requests."""
+        st = self.state
+        if st[INFLIGHT] or st[UNSUBMITTED]:
+            st[DONE] = 0
+            self._drain(np.empty((4, self.depth), np.int64))  # room for every slot
+            st[HALT] = 0
+
     def close(self) -> None:
-        self.state[DONE] = 0  # anything still in flight (an interrupted drain) is not counted
-        self._drain(np.empty((4, self.depth), np.int64))
+        self._wait_out()
         if self.ring is not None:
             self.ring.close()
         for v in self.views:

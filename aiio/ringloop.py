@@ -288,7 +288,7 @@ def _build() -> compiled.Loop:
                 if st[FAILED] == 0:
                     st[FAILED] = -res
                     st[FAILED_AT] = where[slot]
-            else:
+            elif st[DONE] < lat.shape[0]:  # numba checks no bounds: never past the end
                 k = st[DONE]
                 lat[k] = t - issued[slot]
                 ends[k] = t

@@ -213,6 +213,48 @@ def test_an_error_mid_flight_propagates_and_close_is_clean(tmp_path: Path) -> No
     assert info.value.args == ("bad block",)
 
 
+class _Interrupt(Exception):
+    """What a signal handler raised."""
+
+
+@needs_ring
+def test_requests_an_interrupted_drain_left_in_flight_stay_out_of_the_next_call(
+        tmp_path: Path) -> None:
+    """Four reads of an empty pipe wait; a signal's handler raises during the wait and again
+    during the drain that follows, so the four are still in flight when the error leaves.
+    The next call, of one block, has room for one completion: the four, completed
+    meanwhile, must be waited out, not written past the end of its arrays."""
+    path, data = _file(tmp_path, 4 * BLOCK)
+    r, w = os.pipe()
+
+    def interrupt(*_: object) -> None:
+        raise _Interrupt
+    old = signal.signal(signal.SIGALRM, interrupt)
+    reader = DepthReader(4, BLOCK, OpLog(0))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+        with pytest.raises(_Interrupt):
+            reader.read_blocks(r, [0] * 4)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        assert reader.state[INFLIGHT] == 4
+        os.write(w, bytes(4 * BLOCK))  # the four complete
+        log, seen = OpLog(0), []
+        reader.log = log
+        reader.check = lambda view, n, off: seen.append((off, bytes(view[:n]) == data[off:off + n]))
+        got = reader.read_blocks(fd, [BLOCK])
+        assert reader.state[INFLIGHT] == reader.state[UNSUBMITTED] == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        os.close(w)
+        reader.close()
+        os.close(fd)
+        os.close(r)
+    assert got == BLOCK == log.nbytes
+    assert seen == [(BLOCK, True)]  # the one completion counted is the file's block
+
+
 def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
     args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
             "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
