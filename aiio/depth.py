@@ -41,6 +41,7 @@ from aiio.ringloop import (
     STATE,
     UNSUBMITTED,
 )
+from aiio.workload import MAX_READ
 
 SLICE_NS = 10_000_000  # the loop comes back this often: a stop, a signal's handler
 
@@ -71,6 +72,8 @@ class DepthReader:
 
     def __init__(self, depth: int, block_size: int, log: OpLog,
                  counter: Any = None) -> None:
+        if block_size > MAX_READ:  # the entry's length would spill into its flags
+            raise ValueError(f"block of {block_size} B: one read moves at most 2 GiB - 4 KiB")
         self.depth = depth
         self.block_size = block_size
         self.log = log

@@ -301,6 +301,18 @@ def test_bad_iodepth_is_one_line(target: Path, results: Path, value: str, words:
     assert len(err.strip().splitlines()) == 1
 
 
+def test_a_block_larger_than_one_read_is_refused_at_depth(target: Path, results: Path) -> None:
+    """An io_uring entry's length is 32 bits and Linux moves at most 2 GiB - 4 KiB per read:
+    a 4 GiB + 4 KiB block went to the kernel as 4 KiB with RWF_HIPRI set in the flags
+    beside it (the read failed with EINVAL); a 2 GiB block would read short every time."""
+    rc, err = _randrw(target, results, "prep.iodepth=2", "prep.block_size=4GiB",
+                      "prep.file_size=4GiB")
+    assert rc == 2 and "prep.block_size" in err and "2 GiB - 4 KiB" in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="2 GiB - 4 KiB"):
+        DepthReader(2, 2**32 + BLOCK, OpLog(0))
+
+
 def test_depth_with_writes_is_refused_in_one_line(target: Path, results: Path) -> None:
     rc, err = _randrw(target, results, "prep.iodepth=4", "prep.read_share=0.7")
     assert rc == 2 and "prep.iodepth" in err and "read_share" in err
