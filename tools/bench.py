@@ -38,6 +38,7 @@ from aiio.engine import O_DIRECT, OpLog, Reader, null_read_ns
 from aiio.engine import stat as engine_stat
 from aiio.errors import AiioError, ToolMissing
 from aiio.fio.job import escape, fio_version, jobs_of, render, run_text, seq_read_mib_s
+from aiio.phases.randrw import DEPTH_BATCH
 from aiio.result import load
 from aiio.units import GiB, KiB, MiB
 from aiio.workload import load_workload
@@ -204,9 +205,9 @@ def _depth_client(ctx: ClientContext) -> dict:
     cpu0 = time.thread_time()  # this thread only, as fio's usr/sys of its job thread
     end = start + int(seconds * 1e9)
     nbytes, i = 0, 0
-    while time.monotonic_ns() < end:
-        nbytes += reader.read_blocks(fd, offsets[i:i + 1024], end)
-        i = (i + 1024) & 0xFFFF
+    while time.monotonic_ns() < end:  # calls of 16,384 reads, as the randrw phase makes them
+        nbytes += reader.read_blocks(fd, offsets[i:i + DEPTH_BATCH], end)
+        i = (i + DEPTH_BATCH) & 0xFFFF
     cpu = time.thread_time() - cpu0
     seconds = (time.monotonic_ns() - start) / 1e9
     ops = reader.log.ops
@@ -287,14 +288,22 @@ def best(fn: Callable[[], float], repeats: int = REPEATS) -> float:
     return max(fn() for _ in range(repeats))
 
 
-def interleaved(a: Callable[[], float], b: Callable[[], float],
-                repeats: int = REPEATS) -> tuple[list[float], list[float]]:
-    """`repeats` runs of each, alternating, so drifting storage speed hits both alike."""
-    xs, ys = [], []
+def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list[float]]:
+    """`repeats` runs of each, in turn, so drifting storage speed hits all alike; a list of
+    figures per callable."""
+    figures: list[list[float]] = [[] for _ in runs]
     for _ in range(repeats):
-        xs.append(a())
-        ys.append(b())
-    return xs, ys
+        for run, got in zip(runs, figures, strict=True):
+            got.append(run())
+    return figures
+
+
+def control_note(first: list[float], again: list[float]) -> str:
+    """The reference against itself: each of its runs over the run of it made right after
+    (an A/A control), the spread a tool equal to the reference would show in these pairs."""
+    ratios = [x / y for x, y in zip(first, again, strict=True)]
+    return (f"fio against itself in the same runs: {statistics.median(ratios):.3f} "
+            f"({min(ratios):.3f}..{max(ratios):.3f})")
 
 
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
@@ -336,10 +345,15 @@ def stream_rows(where: str, folder: Path, file_size: int, loops: int = 1,
     rows = []
     for clients in (1, 2):
         files = crosscheck.make_files(folder, clients, file_size)
-        ours, theirs = interleaved(lambda f=files: aiio_seq_read(f, loops),
-                                   lambda f=files: fio_seq_read(f, loops), repeats)
-        rows.append(paired_row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}",
-                               ours, theirs, "MiB/s", 0.95))
+        # fio twice a round: its second run is the A/A control of its first
+        ours, theirs, again = interleaved(lambda f=files: aiio_seq_read(f, loops),
+                                          lambda f=files: fio_seq_read(f, loops),
+                                          lambda f=files: fio_seq_read(f, loops),
+                                          repeats=repeats)
+        row = paired_row(f"seq read 1 MiB O_DIRECT, {clients} client(s), {where}",
+                         ours, theirs, "MiB/s", 0.95)
+        row.note = control_note(theirs, again)
+        rows.append(row)
         for f in files:
             os.unlink(f)
     return rows
@@ -366,13 +380,18 @@ def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
     rows = []
     for engine in ("io_uring", "libaio"):
         CPU_US.clear()
-        ours, theirs = interleaved(lambda: aiio_depth_iops(path, seconds, depth),
-                                   lambda e=engine: fio_depth_iops(path, seconds, depth, e))
+        fio = lambda e=engine: fio_depth_iops(path, seconds, depth, e)  # noqa: E731
+        # io_uring: fio twice a round, its A/A control (on tmpfs its kernel workers, how
+        # many and where, move a run's IOPS more than either tool does)
+        runs = interleaved(lambda: aiio_depth_iops(path, seconds, depth), fio,
+                           *[fio] * (engine == "io_uring"))
         row = paired_row(f"rand read 4 KiB O_DIRECT, io_uring depth {depth} vs fio {engine}, "
-                         f"{where}", ours, theirs, "IOPS", 0.8)
+                         f"{where}", runs[0], runs[1], "IOPS", 0.8)
         row.note = ("CPU per read (median): aiio "
                     f"{statistics.median(CPU_US['aiio']):.2f} us, fio "
                     f"{statistics.median(CPU_US['fio']):.2f} us")
+        if len(runs) == 3:
+            row.note += "; " + control_note(runs[1], runs[2])
         rows.append(row)
     return rows
 
@@ -412,7 +431,7 @@ def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
     CPU_US.clear()
     # a pass lasts well under a second: twice the repeats
     ours, theirs = interleaved(lambda: aiio_small_files(paths),
-                               lambda: fio_small_files(folder, count), 2 * REPEATS)
+                               lambda: fio_small_files(folder, count), repeats=2 * REPEATS)
     row = paired_row(f"small files 128 KiB (open, read, close), 1 client, {where}",
                      ours, theirs, "files/s", 0.8)
     row.note = ("CPU per file (median): aiio "
@@ -777,7 +796,7 @@ def bench_checkpoint_vs_fio(where: str, folder: Path, clients: int = 2,
             (folder / f"fio-ckpt-{i}.bin").unlink()
         return _fio_mib_s(jobs, "write")
 
-    a, f = interleaved(ours, theirs, repeats)
+    a, f = interleaved(ours, theirs, repeats=repeats)
     return paired_row(f"checkpoint burst vs fio seq write+fsync, {clients} clients, {where}",
                       a, f, "MiB/s", 0.9)
 
@@ -799,7 +818,7 @@ def bench_load_vs_fio(where: str, folder: Path, replicas: int = 2,
                         {"ioengine": "psync", "direct": "1", "rw": "read", "bs": "1M"})
         return _fio_mib_s(jobs, "read")
 
-    a, f = interleaved(ours, theirs, repeats)
+    a, f = interleaved(ours, theirs, repeats=repeats)
     return paired_row(f"load, {replicas} replicas vs fio seq read of the same file, {where}",
                       a, f, "MiB/s", 0.95)
 
@@ -901,7 +920,7 @@ def bench_s3_get_vs_boto3(objects: int = 32, size: int = 8 * MiB, threads: int =
             _same_bytes(nbytes, objects * size)
             return nbytes / MiB / (time.monotonic() - t0)
 
-        a, b = interleaved(ours, theirs, repeats)
+        a, b = interleaved(ours, theirs, repeats=repeats)
     return paired_row(f"S3 GET, 1 client x {threads} threads vs boto3 loop, SeaweedFS", a, b,
                       "MiB/s", 0.95)
 
