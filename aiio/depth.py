@@ -116,7 +116,7 @@ class DepthReader:
         self._wait_out()
         offs = np.ascontiguousarray(offsets, np.int64)
         out = np.empty((4, len(offs)), np.int64)  # latency, end, bytes and slot of each
-        st, checked = self.state, 0
+        st, checked, told = self.state, 0, 0
         st[NEXT] = st[DONE] = st[EXPIRED] = st[FAILED] = 0
         try:
             while True:
@@ -124,6 +124,7 @@ class DepthReader:
                 status = self._call(fd, offs, out, until, deadline_ns)
                 if self.check is not None:
                     checked = self._check_new(out, checked)
+                told = self._tell(out, told)
                 if status == FINISHED:
                     break
                 if self.stop is not None and self.stop.is_set():
@@ -133,10 +134,9 @@ class DepthReader:
             raise
         finally:  # on an error too: the requests that completed keep their counts
             done = self._record(out[:, :st[DONE]])
+            self._tell(out, told)
             st[HALT] = 0
         self.expired = self.expired or bool(st[EXPIRED])
-        if self.counter:
-            self.counter(done)
         if st[FAILED]:
             raise ReadFailed(int(st[FAILED]), int(st[FAILED_AT]))
         return done
@@ -151,6 +151,14 @@ class DepthReader:
             err = int(self.state[ENTER_ERRNO])
             raise OSError(err, f"io_uring_enter: {errno.errorcode.get(err, err)}")
         return status
+
+    def _tell(self, out: np.ndarray, told: int) -> int:
+        """Give the live counter the bytes of the completions since `told` (a call of many
+        offsets on slow storage lasts minutes); returns how many completions it has heard of."""
+        k = int(self.state[DONE])
+        if self.counter and k > told:
+            self.counter(int(out[2, told:k].sum()))
+        return k
 
     def _record(self, out: np.ndarray) -> int:
         """Hand the completions to the log in one batch; returns their bytes."""

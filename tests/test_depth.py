@@ -143,6 +143,33 @@ def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
 
 
 @needs_ring
+def test_progress_is_counted_while_a_call_reads_not_only_at_its_end() -> None:
+    """A call of 16,384 offsets on storage that does a few hundred reads a second lasts
+    minutes: the live counter hears of its bytes as the loop comes back (every 10 ms), or
+    the progress line shows nothing moving until the call ends. A pipe fed one block every
+    5 ms is such storage."""
+    r, w = os.pipe()
+    calls: list[int] = []
+    reader = DepthReader(4, BLOCK, OpLog(0), counter=calls.append)
+
+    def feed() -> None:
+        for i in range(100):
+            time.sleep(0.005)
+            os.write(w, bytes([i]) * BLOCK)
+    feeder = threading.Thread(target=feed)
+    try:
+        feeder.start()
+        got = reader.read_blocks(r, [0] * 100)
+    finally:
+        feeder.join()
+        reader.close()
+        os.close(r)
+        os.close(w)
+    assert got == sum(calls) == 100 * BLOCK
+    assert len(calls) > 1  # told as the reads went, at least twice in 0.5 s or more
+
+
+@needs_ring
 def test_short_read_at_end_of_file_counts_what_it_returned(folder: Path) -> None:
     path, data = _file(folder, 10 * BLOCK + 100)
     log, seen = OpLog(0), []
