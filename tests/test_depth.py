@@ -113,6 +113,15 @@ def test_the_ring_is_made_by_the_thread_that_reads(tmp_path: Path) -> None:
     assert got == [16 * BLOCK] and len(seen) == 16 and all(ok for _, ok in seen)
 
 
+def _feeder(w: int, blocks: int, every_s: float) -> threading.Thread:
+    """A thread (not started) that writes `blocks` blocks into a pipe, one every `every_s`."""
+    def feed() -> None:
+        for i in range(blocks):
+            time.sleep(every_s)
+            os.write(w, bytes([i]) * BLOCK)
+    return threading.Thread(target=feed)
+
+
 @needs_ring
 def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
     """Reads of a pipe wait until a writer feeds it: meanwhile a timer's signal interrupts
@@ -121,12 +130,7 @@ def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
     hits: list = []
     old = signal.signal(signal.SIGALRM, lambda *a: hits.append(1))
     reader = DepthReader(4, BLOCK, OpLog(0))
-
-    def feed() -> None:
-        for i in range(8):
-            time.sleep(0.1)
-            os.write(w, bytes([i]) * BLOCK)
-    feeder = threading.Thread(target=feed)
+    feeder = _feeder(w, 8, 0.1)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
         feeder.start()
@@ -151,12 +155,7 @@ def test_progress_is_counted_while_a_call_reads_not_only_at_its_end() -> None:
     r, w = os.pipe()
     calls: list[int] = []
     reader = DepthReader(4, BLOCK, OpLog(0), counter=calls.append)
-
-    def feed() -> None:
-        for i in range(100):
-            time.sleep(0.005)
-            os.write(w, bytes([i]) * BLOCK)
-    feeder = threading.Thread(target=feed)
+    feeder = _feeder(w, 100, 0.005)
     try:
         feeder.start()
         got = reader.read_blocks(r, [0] * 100)
