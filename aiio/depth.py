@@ -82,7 +82,10 @@ class DepthReader:
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: Any = None
         self.expired = False  # a deadline passed: read_blocks issued nothing more
-        self.loop = ringloop.loaded()  # compiled before the fork: require() ran
+        # compiled before the fork where require() ran (a client); here where it did not
+        self.loop = ringloop.loaded() or ringloop.load()
+        if self.loop is None:
+            raise ConfigError(f"io_uring needs the compiled loop: {ringloop.why()}")
         # made by the first read, in the thread that reads: the ring takes only its maker's
         # submissions (SINGLE_ISSUER, as fio's)
         self.ring: ringloop.Ring | None = None

@@ -7,6 +7,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -92,6 +94,20 @@ def test_the_ring_is_set_up_as_fios() -> None:
         assert ring.entries == 4
     finally:
         ring.close()
+
+
+@needs_ring
+def test_a_reader_made_before_anything_compiled_the_loop_reads(tmp_path: Path) -> None:
+    """A program that makes a DepthReader without asking require() first (a fresh process):
+    the loop is compiled then, not a NoneType error at the first read."""
+    path, _ = _file(tmp_path, 4 * BLOCK)
+    code = ("import os, sys\nfrom aiio.depth import DepthReader\nfrom aiio.engine import OpLog\n"
+            "r = DepthReader(2, 4096, OpLog(0))\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "print(r.read_blocks(fd, [0, 4096, 8192]))\nr.close()\n")
+    proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(3 * BLOCK)
 
 
 @needs_ring
