@@ -90,6 +90,7 @@ class DepthReader:
         # submissions (SINGLE_ISSUER, as fio's)
         self.ring: ringloop.Ring | None = None
         self.buf = aligned_buffer(depth * block_size)
+        self.closed = False
         # one view per slot, released at close: a check's frame kept by a traceback holds
         # its slot's view, and the buffer cannot be unmapped while a view holds it
         self.views = [memoryview(self.buf)[i * block_size:(i + 1) * block_size]
@@ -114,6 +115,8 @@ class DepthReader:
         while a check follows each read (the slot's buffer is refilled by the next call), and
         when a signal interrupts its wait (Python runs the handler here).
         """
+        if self.closed:  # the compiled loop would write into unmapped areas
+            raise ValueError("read_blocks of a closed DepthReader")
         if self.ring is None:
             self.ring = ringloop.Ring(self.depth)
         self._wait_out()
@@ -204,6 +207,7 @@ class DepthReader:
 
     def close(self) -> None:
         self._wait_out()
+        self.closed = True
         if self.ring is not None:
             self.ring.close()
         for v in self.views:

@@ -111,6 +111,26 @@ def test_a_reader_made_before_anything_compiled_the_loop_reads(tmp_path: Path) -
 
 
 @needs_ring
+@pytest.mark.parametrize("read_first", [True, False])
+def test_a_closed_reader_refuses_to_read(tmp_path: Path, read_first: bool) -> None:
+    """After close the ring's areas and the buffer are unmapped: the compiled loop would write
+    its entries there (the process died of SIGSEGV) or the kernel would read into whatever
+    is mapped at the buffer's old address. A closed reader says so instead."""
+    path, _ = _file(tmp_path, 4 * BLOCK)
+    reader = DepthReader(2, BLOCK, OpLog(0))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if read_first:
+            assert reader.read_blocks(fd, [0, BLOCK]) == 2 * BLOCK
+        reader.close()
+        with pytest.raises(ValueError, match="closed"):
+            reader.read_blocks(fd, [0, BLOCK])
+        reader.close()  # twice is harmless
+    finally:
+        os.close(fd)
+
+
+@needs_ring
 def test_the_ring_is_made_by_the_thread_that_reads(tmp_path: Path) -> None:
     """A ring with SINGLE_ISSUER takes submissions only from the thread that made it; a
     client makes its readers in one thread and may read in others."""
