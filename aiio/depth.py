@@ -122,15 +122,17 @@ class DepthReader:
         self._wait_out()
         offs = np.ascontiguousarray(offsets, np.int64)
         out = np.empty((4, len(offs)), np.int64)  # latency, end, bytes and slot of each
-        st, checked, told = self.state, 0, 0
+        st, checked, told, tell_at = self.state, 0, 0, 0
         st[NEXT] = st[DONE] = st[EXPIRED] = st[FAILED] = 0
         try:
             while True:
-                until = 0 if self.check is not None else time.monotonic_ns() + SLICE_NS
+                now = time.monotonic_ns()
+                if now >= tell_at:  # every SLICE_NS, also under a check (back after each reap)
+                    told, tell_at = self._tell(out, told), now + SLICE_NS
+                until = 0 if self.check is not None else now + SLICE_NS
                 status = self._call(fd, offs, out, until, deadline_ns)
                 if self.check is not None:
                     checked = self._check_new(out, checked)
-                told = self._tell(out, told)
                 if status == FINISHED:
                     break
                 if self.stop is not None and self.stop.is_set():
