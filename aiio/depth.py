@@ -41,6 +41,7 @@ from aiio.ringloop import (
     STATE,
     UNSUBMITTED,
 )
+from aiio.workload import MAX_READ
 
 SLICE_NS = 10_000_000  # the loop comes back this often: a stop, a signal's handler
 
@@ -71,6 +72,8 @@ class DepthReader:
 
     def __init__(self, depth: int, block_size: int, log: OpLog,
                  counter: Any = None) -> None:
+        if block_size > MAX_READ:  # the entry's length would spill into its flags
+            raise ValueError(f"block of {block_size} B: one read moves at most 2 GiB - 4 KiB")
         self.depth = depth
         self.block_size = block_size
         self.log = log
@@ -79,11 +82,15 @@ class DepthReader:
         # --verify: called with (buffer, bytes, file offset) after each read; timed as "verify"
         self.check: Any = None
         self.expired = False  # a deadline passed: read_blocks issued nothing more
-        self.loop = ringloop.loaded()  # compiled before the fork: require() ran
+        # compiled before the fork where require() ran (a client); here where it did not
+        self.loop = ringloop.loaded() or ringloop.load()
+        if self.loop is None:
+            raise ConfigError(f"io_uring needs the compiled loop: {ringloop.why()}")
         # made by the first read, in the thread that reads: the ring takes only its maker's
         # submissions (SINGLE_ISSUER, as fio's)
         self.ring: ringloop.Ring | None = None
         self.buf = aligned_buffer(depth * block_size)
+        self.closed = False
         # one view per slot, released at close: a check's frame kept by a traceback holds
         # its slot's view, and the buffer cannot be unmapped while a view holds it
         self.views = [memoryview(self.buf)[i * block_size:(i + 1) * block_size]
@@ -108,15 +115,21 @@ class DepthReader:
         while a check follows each read (the slot's buffer is refilled by the next call), and
         when a signal interrupts its wait (Python runs the handler here).
         """
+        if self.closed:  # the compiled loop would write into unmapped areas
+            raise ValueError("read_blocks of a closed DepthReader")
         if self.ring is None:
             self.ring = ringloop.Ring(self.depth)
+        self._wait_out()
         offs = np.ascontiguousarray(offsets, np.int64)
         out = np.empty((4, len(offs)), np.int64)  # latency, end, bytes and slot of each
-        st, checked = self.state, 0
+        st, checked, told, tell_at = self.state, 0, 0, 0
         st[NEXT] = st[DONE] = st[EXPIRED] = st[FAILED] = 0
         try:
             while True:
-                until = 0 if self.check is not None else time.monotonic_ns() + SLICE_NS
+                now = time.monotonic_ns()
+                if now >= tell_at:  # every SLICE_NS, also under a check (back after each reap)
+                    told, tell_at = self._tell(out, told), now + SLICE_NS
+                until = 0 if self.check is not None else now + SLICE_NS
                 status = self._call(fd, offs, out, until, deadline_ns)
                 if self.check is not None:
                     checked = self._check_new(out, checked)
@@ -129,10 +142,9 @@ class DepthReader:
             raise
         finally:  # on an error too: the requests that completed keep their counts
             done = self._record(out[:, :st[DONE]])
+            self._tell(out, told)
             st[HALT] = 0
         self.expired = self.expired or bool(st[EXPIRED])
-        if self.counter:
-            self.counter(done)
         if st[FAILED]:
             raise ReadFailed(int(st[FAILED]), int(st[FAILED_AT]))
         return done
@@ -147,6 +159,14 @@ class DepthReader:
             err = int(self.state[ENTER_ERRNO])
             raise OSError(err, f"io_uring_enter: {errno.errorcode.get(err, err)}")
         return status
+
+    def _tell(self, out: np.ndarray, told: int) -> int:
+        """Give the live counter the bytes of the completions since `told` (a call of many
+        offsets on slow storage lasts minutes); returns how many completions it has heard of."""
+        k = int(self.state[DONE])
+        if self.counter and k > told:
+            self.counter(int(out[2, told:k].sum()))
+        return k
 
     def _record(self, out: np.ndarray) -> int:
         """Hand the completions to the log in one batch; returns their bytes."""
@@ -178,9 +198,18 @@ class DepthReader:
             if self._call(-1, np.empty(0, np.int64), out, 0, 0) == FINISHED:
                 break
 
+    def _wait_out(self) -> None:
+        """Wait out the requests an interrupted drain left in flight, uncounted: their
+        call's output arrays are gone, and a call has room only for its own requests."""
+        st = self.state
+        if st[INFLIGHT] or st[UNSUBMITTED]:
+            st[DONE] = 0
+            self._drain(np.empty((4, self.depth), np.int64))  # room for every slot
+            st[HALT] = 0
+
     def close(self) -> None:
-        self.state[DONE] = 0  # anything still in flight (an interrupted drain) is not counted
-        self._drain(np.empty((4, self.depth), np.int64))
+        self._wait_out()
+        self.closed = True
         if self.ring is not None:
             self.ring.close()
         for v in self.views:

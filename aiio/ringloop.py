@@ -1,16 +1,16 @@
 """The compiled io_uring loop: `depth` reads in flight, each timed, without the interpreter.
 
-`DepthReader`'s Python loop spends about 0.5 us of CPython per 4 KiB read on top of what the
-kernel costs (docs/PERFORMANCE.md, "Queue depth"): a quarter of fio's whole io_uring read on
-tmpfs. This loop drives the same kind of ring from machine code compiled by numba (the
-optional `fast` extra, as aiio.compiled's pread loop): the ring is set up, and its three
-areas mapped, by this module through the kernel's own calls (io_uring_setup, mmap), as fio's
-io_uring engine does it without liburing; the loop fills submission entries, moves the
-submission tail, enters the kernel once per wait (submitting and waiting in one call) and
-reaps the completion ring, with the acquire and release orderings the kernel's ring
-protocol asks for.
+A ring driven from Python (through a binding, as aiio did until Dec 2026) spends about 0.5 us
+of CPython per 4 KiB read on top of what the kernel costs: a third of fio's whole io_uring
+read on tmpfs (docs/PERFORMANCE.md, "Queue depth"). This loop drives the ring from machine
+code compiled by numba (the optional `fast` extra, as aiio.compiled's pread loop). The ring is
+set up, and its three areas mapped, by this module through the kernel's own calls
+(io_uring_setup, mmap), as fio's io_uring engine does it without liburing; the loop fills
+submission entries, moves the submission tail, enters the kernel once per wait (submitting and
+waiting in one call) and reaps the completion ring, with the acquire and release orderings
+the kernel's ring protocol asks for.
 
-A request's latency runs, as in the Python loop and fio's `lat`, from the clock reading
+A request's latency runs, as fio's `lat` does, from the clock reading
 taken just before the refill that prepared it to the reading taken once the wait that
 reaped it returned (one reading stamps a refill, one a reap batch).
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import mmap
+import os
 from typing import Any
 
 import numpy as np
@@ -159,7 +160,6 @@ class Ring:
             m.close()
         self.maps = []
         if self.fd >= 0:
-            import os
             os.close(self.fd)
             self.fd = -1
 
@@ -288,7 +288,7 @@ def _build() -> compiled.Loop:
                 if st[FAILED] == 0:
                     st[FAILED] = -res
                     st[FAILED_AT] = where[slot]
-            else:
+            elif st[DONE] < lat.shape[0]:  # numba checks no bounds: never past the end
                 k = st[DONE]
                 lat[k] = t - issued[slot]
                 ends[k] = t

@@ -19,6 +19,9 @@ from typing import Any
 from aiio.errors import ConfigError
 from aiio.units import GiB, KiB, MiB, format_size, parse_count, parse_duration, parse_size
 
+# The most one read moves on Linux (MAX_RW_COUNT); an io_uring entry's length is 32 bits
+MAX_READ = 2 * GiB - 4 * KiB
+
 FORMATS = ("npz", "hdf5", "tfrecord", "raw")
 READERS = ("raw", "native")
 SHUFFLES = ("sample", "file", "off")
@@ -451,6 +454,10 @@ def validate(w: Workload) -> None:
     if w.prep.iodepth > 1 and w.prep.read_share < 1:
         raise ConfigError(f"prep.iodepth = {w.prep.iodepth} needs prep.read_share = 1: the "
                           "queue-depth path reads only (set prep.iodepth = 1 for a mix)")
+    if w.prep.iodepth > 1 and w.prep.block_size > MAX_READ:
+        raise ConfigError(f"prep.block_size = {format_size(w.prep.block_size)} at prep.iodepth "
+                          f"= {w.prep.iodepth}: one read moves at most 2 GiB - 4 KiB (Linux's "
+                          "limit); use a smaller block")
     if w.prep.block_size > w.prep.file_size:
         raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
                           f"prep.file_size ({w.prep.file_size} B)")

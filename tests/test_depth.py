@@ -7,6 +7,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -95,6 +97,40 @@ def test_the_ring_is_set_up_as_fios() -> None:
 
 
 @needs_ring
+def test_a_reader_made_before_anything_compiled_the_loop_reads(tmp_path: Path) -> None:
+    """A program that makes a DepthReader without asking require() first (a fresh process):
+    the loop is compiled then, not a NoneType error at the first read."""
+    path, _ = _file(tmp_path, 4 * BLOCK)
+    code = ("import os, sys\nfrom aiio.depth import DepthReader\nfrom aiio.engine import OpLog\n"
+            "r = DepthReader(2, 4096, OpLog(0))\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "print(r.read_blocks(fd, [0, 4096, 8192]))\nr.close()\n")
+    proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(3 * BLOCK)
+
+
+@needs_ring
+@pytest.mark.parametrize("read_first", [True, False])
+def test_a_closed_reader_refuses_to_read(tmp_path: Path, read_first: bool) -> None:
+    """After close the ring's areas and the buffer are unmapped: the compiled loop would write
+    its entries there (the process died of SIGSEGV) or the kernel would read into whatever
+    is mapped at the buffer's old address. A closed reader says so instead."""
+    path, _ = _file(tmp_path, 4 * BLOCK)
+    reader = DepthReader(2, BLOCK, OpLog(0))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if read_first:
+            assert reader.read_blocks(fd, [0, BLOCK]) == 2 * BLOCK
+        reader.close()
+        with pytest.raises(ValueError, match="closed"):
+            reader.read_blocks(fd, [0, BLOCK])
+        reader.close()  # twice is harmless
+    finally:
+        os.close(fd)
+
+
+@needs_ring
 def test_the_ring_is_made_by_the_thread_that_reads(tmp_path: Path) -> None:
     """A ring with SINGLE_ISSUER takes submissions only from the thread that made it; a
     client makes its readers in one thread and may read in others."""
@@ -113,6 +149,15 @@ def test_the_ring_is_made_by_the_thread_that_reads(tmp_path: Path) -> None:
     assert got == [16 * BLOCK] and len(seen) == 16 and all(ok for _, ok in seen)
 
 
+def _feeder(w: int, blocks: int, every_s: float) -> threading.Thread:
+    """A thread (not started) that writes `blocks` blocks into a pipe, one every `every_s`."""
+    def feed() -> None:
+        for i in range(blocks):
+            time.sleep(every_s)
+            os.write(w, bytes([i]) * BLOCK)
+    return threading.Thread(target=feed)
+
+
 @needs_ring
 def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
     """Reads of a pipe wait until a writer feeds it: meanwhile a timer's signal interrupts
@@ -121,12 +166,7 @@ def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
     hits: list = []
     old = signal.signal(signal.SIGALRM, lambda *a: hits.append(1))
     reader = DepthReader(4, BLOCK, OpLog(0))
-
-    def feed() -> None:
-        for i in range(8):
-            time.sleep(0.1)
-            os.write(w, bytes([i]) * BLOCK)
-    feeder = threading.Thread(target=feed)
+    feeder = _feeder(w, 8, 0.1)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
         feeder.start()
@@ -140,6 +180,28 @@ def test_a_signal_during_a_wait_runs_its_handler_and_the_reads_go_on() -> None:
         os.close(w)
     assert got == 8 * BLOCK and reader.log.ops == 8
     assert hits  # the handler ran while the loop waited
+
+
+@needs_ring
+def test_progress_is_counted_while_a_call_reads_not_only_at_its_end() -> None:
+    """A call of 16,384 offsets on storage that does a few hundred reads a second lasts
+    minutes: the live counter hears of its bytes as the loop comes back (every 10 ms), or
+    the progress line shows nothing moving until the call ends. A pipe fed one block every
+    5 ms is such storage."""
+    r, w = os.pipe()
+    calls: list[int] = []
+    reader = DepthReader(4, BLOCK, OpLog(0), counter=calls.append)
+    feeder = _feeder(w, 100, 0.005)
+    try:
+        feeder.start()
+        got = reader.read_blocks(r, [0] * 100)
+    finally:
+        feeder.join()
+        reader.close()
+        os.close(r)
+        os.close(w)
+    assert got == sum(calls) == 100 * BLOCK
+    assert len(calls) > 1  # told as the reads went, at least twice in 0.5 s or more
 
 
 @needs_ring
@@ -213,6 +275,48 @@ def test_an_error_mid_flight_propagates_and_close_is_clean(tmp_path: Path) -> No
     assert info.value.args == ("bad block",)
 
 
+class _Interrupt(Exception):
+    """What a signal handler raised."""
+
+
+@needs_ring
+def test_requests_an_interrupted_drain_left_in_flight_stay_out_of_the_next_call(
+        tmp_path: Path) -> None:
+    """Four reads of an empty pipe wait; a signal's handler raises during the wait and again
+    during the drain that follows, so the four are still in flight when the error leaves.
+    The next call, of one block, has room for one completion: the four, completed
+    meanwhile, must be waited out, not written past the end of its arrays."""
+    path, data = _file(tmp_path, 4 * BLOCK)
+    r, w = os.pipe()
+
+    def interrupt(*_: object) -> None:
+        raise _Interrupt
+    old = signal.signal(signal.SIGALRM, interrupt)
+    reader = DepthReader(4, BLOCK, OpLog(0))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+        with pytest.raises(_Interrupt):
+            reader.read_blocks(r, [0] * 4)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        assert reader.state[INFLIGHT] == 4
+        os.write(w, bytes(4 * BLOCK))  # the four complete
+        log, seen = OpLog(0), []
+        reader.log = log
+        reader.check = lambda view, n, off: seen.append((off, bytes(view[:n]) == data[off:off + n]))
+        got = reader.read_blocks(fd, [BLOCK])
+        assert reader.state[INFLIGHT] == reader.state[UNSUBMITTED] == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        os.close(w)
+        reader.close()
+        os.close(fd)
+        os.close(r)
+    assert got == BLOCK == log.nbytes
+    assert seen == [(BLOCK, True)]  # the one completion counted is the file's block
+
+
 def _randrw(target: Path, results: Path, *sets: str) -> tuple[int, dict | str]:
     args = ["run", "--phase", "prep", "-t", str(target), "--results", str(results),
             "--set", "prep.mode=randrw", "--set", "prep.file_size=4MiB",
@@ -257,6 +361,18 @@ def test_bad_iodepth_is_one_line(target: Path, results: Path, value: str, words:
     rc, err = _randrw(target, results, f"prep.iodepth={value}")
     assert rc == 2 and words in err and "[prep].iodepth" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_block_larger_than_one_read_is_refused_at_depth(target: Path, results: Path) -> None:
+    """An io_uring entry's length is 32 bits and Linux moves at most 2 GiB - 4 KiB per read:
+    a 4 GiB + 4 KiB block went to the kernel as 4 KiB with RWF_HIPRI set in the flags
+    beside it (the read failed with EINVAL); a 2 GiB block would read short every time."""
+    rc, err = _randrw(target, results, "prep.iodepth=2", "prep.block_size=4GiB",
+                      "prep.file_size=4GiB")
+    assert rc == 2 and "prep.block_size" in err and "2 GiB - 4 KiB" in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="2 GiB - 4 KiB"):
+        DepthReader(2, 2**32 + BLOCK, OpLog(0))
 
 
 def test_depth_with_writes_is_refused_in_one_line(target: Path, results: Path) -> None:

@@ -210,10 +210,11 @@ class _Mixer:
         # the client's stop is a multiprocessing Event: its is_set() takes a lock shared by
         # every client (0.8 us), and the reader looks at its stop after every reap
         reader.stop = stop = PolledStop(stop)
+        reader.counter = counter  # told as the reads go: a call may last minutes
         while not (reader.expired or stop.is_set()):
             offs = (self.rng.integers(0, self.mine, DEPTH_BATCH) * self.threads + self.thread)
             try:
-                counter(reader.read_blocks(fd, offs * a.block_size, deadline.at_ns))
+                reader.read_blocks(fd, offs * a.block_size, deadline.at_ns)
             except depth.ReadFailed as exc:
                 raise io_failure(exc, "reading", self.path, exc.offset) from exc
 
