@@ -270,8 +270,8 @@ def _generate_share(share: tuple, report: Progress) -> dict:
     try:
         forked.run_sliced(lambda i: _write_file(params, folder, i), range(lo, hi), workers,
                           take, tick, name="generator",
-                          on_abandon=lambda touched, busy: _sweep_share(touched, busy,
-                                                                        params, folder))
+                          on_abandon=lambda touched, busy: _sweep_share(
+                              touched, busy, params, folder, lo, hi))
     except OSError as exc:
         where = getattr(exc, "filename", "") or folder
         raise RunFailed(f"dataset generation failed: {exc.strerror or exc} ({where}); "
@@ -282,8 +282,8 @@ def _generate_share(share: tuple, report: Progress) -> dict:
             "seconds": round(time.monotonic() - t0, 3)}
 
 
-def _sweep_share(touched: list[int], busy: list[int], params: DatasetParams,
-                 folder: str) -> None:
+def _sweep_share(touched: list[int], busy: list[int], params: DatasetParams, folder: str,
+                 lo: int, hi: int) -> None:
     """Remove this rank's partial files at once when its share fails or is ended (a Ctrl-C,
     a SIGTERM, another rank's failure): under MPI the launcher's SIGKILL follows a quarter of
     a second after its SIGTERM, before the usual clean-up (after the generators are reaped
@@ -293,16 +293,16 @@ def _sweep_share(touched: list[int], busy: list[int], params: DatasetParams,
     next sweep, once it is reaped: removing it would wait for that write to end (the kernel
     locks the file, and its folder for the removal), seconds on a throttled or hung mount."""
     base = Path(folder)
-    dirs = set()
     for i in touched:
-        rel = params.relpath(i)
-        dirs.add(rel.split("/", 1)[0])
         with contextlib.suppress(OSError):  # never made, or gone already: nothing to do
-            os.unlink(base / rel)
-    dirs.update(params.relpath(i).split("/", 1)[0] for i in busy)
-    for d in sorted(dirs):
-        with contextlib.suppress(OSError):  # still holds a file: the clean-up takes it
-            os.rmdir(base / d)
+            os.unlink(base / params.relpath(i))
+    # Only the folders of this share alone: one it shares with another rank's may be empty
+    # between that rank's generator making it and creating its file there.
+    per = params.files_per_dir
+    for d in sorted({i // per for i in (*touched, *busy)}):
+        if lo <= d * per and (d + 1) * per <= hi:
+            with contextlib.suppress(OSError):  # still holds a file: the clean-up takes it
+                os.rmdir(base / params.relpath(d * per).split("/", 1)[0])
 
 
 def verify(dataset: Dataset, ranks: Ranks = THIS_HOST) -> None:
