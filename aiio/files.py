@@ -53,14 +53,18 @@ def _temporary(end: Path) -> Path:
 
 def check_place(path: Path) -> None:
     """Refuse, before anything is written there, a file path that is a folder or lies under a
-    file (the rename would fail only after the file was written; mkdir says "File exists"):
-    an OSError naming the place."""
+    file, a link to nothing or a loop of links (the rename would fail only after the file was
+    written; mkdir says "File exists"): an OSError naming the place."""
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     above = path.parent
-    while not above.exists() and above != above.parent:  # folders still to make: the first
-        above = above.parent                              # one there must be a folder
+    # folders still to make: the first place there must be a folder. A link is there even
+    # when what it names is not: no folder can be made in its place.
+    while not os.path.lexists(above) and above != above.parent:
+        above = above.parent
     if not above.is_dir():
+        if above.is_symlink():
+            os.stat(above)  # a link to nothing or a loop: its own error, naming it
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(above))
 
 

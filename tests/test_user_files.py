@@ -61,16 +61,47 @@ def test_a_junit_file_that_cannot_be_written_leaves_no_folder_it_made(tmp_path: 
     assert made.read_text().startswith("<?xml") and list(tmp_path.iterdir()) == [made.parent]
 
 
+def _folder(tmp_path: Path, kind: str) -> Path:
+    """A place no folder can be made at: a file, a link to nothing, a loop of links."""
+    place = tmp_path / "afile"
+    if kind == "file":
+        place.write_text("kept")
+    elif kind == "dangling-link":
+        place.symlink_to(tmp_path / "gone")
+    else:
+        (tmp_path / "other").symlink_to(place)
+        place.symlink_to(tmp_path / "other")
+    return place
+
+
+# a place above the file that is a link to nothing, or a loop: mkdir said "File exists"
+# after the checks had run
+UNMADE = {"file": "Not a directory", "dangling-link": "No such file or directory",
+          "link-loop": "Too many levels of symbolic links"}
+
+
+@pytest.mark.parametrize("kind", list(UNMADE))
 def test_accept_refuses_a_junit_path_under_a_file_before_it_runs(tmp_path: Path, target: Path,
-                                                                 results: Path) -> None:
+                                                                 results: Path, kind: str) -> None:
     # the checks ran, then writing the copy said "File exists" in a traceback
-    (tmp_path / "afile").write_text("kept")
-    junit = tmp_path / "afile" / "results.xml"
+    place = _folder(tmp_path, kind)
+    junit = place / "results.xml"
     out = call_cli("accept", str(TINY), "--target", str(target), "--results", str(results),
                    "--junit", str(junit), "--no-report", "--no-history", "-q")
     assert out.returncode == 2
-    assert out.stderr.strip() == f"aiio: --junit {junit}: Not a directory", out.stderr
-    assert not results.exists() and (tmp_path / "afile").read_text() == "kept"
+    assert out.stderr.strip() == f"aiio: --junit {junit}: {UNMADE[kind]}", out.stderr
+    assert not results.exists() and not (tmp_path / "gone").exists()
+    assert kind != "file" or place.read_text() == "kept"
+
+
+@pytest.mark.parametrize("kind", list(UNMADE))
+def test_a_report_under_a_place_no_folder_can_be_made_at_says_why(tmp_path: Path,
+                                                                  kind: str) -> None:
+    page = _folder(tmp_path, kind) / "sub" / "page.html"
+    out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"aiio: cannot write the report to {page}: {UNMADE[kind]}"
+    assert not (tmp_path / "gone").exists()
 
 
 def test_a_history_that_cannot_be_created_leaves_no_folder_it_made(tmp_path: Path) -> None:
