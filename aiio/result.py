@@ -1137,10 +1137,12 @@ _RUN: Shape = {**_COMMON, "target": {"path": str}, "clients_requested": COUNT,
                "clients": [_CLIENT], "hosts": [dict], "io": {"main_op": str, "*": dict},
                "hero": {"fio_result_id": str, "text": str, "stages": dict}}
 _FIO_FIGURES: Shape = {"mib_s": NUM, "iops": NUM, "per_client_mib_s": dict, "latency": dict}
+_POINT: Shape = {"result": _RUN, "clients": COUNT, "folder": str}
+_SWEEP: Shape = {**_COMMON, "target": {"path": str}, "sweep": {"clients": [COUNT]},
+                 "points": [_POINT], "table": [{"clients": COUNT}]}
 SHAPES: dict[str, Shape] = {
     "run": _RUN,
-    "sweep": {**_COMMON, "target": {"path": str}, "sweep": {"clients": list},
-              "points": [{"result": _RUN, "clients": NUM, "folder": str}], "table": [dict]},
+    "sweep": _SWEEP,
     "fio": {**_COMMON, "target": {"path": str}, "fio_version": str,
             "options": {"iodepth": NUM}, "aggregate": {"*": _FIO_FIGURES},
             "tests": {"*": {"aggregate": _FIO_FIGURES, "clients": list, "description": str,
@@ -1206,14 +1208,53 @@ def _without_counts(doc: dict[str, Any], drop: list[str]) -> dict[str, Any]:
     return out
 
 
+def _point_count(point: dict[str, Any], raw: Mapping[str, Any], where: Where,
+                 notices: list[str]) -> dict[str, Any]:
+    """A sweep's point without its `clients` when its run contradicts it: the point's count
+    is a third record of the run's ask, and the run's is the one its clients vouch for
+    (`_believed_counts`). A point so left without a count is read at its run's."""
+    n, run = point.get("clients"), point.get("result")
+    asked = _vouched_count(run) if isinstance(run, Mapping) else None
+    if n is None or asked is None or n == asked:
+        return point
+    notices.append(f"{_dotted((*where, 'clients'))} is {n}, not the {asked} clients its run "
+                   "asked for")
+    return {k: v for k, v in point.items() if k != "clients"}
+
+
+def _vouched_count(run: Mapping[str, Any]) -> int | None:
+    """A run's ask, as far as it records one: its recorded count (already checked against its
+    clients), else, in a run that ended ok, the clients it reports (every one it asked for)."""
+    reported = len(run["clients"]) if isinstance(run.get("clients"), list) else 0
+    return recorded_clients(run) or (reported if run.get("status") == "ok" and reported
+                                     else None)
+
+
+def _table_counts(sweep: dict[str, Any], raw: Mapping[str, Any], where: Where,
+                  notices: list[str]) -> dict[str, Any]:
+    """A sweep without its table when a row is of a count none of its points has: the table
+    is made from the points, one row per count, so such a row was edited, and the rows are
+    read from the points instead."""
+    pts = [p for p in sweep.get("points") or [] if isinstance(p.get("result"), Mapping)]
+    counts = {p.get("clients", clients_requested(p["result"])) for p in pts}
+    odd = [(i, r["clients"]) for i, r in enumerate(sweep.get("table") or [])
+           if "clients" in r and r["clients"] not in counts]
+    if not pts or not odd:
+        return sweep
+    i, n = odd[0]
+    notices.append(f"{_dotted((*where, 'table'))} is of counts no point has "
+                   f"({_dotted((*where, 'table', i, 'clients'))} is {n})")
+    return {k: v for k, v in sweep.items() if k != "table"}
+
+
 def _conform(value: Any, shape: Shape, where: Where, notices: list[str]) -> Any:
     """`value` of `shape`, the parts of another type left out (each named in `notices`);
     _WRONG when `value` itself is of another type. Unchanged parts are not copied."""
     if isinstance(shape, Mapping):
         got = _conform_object(value, shape, where, notices)
-        # a run's (or a sweep point's) client counts are checked against each other too
-        return _believed_counts(got, value, where, notices) if shape is _RUN and \
-            got is not _WRONG else got
+        # the client counts of a run, a sweep's point and its table are checked together too
+        check = _COUNT_CHECKS.get(id(shape))
+        return got if check is None or got is _WRONG else check(got, value, where, notices)
     if isinstance(shape, list):
         return _conform_list(value, shape[0], where, notices)
     if _is(value, shape):
@@ -1251,6 +1292,9 @@ def _conform_list(value: Any, shape: Shape, where: Where, notices: list[str]) ->
 
 
 _WRONG = object()  # a part of another type than its shape's: left out
+# The checks of a part's client counts against each other, by the shape they follow
+_COUNT_CHECKS = {id(_RUN): _believed_counts, id(_POINT): _point_count,
+                 id(_SWEEP): _table_counts}
 
 
 def _is(value: Any, shape: Any) -> bool:

@@ -397,3 +397,43 @@ def test_an_ok_runs_count_above_the_clients_it_reports_reads_as_missing(tmp_path
     (notice,) = res.notices
     assert notice.endswith("clients[1] is a string, not an object; read as missing"), notice
     assert res.clients_requested == 2
+
+
+SWEEP = STORED / "20261130-230558-scale-train-demo-c1_2"
+
+
+def test_a_sweep_count_its_point_contradicts_reads_as_missing(tmp_path: Path) -> None:
+    # the sweep's own records of a point's count (the point's `clients`, its table row) were
+    # believed whatever its run recorded: edited to 1000000000 with the run's 2 clients left
+    # alone, the page drew "1000000000 clients" for a point of 2 and E(N) at 1000000000
+    doc = json.loads((SWEEP / "result.json").read_text())
+    doc["points"][1]["clients"] = 1_000_000_000
+    doc["table"][1]["clients"] = 1_000_000_000
+    folder = _damaged_copy(tmp_path, SWEEP, points=doc["points"], table=doc["table"])
+    res = result.load(folder)
+    assert len(res.notices) == 2, res.notices
+    assert "points[1].clients is 1000000000, not the 2 clients its run asked for" \
+        in res.notices[0], res.notices
+    assert "table is of counts no point has (table[1].clients is 1000000000)" \
+        in res.notices[1], res.notices
+    assert "clients" not in res["points"][1] and "table" not in res
+    page = tmp_path / "page.html"
+    assert call_cli("report", str(folder), "-o", str(page), "--no-charts").returncode == 0
+    text = page.read_text()
+    assert "1000000000" not in text
+    assert "2 client counts measured: 1, 2" in text  # the point kept, at its run's count
+
+
+@pytest.mark.parametrize("junk", [0, -2, 2.5, 2.0, True], ids=["0", "-2", "2.5", "2.0", "true"])
+def test_a_sweep_count_that_is_no_count_reads_as_missing(tmp_path: Path, junk: Any) -> None:
+    doc = json.loads((SWEEP / "result.json").read_text())
+    doc["sweep"]["clients"] = [1, junk]
+    doc["points"][0]["clients"] = junk
+    folder = _damaged_copy(tmp_path, SWEEP, sweep=doc["sweep"], points=doc["points"])
+    res = result.load(folder)
+    assert [n.split(": ", 1)[1].split(" is ")[0] for n in res.notices] == \
+        ["sweep.clients[1]", "points[0].clients"], res.notices
+    assert res["sweep"]["clients"] == [1] and "clients" not in res["points"][0]
+    page = tmp_path / "page.html"
+    assert call_cli("report", str(folder), "-o", str(page), "--no-charts").returncode == 0
+    assert "2 client counts measured: 1, 2" in page.read_text()

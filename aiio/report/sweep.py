@@ -23,7 +23,7 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.run import clients_section
-from aiio.result import Result, dig, main_op, model
+from aiio.result import Result, clients_requested, dig, main_op, model
 from aiio.sweep.verdict import NOT_MEASURABLE
 
 EXPECTED = {
@@ -37,9 +37,12 @@ KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "f
 
 
 def points(res: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Points that hold a result, by client count then repeat."""
-    pts = [p for p in h.items(res.get("points")) if isinstance(p, Mapping)
-           and h.finite(p.get("clients")) is not None and isinstance(p.get("result"), Mapping)]
+    """Points that hold a result, by client count then repeat; a point whose own count was
+    read as missing at its run's count."""
+    pts = [p if h.finite(p.get("clients")) is not None
+           else dict(p, clients=clients_requested(p["result"]))
+           for p in h.items(res.get("points"))
+           if isinstance(p, Mapping) and isinstance(p.get("result"), Mapping)]
     return sorted(pts, key=lambda p: (p["clients"], h.finite(p.get("repeat")) or 0))
 
 
