@@ -57,9 +57,13 @@ def check_place(path: Path) -> None:
     written; mkdir says "File exists"): an OSError naming the place."""
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    above = path.parent
-    # folders still to make: the first place there must be a folder. A link is there even
-    # when what it names is not: no folder can be made in its place.
+    _check_folder(path.parent)
+
+
+def _check_folder(folder: Path) -> None:
+    """Refuse a folder that cannot be there or be made: the first place on its way that is
+    there (a link is, even when what it names is not) must be a folder."""
+    above = folder
     while not os.path.lexists(above) and above != above.parent:
         above = above.parent
     if not above.is_dir():
@@ -82,6 +86,7 @@ def made_folders(folder: Path) -> Iterator[None]:
     """`folder`, and those missing above it, made for the body; when the body (or making
     them) fails, the ones made here are removed again, the deepest first and each only while
     it is empty, so a failed write leaves the tree as it found it."""
+    _check_folder(folder)  # mkdir would say "File exists" of a link to nothing or a loop
     made: list[Path] = []
     try:
         for each in reversed(_missing(folder)):  # the outermost first

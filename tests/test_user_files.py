@@ -120,3 +120,14 @@ def test_a_report_whose_name_is_as_long_as_a_name_can_be_is_written(tmp_path: Pa
     out = call_cli("report", str(TRAIN), "-o", str(page), "--no-charts")
     assert out.returncode == 0, out.stderr
     assert [p.name for p in tmp_path.iterdir()] == [page.name]
+
+
+@pytest.mark.parametrize("kind", list(UNMADE))
+def test_a_history_under_a_place_no_folder_can_be_made_at_says_why(tmp_path: Path,
+                                                                   kind: str) -> None:
+    # a link to nothing (or a loop) above a new history said "File exists"
+    db = _folder(tmp_path, kind) / "sub" / "history.sqlite"
+    with pytest.raises(HistoryError) as got:
+        History(db)
+    assert str(got.value) == f"cannot open history {db}: {UNMADE[kind]}"
+    assert not (tmp_path / "gone").exists()
