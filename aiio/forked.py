@@ -18,7 +18,7 @@ import select
 import signal
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aiio import procsetup
@@ -52,16 +52,27 @@ class _Worker:
             self.status = procsetup.exit_status(self.pid)
         return self.status
 
-    def messages(self) -> list[Any]:
-        """The whole messages in the buffer, taken out of it."""
-        out = []
-        while len(self.buffer) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self.buffer)
-            if len(self.buffer) < HEADER.size + size:
-                break
-            out.append(pickle.loads(self.buffer[HEADER.size:HEADER.size + size]))
-            del self.buffer[:HEADER.size + size]
-        return out
+    def messages(self) -> Iterator[Any]:
+        """The whole messages in the buffer, each taken out of it as it is handed on: when
+        handling one raises, those after it stay in the buffer (`pending` counts them)."""
+        while (length := next(self._lengths(), None)) is not None:
+            message = pickle.loads(self.buffer[HEADER.size:length])
+            del self.buffer[:length]
+            yield message
+
+    def pending(self) -> int:
+        """How many whole messages the buffer holds, none taken out."""
+        return sum(1 for _ in self._lengths())
+
+    def _lengths(self) -> Iterator[int]:
+        """The length, header included, of each whole message in the buffer, in order."""
+        at = 0
+        while len(self.buffer) - at >= HEADER.size:
+            (size,) = HEADER.unpack_from(self.buffer, at)
+            if len(self.buffer) - at < HEADER.size + size:
+                return
+            yield HEADER.size + size
+            at += HEADER.size + size
 
 
 def run_sliced(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
@@ -245,7 +256,7 @@ def _touched_items(running: list[_Worker]) -> tuple[list[Any], list[Any]]:
             data = os.read(w.fd, 1 << 20)
             w.eof = not data
             w.buffer += data
-        done = w.got + len(w.messages())
+        done = w.got + w.pending()  # not taken out: the next sweep counts them again
         if done < w.share and w.exitcode() is None:
             busy.append(w.items[done])
         elif done < w.share:

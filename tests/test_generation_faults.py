@@ -153,3 +153,61 @@ def test_datagen_refuses_fewer_than_one_generator(tmp_path, workers):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--workers" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "aiio").exists()
+
+
+def test_a_call_its_callback_ends_passes_on_every_item_done(tmp_path):
+    """on_abandon hears of every item a worker did. Results that arrived in one read with
+    the one whose callback raised (a Ctrl-C there) were taken out of the pipe and never
+    counted: the items after them were never passed on, and their files stayed."""
+    from aiio import forked
+
+    def write(i: int) -> int:
+        (tmp_path / str(i)).write_text("x")
+        return i
+
+    seen: list[int] = []
+
+    def take(i: int) -> None:
+        seen.append(i)
+        if len(seen) == 1:
+            time.sleep(1)  # the worker writes on meanwhile: the next read holds many results
+        else:
+            raise KeyboardInterrupt
+
+    touched: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        forked.run_sliced(write, range(40), 1, take, name="generator",
+                          on_abandon=lambda done, busy: touched.extend(done))
+    made = {int(p.name) for p in tmp_path.iterdir()}
+    assert len(seen) == 2 and len(made) > 2  # the case: results left in the read
+    assert made <= set(touched), sorted(made - set(touched))
+
+
+def test_the_item_a_killed_worker_was_on_is_passed_on_once_it_is_reaped(tmp_path):
+    """The second sweep (once the workers are reaped) passes on the item each was on. The
+    first took the results still in the pipe out of it without counting them, so the second
+    counted fewer items done, and the item the worker was on when killed was never passed on:
+    the file it was writing stayed."""
+    from aiio import forked
+
+    def write(i: int) -> int:
+        (tmp_path / str(i)).write_text("x")
+        if i == 3:
+            time.sleep(HANG_GUARD_S)  # on item 3 until killed
+        return i
+
+    running: list = []
+    forked._start(write, list(range(6)), 0, "generator", running)
+    (w,) = running
+    try:
+        deadline = time.monotonic() + HANG_GUARD_S
+        while not (tmp_path / "3").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # items 0 to 2 sent, their results in the pipe, unread
+        first = forked._touched_items(running)
+        os.kill(w.pid, signal.SIGKILL)
+        while w.exitcode() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        second = forked._touched_items(running)
+    finally:
+        os.close(w.fd)
+    assert first == ([0, 1, 2], [3]) and second == ([3], [])
