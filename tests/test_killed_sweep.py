@@ -57,7 +57,7 @@ def test_a_sigkilled_sweep_reads_as_interrupted_process_gone(tmp_path: Path) -> 
         proc.wait(timeout=60)
     assert json.loads(path.read_text())["status"] == "running"  # as SIGKILL left it
     loaded = result.load(path)
-    assert loaded.status == "interrupted"
+    assert loaded.status == "interrupted" and loaded.notices == ()  # its counts not blamed
     assert "process gone" in loaded["error"] and str(proc.pid) in loaded["error"]
     out = call_cli("report", str(path.parent))
     assert out.returncode == 0, out.stderr
@@ -89,6 +89,7 @@ def test_a_sigkilled_run_leaves_a_result_that_reads_as_interrupted(tmp_path: Pat
     assert doc["status"] == "running" and doc["clients_requested"] == 2
     loaded = result.load(path)
     assert loaded.status == "interrupted" and "process gone" in loaded["error"]
+    assert loaded.notices == ()  # fewer clients reported than asked: no damaged count
 
 
 def test_a_writer_that_exited_but_is_not_yet_reaped_is_gone() -> None:
