@@ -9,6 +9,7 @@ it over would destroy it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -181,7 +182,29 @@ def _connect(path: Path) -> sqlite3.Connection:
         _check_header(path)
         return _open(path, existed=True)
     with made_folders(path.parent):  # a history that cannot be created leaves no folder
-        return _open(path, existed=False)
+        try:
+            return _open(path, existed=False)
+        except sqlite3.DatabaseError as exc:
+            if _locked(exc) or "unable to open" in str(exc):
+                raise  # another process is creating it; or no file was made: as for any
+            _remove_unwritten(path)
+            raise HistoryError(f"cannot create history {path}: {exc}") from None
+
+
+def _remove_unwritten(path: Path) -> None:
+    """Remove the file a history failed to be created in while nothing was written in it (a
+    full disk), and SQLite's empty files beside it: it is nobody's history, and its folder,
+    if made for it, can go too. One with a page in it may be another process's: it stays,
+    and so does everything beside it."""
+    with contextlib.suppress(OSError):  # not there, or gone meanwhile
+        if path.stat().st_size:
+            return
+        path.unlink()
+    for end in ("-journal", "-wal", "-shm"):
+        side = path.with_name(path.name + end)
+        with contextlib.suppress(OSError):
+            if side.stat().st_size == 0:
+                side.unlink()
 
 
 def _open(path: Path, existed: bool) -> sqlite3.Connection:

@@ -5,7 +5,9 @@ plainly or through a symlink into a missing folder, and leaves what was there be
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from aiio.accept.junit import write_junit
 from aiio.history import History, HistoryError
 
 from .conftest import REPO, call_cli
+from .storage import small_tmpfs
 
 STORED = REPO / "tests" / "data" / "results-v1"
 TRAIN = STORED / "20261130-230529-train-demo-c2"
@@ -131,3 +134,21 @@ def test_a_history_under_a_place_no_folder_can_be_made_at_says_why(tmp_path: Pat
         History(db)
     assert str(got.value) == f"cannot open history {db}: {UNMADE[kind]}"
     assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_a_history_a_full_disk_stops_creating_leaves_nothing(tmp_path: Path) -> None:
+    # the new file and the folders made for it stayed, and the error called the new file
+    # unreadable, "left untouched: move it aside"
+    with small_tmpfs(tmp_path, 1) as disk:
+        with open(disk / "fill", "wb", buffering=0) as fill, contextlib.suppress(OSError):
+            while True:
+                fill.write(b"\0" * 4096)  # until the disk is full (ENOSPC)
+        db = disk / "new" / "sub" / "history.sqlite"
+        with pytest.raises(HistoryError) as got:
+            History(db)
+        assert str(got.value) == f"cannot create history {db}: database or disk is full"
+        assert [p.name for p in disk.iterdir()] == ["fill"]
+        (disk / "fill").unlink()  # room again: the history is made where it was asked for
+        with History(db) as h:
+            assert h.records() == []
