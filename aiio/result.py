@@ -1235,8 +1235,10 @@ def _table_counts(sweep: dict[str, Any], raw: Mapping[str, Any], where: Where,
     """A sweep without its table when a row is of a count none of its points has: the table
     is made from the points, one row per count, so such a row was edited, and the rows are
     read from the points instead."""
-    pts = [p for p in sweep.get("points") or [] if isinstance(p.get("result"), Mapping)]
-    counts = {p.get("clients", clients_requested(p["result"])) for p in pts}
+    pts = sweep.get("points") or []
+    # a point's count, else (left out as contradicted) its run's; a point with neither: none
+    counts = {p["clients"] if "clients" in p else clients_requested(p["result"])
+              for p in pts if "clients" in p or isinstance(p.get("result"), Mapping)}
     odd = [(i, r["clients"]) for i, r in enumerate(sweep.get("table") or [])
            if "clients" in r and r["clients"] not in counts]
     if not pts or not odd:

@@ -437,3 +437,14 @@ def test_a_sweep_count_that_is_no_count_reads_as_missing(tmp_path: Path, junk: A
     page = tmp_path / "page.html"
     assert call_cli("report", str(folder), "-o", str(page), "--no-charts").returncode == 0
     assert "2 client counts measured: 1, 2" in page.read_text()
+
+
+def test_a_sweep_point_whose_run_is_damaged_keeps_its_table_row(tmp_path: Path) -> None:
+    # its count is still the point's own: the table's row of it is no edited row
+    doc = json.loads((SWEEP / "result.json").read_text())
+    doc["points"][1]["result"] = "junk"
+    folder = _damaged_copy(tmp_path, SWEEP, points=doc["points"])
+    res = result.load(folder)
+    (notice,) = res.notices
+    assert "points[1].result is a string, not an object" in notice, notice
+    assert [r["clients"] for r in res["table"]] == [1, 2]
