@@ -210,7 +210,8 @@ def _remove_unwritten(path: Path) -> None:
 def _open(path: Path, existed: bool) -> sqlite3.Connection:
     """The connection to the history at `path`, its schema checked (and made when new)."""
     # mode=rw never creates: if the file vanished since the check, opening fails, not recreates
-    uri = f"file:{quote(str(path.resolve()))}?mode={'rw' if existed else 'rwc'}"
+    # quoted as the bytes the system names it by: a name that is no UTF-8 is still a name
+    uri = f"file:{quote(os.fsencode(path.resolve()))}?mode={'rw' if existed else 'rwc'}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")

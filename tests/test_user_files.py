@@ -152,3 +152,14 @@ def test_a_history_a_full_disk_stops_creating_leaves_nothing(tmp_path: Path) -> 
         (disk / "fill").unlink()  # room again: the history is made where it was asked for
         with History(db) as h:
             assert h.records() == []
+
+
+def test_a_history_whose_name_is_no_utf8_is_made_and_read(tmp_path: Path) -> None:
+    # its path went into SQLite's URI as text: a name that is no UTF-8 (bytes b"h\xff", as a
+    # Latin-1 system names "hÿ") stopped `aiio history` with a UnicodeEncodeError traceback
+    db = tmp_path / os.fsdecode(b"h\xff") / "history.sqlite"
+    with History(db) as h:
+        assert h.records() == []
+    assert os.listdir(os.fsencode(tmp_path / db.parent)) == [b"history.sqlite"]
+    out = call_cli("history", "--history", str(db), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout) == [], out.stderr
