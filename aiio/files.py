@@ -24,6 +24,7 @@ def write_atomic(path: Path, text: str) -> Path:
     is this process's: two commands writing one file at once each rename a whole file.
     Returns `path` as given."""
     check_place(path)
+    text = _as_utf8(text)
     if path.exists() and not path.is_file():
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
@@ -38,6 +39,17 @@ def write_atomic(path: Path, text: str) -> Path:
             tmp.unlink(missing_ok=True)  # a file that could not take its place leaves nothing
             raise
     return path
+
+
+def _as_utf8(text: str) -> str:
+    """`text` as a UTF-8 reader shows it: a name that is no UTF-8 (a path's bytes, which
+    Python holds as lone surrogates) with U+FFFD for each byte that is none, so the file is
+    UTF-8 throughout (a JUnit parser refuses one that is not, and the write itself failed)."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte stands for (a hand-edited "\ud800")
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
 
 
 NAME_MAX = 255  # bytes in one file name (Linux's filesystems)

@@ -163,3 +163,21 @@ def test_a_history_whose_name_is_no_utf8_is_made_and_read(tmp_path: Path) -> Non
     assert os.listdir(os.fsencode(tmp_path / db.parent)) == [b"history.sqlite"]
     out = call_cli("history", "--history", str(db), "--json")
     assert out.returncode == 0 and json.loads(out.stdout) == [], out.stderr
+
+
+@pytest.mark.parametrize("name", [os.fsdecode(b"/mnt/t\xff"), "/mnt/t\ud800"],
+                         ids=["bytes", "edited"])
+def test_a_page_naming_a_path_that_is_no_utf8_is_written_as_utf8(tmp_path: Path,
+                                                                 name: str) -> None:
+    # a run on a target whose name is no UTF-8 (bytes b"t\xff") saved its result, then its
+    # page, whose text names the target, stopped with a UnicodeEncodeError traceback (and a
+    # result edited to hold a lone surrogate, "\ud800" in its JSON, alike)
+    doc = json.loads((TRAIN / "result.json").read_text())
+    doc["target"]["path"] = name
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(doc))
+    out = call_cli("report", str(folder), "--no-charts")
+    assert out.returncode == 0, out.stderr
+    page = (folder / "report.html").read_bytes().decode("utf-8")  # UTF-8 throughout
+    assert "/mnt/t\ufffd" in page  # what no UTF-8 reader can show, as one shows it
