@@ -317,3 +317,18 @@ def test_lifecycle_run_sets_each_stage_against_its_hero(suite):
     assert stages["train"]["percent"] == pytest.approx(
         100 * train / suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"])
     assert proc.stdout.count("% of fio hero") == 3  # one row in each stage's table
+
+
+def test_fio_on_a_target_whose_name_is_no_utf8(tmp_path):
+    # its job files name the folder: writing them as text stopped the suite with a
+    # UnicodeEncodeError traceback before fio ran; fio must be given the name's own bytes
+    target = tmp_path / os.fsdecode(b"t\xff")
+    target.mkdir()
+    done = subprocess.run([sys.executable, "-m", "aiio", "fio", "--target", str(target),
+                           "--results", str(tmp_path / "results"), "--clients", "1",
+                           "--runtime", "500ms", "--ramp-time", "0", "--size", "1MiB",
+                           "--tests", "seq_read", "--quiet"], cwd=REPO, capture_output=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    (res,) = (tmp_path / "results").glob("*/result.json")
+    assert json.loads(res.read_text())["tests"]["seq_read"]["aggregate"]["mib_s"] > 0

@@ -89,7 +89,10 @@ def run(jobfile: str | os.PathLike, on_wait: Callable[[float], None] | None = No
     variables the job file expands (fio reads ${NAME}), e.g. credentials kept off the file.
     """
     cmd = [find_fio(program), "--output-format=json+", *extra_args, str(jobfile)]
+    # fio names its files in its report as their bytes: a name that is no UTF-8 is read back
+    # as the same lone surrogates the job file was written from (suite.write_job)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="surrogateescape",
                             preexec_fn=try_realtime if realtime else None,
                             env={**os.environ, **env} if env else None)
     t0 = time.monotonic()
@@ -130,7 +133,8 @@ def run_text(jobtext: str, on_wait: Callable[[float], None] | None = None,
              realtime: bool = False, program: str = "fio",
              env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run fio on job text (written to a temporary file outside any target)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".fio", prefix="aiio-") as fh:
+    with tempfile.NamedTemporaryFile("w", suffix=".fio", prefix="aiio-", encoding="utf-8",
+                                     errors="surrogateescape") as fh:  # as suite.write_job
         fh.write(jobtext)
         fh.flush()
         return run(fh.name, on_wait, realtime=realtime, program=program, env=env)

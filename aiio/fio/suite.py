@@ -180,10 +180,16 @@ def _prepare(req: SuiteRequest, target: Target, info: TargetInfo, data: Path, ui
     target.subdir(*FOLDER)
     warnings += _check_space(target, req, data)
     jobfile = data / "layout.fio"
-    jobfile.write_text(layout_job(req, data, info.o_direct))
+    write_job(jobfile, layout_job(req, data, info.o_direct))
     ui.note(f"laying out {req.clients} x {format_size(req.size)} in {data}")
     run(jobfile, program=req.program)
     return warnings
+
+
+def write_job(path: Path, text: str) -> None:
+    """A job file, the paths in it written as the bytes the system names them by (a name
+    that is no UTF-8 is held as lone surrogates, which plain UTF-8 refuses to write)."""
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
 
 
 def _check_space(target: Target, req: SuiteRequest, data: Path) -> list[dict[str, str]]:
@@ -210,7 +216,7 @@ def _run_test(req: SuiteRequest, test: HeroTest, data: Path, direct: bool,
               ui: UI) -> dict[str, Any]:
     text = hero_job(req, test, data, direct)
     jobfile = data / f"{test.name}.fio"
-    jobfile.write_text(text)
+    write_job(jobfile, text)
     total = req.runtime_s + req.ramp_s
     ui.note(f"fio {test.name}: {test.description}, {req.clients} jobs, {req.engine} "
             f"iodepth {req.iodepth}, {total:g} s")
