@@ -23,6 +23,7 @@ import psutil
 
 from aiio import __version__, owner
 from aiio.errors import SpaceError, TargetError
+from aiio.locks import FolderLock
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
 
@@ -66,6 +67,7 @@ class Target:
         self.path = Path(path).absolute()
         self.root = self.path / OWN_DIR
         self._fd: int | None = None  # the directory a run started on, held open (pin)
+        self._locks: dict[Path, FolderLock] = {}  # held until release (aiio.locks)
 
     # --- identity ----------------------------------------------------------------------
     def pin(self) -> None:
@@ -76,9 +78,22 @@ class Target:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
     def release(self) -> None:
+        """Let go of the pinned directory and of every lock taken through `lock`."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        for held in self._locks.values():
+            held.close()
+        self._locks.clear()
+
+    def lock(self, folder: str, name: str, what: str) -> FolderLock:
+        """The lock on TARGET/aiio/<folder>/<name>, its lock file beside it (created inside
+        aiio's marked folder), held until `release`: one per name, so a run that asks again
+        (the stages of the lifecycle) holds the one it has instead of waiting on itself."""
+        path = self.subdir(folder) / f".{name}.lock"
+        if path not in self._locks:
+            self._locks[path] = FolderLock(path, what)
+        return self._locks[path]
 
     def changed(self) -> str | None:
         """Why the path no longer leads to the directory pinned at the start, else None."""
