@@ -22,6 +22,7 @@ import numpy as np
 
 from aiio import forked, formats
 from aiio.errors import AiioError, RunFailed
+from aiio.locks import FolderLock
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.target import LATE_FILE_S, Target, check_shared, remove_tree
 from aiio.workload import DatasetSpec, Workload
@@ -365,14 +366,37 @@ def _write_index(folder: Path, params: DatasetParams, sizes: np.ndarray,
     np.savez(folder / "index.npz", **arrays)
 
 
+def dataset_lock(target: Target, params: DatasetParams) -> FolderLock:
+    """The dataset's lock: TARGET/aiio/datasets/.<workload>.lock, beside its folder."""
+    return target.lock("datasets", params.workload, f"dataset {params.workload}")
+
+
 def ensure(target: Target, w: Workload, progress: Progress | None = None,
-           note: Callable[[str], None] | None = None,
-           ranks: Ranks = THIS_HOST) -> tuple[Dataset, bool]:
-    """Reuse a matching dataset or generate one; returns (dataset, generated?)."""
-    dataset, why = check(target, w)
-    if dataset is not None:
-        verify(dataset, ranks)
-        return dataset, False
-    if note:
-        note(f"generating dataset {w.name}: {why}")
-    return generate(target, w, progress=progress, ranks=ranks), True
+           note: Callable[[str], None] | None = None, ranks: Ranks = THIS_HOST,
+           force: bool = False, workers: int | None = None) -> tuple[Dataset, bool]:
+    """Reuse a matching dataset or generate one (`force`: generate it anyway); returns
+    (dataset, generated?). The dataset's lock is held shared from here until the target is
+    released (the run's end): another run reads it meanwhile, none removes it. Generating
+    (or removing a stale or partial dataset) takes it alone, after any run that reads it has
+    ended. Under MPI only rank 0 calls this: the other ranks write their shares, and read,
+    under its lock."""
+    say = note or (lambda _line: None)
+    lock = dataset_lock(target, DatasetParams.from_workload(w))
+    lock.shared(say)
+    generated = False
+    while True:
+        dataset, why = check(target, w)
+        if dataset is not None and (generated or not force):
+            verify(dataset, ranks)
+            return dataset, generated
+        lock.exclusive(say)
+        # Checked again: another run may have generated it while this one waited.
+        dataset, why = check(target, w)
+        if dataset is None or (force and not generated):
+            say(f"generating dataset {w.name}: {why or 'asked to (--force)'}")
+            generate(target, w, workers, progress, ranks)
+            generated = True
+        # Shared again, so that other runs may read it. flock lets go of the lock for a moment
+        # to convert it, and a run waiting to generate another dataset of this name could
+        # take it then: the check at the top of the loop sees that.
+        lock.shared(say)

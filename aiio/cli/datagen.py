@@ -39,16 +39,14 @@ def datagen(target: str, force: bool, workers: int | None, endpoint: str | None,
     tgt.check_usable()
     tgt.claim()
     ui = RichUI()
-    existing, why = ds.check(tgt, w)
-    if existing is not None and not force:
+    data, generated = ds.ensure(
+        tgt, w, progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files),
+        note=ui.note, ranks=world(), force=force, workers=workers)
+    if not generated:
         out_console().print(f"dataset {w.name} already present and matching: "
-                            f"{existing.num_files:,} files, {format_size(existing.total_bytes)}"
-                            f" in {existing.folder}", highlight=False)
+                            f"{data.num_files:,} files, {format_size(data.total_bytes)}"
+                            f" in {data.folder}", highlight=False)
         return
-    if existing is None:
-        ui.note(f"generating dataset {w.name}: {why}")
-    data = ds.generate(tgt, w, workers=workers, ranks=world(),
-                       progress=lambda n, b: ui.progress("generating", n, w.dataset.num_files))
     out_console().print(f"dataset {w.name}: {data.num_files:,} files, {data.num_samples:,} "
                         f"samples, {format_size(data.total_bytes)} in {data.folder} "
                         f"({data.manifest['generated_s']:.1f} s)", highlight=False)

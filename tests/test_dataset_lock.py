@@ -1,0 +1,159 @@
+"""Two aiio commands on one dataset at once (overlapping cron jobs, two engineers).
+
+Nothing locked a dataset: a second run found the first one's dataset without a manifest
+("incomplete"), removed it while the first was writing it and generated its own. The first
+then wrote a manifest saying "complete" over files that were gone, or failed with
+FileNotFoundError, and the second with "Directory not empty"; later runs trusted the manifest.
+Now a run holds a lock on the dataset: exclusive while it generates it, shared while it reads
+it. Real commands, real files: no run here is timed."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aiio import dataset as ds
+from aiio.target import Target
+from aiio.workload import load_workload
+
+from .conftest import REPO, TINY_DATA, client_processes, run_cli, tiny_workload
+
+FILES = 20_000  # the case reported; one generator writes them for seconds
+BIG_DATA = ("--set", f"dataset.num_files={FILES}", "--set", "dataset.sample_size=4KiB",
+            "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=1000")
+HANG_GUARD_S = 240  # a guard against a hang, not a timing
+WAITING = "waiting for another aiio run"
+
+
+@pytest.fixture
+def start() -> Iterator:
+    """start(log, ARGS): `python -m aiio ARGS` in the background, all it writes going to
+    `log`; whatever is still running at the test's end (a failed check) is killed."""
+    started: list[subprocess.Popen] = []
+
+    def run(log: Path, *args: str) -> subprocess.Popen:
+        with open(log, "w") as out:
+            started.append(subprocess.Popen(
+                [sys.executable, "-m", "aiio", *args], cwd=REPO, text=True, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "COLUMNS": "160"}))
+        return started[-1]
+
+    yield run
+    for proc in started:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_for(proc: subprocess.Popen, ready, what: str) -> None:
+    """Until ready() holds; fails when proc ends first (the fixture ends what runs on)."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came (exit code {proc.poll()})")
+        time.sleep(0.05)
+
+
+def finish(proc: subprocess.Popen, log: Path) -> tuple[int, str]:
+    """Its exit code and all it wrote."""
+    proc.wait(timeout=HANG_GUARD_S)
+    return proc.returncode, log.read_text()
+
+
+def big_workload():
+    return load_workload("demo", [("dataset", "num_files", FILES),
+                                  ("dataset", "sample_size", "4KiB"),
+                                  ("dataset", "sample_size_stdev", "1KiB"),
+                                  ("dataset", "files_per_dir", 1000)])
+
+
+def assert_complete(target: Path, w) -> None:
+    """A complete, matching manifest, and every file it indexes there at its size."""
+    data, why = ds.check(Target(target), w)
+    assert data is not None, why
+    sizes = data.index()["file_sizes"]
+    on_disk = np.array([Path(data.path(i)).stat().st_size if Path(data.path(i)).exists()
+                        else -1 for i in range(data.num_files)])
+    missing = int((on_disk < 0).sum())
+    assert missing == 0, f"{missing} of {data.num_files} files missing"
+    assert (on_disk == sizes).all()
+    assert len(list(data.folder.glob("d*/f*"))) == data.num_files
+
+
+def test_a_second_datagen_waits_for_the_first_and_reuses_its_dataset(target, tmp_path,
+                                                                       start):
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
+    folder = target / "aiio" / "datasets" / "demo"
+    wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
+    second = start(logs[1], "datagen", "-t", str(target), *BIG_DATA)
+    code2, said2 = finish(second, logs[1])
+    code1, said1 = finish(first, logs[0])
+    assert (code1, code2) == (0, 0), said1 + said2
+    assert "Traceback" not in said1 + said2
+    assert said2.count(WAITING) == 1, said2
+    assert "already present and matching" in said2, said2
+    assert_complete(target, big_workload())
+
+
+def test_a_run_that_only_reads_does_not_wait_and_a_regeneration_waits_for_readers(
+        target, tmp_path, start):
+    """Two runs reading one complete dataset both hold the shared lock; `datagen --force`
+    needs it alone, so it waits until no run reads it, then generates it again."""
+    assert run_cli("datagen", "-t", str(target), *TINY_DATA).returncode == 0
+    logs = [tmp_path / "reading.log", tmp_path / "forced.log"]
+    reading = start(logs[0], "run", "-t", str(target), "--results", str(tmp_path / "a"),
+                    "--no-report", "--no-history", *TINY_DATA, "--clients", "2",
+                    "--duration", "8s")
+    wait_for(reading, lambda: client_processes(reading.pid), "the first run's clients")
+    forced = start(logs[1], "datagen", "-t", str(target), "--force", *TINY_DATA)
+    wait_for(forced, lambda: WAITING in logs[1].read_text(), "the regeneration's wait")
+    assert reading.poll() is None  # it waits for the run that reads
+    other = run_cli("run", "-t", str(target), "--results", str(tmp_path / "b"), "--no-report",
+                    "--no-history", *TINY_DATA, "--clients", "2", "--epochs", "1")
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert WAITING not in other.stdout + other.stderr
+    code, said = finish(reading, logs[0])
+    assert code == 0 and WAITING not in said, said
+    code, said = finish(forced, logs[1])
+    assert code == 0, said
+    assert said.count(WAITING) == 1, said
+    assert_complete(target, tiny_workload())
+
+
+def test_the_lock_file_stays_in_aiios_folder_and_goes_with_aiio_clean(target):
+    assert run_cli("datagen", "-t", str(target), *TINY_DATA).returncode == 0
+    locks = list(target.rglob("*.lock"))
+    assert locks and all(p.parent == target / "aiio" / "datasets" for p in locks), locks
+    assert [p.name for p in target.iterdir()] == ["aiio"]
+    proc = run_cli("clean", "-t", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_a_filesystem_without_locks_generates_with_a_one_line_warning(target, monkeypatch):
+    """flock on a filesystem that has no locks (an NFS mount without a lock manager) fails
+    with ENOLCK or EOPNOTSUPP: the run goes on, saying once what is not covered."""
+    from aiio import locks
+
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(locks.fcntl, "flock", no_locks)
+    said: list[str] = []
+    data, generated = ds.ensure(Target(target), tiny_workload(), note=said.append)
+    assert generated and data.num_files == 24
+    warned = [line for line in said if "cannot lock" in line]
+    assert len(warned) == 1 and "\n" not in warned[0], said
+    again, generated = ds.ensure(Target(target), tiny_workload(), note=said.append)
+    assert not generated and again.num_files == 24
