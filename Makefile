@@ -17,12 +17,13 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Two passes (tests/conftest.py, docs/TESTING.md): eight workers overlap their waits for
-# processes, I/O and throttled devices on 2 cores; then the FUSE rate oracle's lab runs apart,
-# two tests at a time.
+# Three passes (tests/conftest.py, docs/TESTING.md): eight workers overlap their waits for
+# processes and I/O on 2 cores; then the FUSE rate oracle's lab runs apart, two tests at a
+# time; then the rates checked against throttled devices, four at a time.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial" -n 8 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m "not serial and not known_speed" -n 8 --dist loadgroup --no-loadscope-reorder
 	$(BIN)/python -m pytest -q -m serial -n 2
+	$(BIN)/python -m pytest -q -m "known_speed and not serial" -n 4 --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -60,18 +60,19 @@ def _mark_by_storage(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite in two passes.
+    """`make test` runs the suite in three passes.
 
-    1. On parallel workers, everything not marked `serial`. A module's tests stay together
-       when they share a module fixture (built once); the others spread over the workers, so
-       no long module holds up the end of the run. Modules on a blkio-throttled loop device
-       (`known_speed`)
-       start first, spread over the workers: the kernel enforces their rate, and they wait on
-       it, not on the CPU, so the other tests fill the CPUs meanwhile.
+    1. On parallel workers, everything not marked `serial` or `known_speed`. A module's tests
+       stay together when they share a module fixture (built once); the others spread over
+       the workers, so no long module holds up the end of the run.
     2. Apart from the rest, two at a time, the `serial` tests: the FUSE rate oracle, a Python
        daemon that must get the CPU whenever a request comes to deliver its rate (beside the
        whole suite it fell 12 to 20 % short), and bindfs over a warm folder, whose pages
-       another test's drop of the page cache would take away."""
+       another test's drop of the page cache would take away.
+    3. Four at a time, the modules on a blkio-throttled loop device (`known_speed`): the
+       kernel enforces a throttle's rate, but each request also waits for its client and the
+       loop device's worker to get a CPU, and beside the whole suite's eight workers a read
+       throttled to 40 MiB/s came out at 35 (twice in a day's fresh-clone runs)."""
     for item in items:
         _mark_by_storage(item)
         if item.get_closest_marker("xdist_group") is None and _shares_fixtures(item):
@@ -95,18 +96,16 @@ def _group(item: pytest.Item) -> str:
 
 
 def _longest_waits_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The workers take groups in this order (`--no-loadscope-reorder`): groups on storage of
-    known speed first, so their waits overlap the rest instead of trailing it, then tests
-    marked `long` (a 24 s sweep taken last made the pass's last 20 s one worker's wait), then
-    the others, most tests first (the order xdist itself would pick). Within a group the
-    order stays as collected; every worker sorts alike, as xdist requires."""
+    """The workers take groups in this order (`--no-loadscope-reorder`): tests marked `long`
+    first (a 24 s sweep taken last made the pass's last 20 s one worker's wait), then the
+    others, most tests first (the order xdist itself would pick). Within a group the order
+    stays as collected; every worker sorts alike, as xdist requires."""
     sizes: dict[str, int] = {}
     for item in items:
         sizes[_group(item)] = sizes.get(_group(item), 0) + 1
 
-    def key(item: pytest.Item) -> tuple[int, int, int]:
-        return (item.get_closest_marker("known_speed") is None,
-                item.get_closest_marker("long") is None, -sizes[_group(item)])
+    def key(item: pytest.Item) -> tuple[int, int]:
+        return item.get_closest_marker("long") is None, -sizes[_group(item)]
 
     return sorted(items, key=key)
 
