@@ -44,6 +44,20 @@ class FolderLock:
         self._take(fcntl.LOCK_EX, note, f"waiting for another aiio run using {self.what} to "
                                         "end before generating it ...")
 
+    def try_exclusive(self) -> bool:
+        """Hold it alone if no other process holds it, without waiting; True also where the
+        filesystem has no locks (nothing can be told there)."""
+        try:
+            fcntl.flock(self._open(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            if exc.errno not in NO_LOCKS:
+                raise
+            return True
+        self.mode = fcntl.LOCK_EX
+        return True
+
     def close(self) -> None:
         """Let it go (also from forked children: the lock ends with its last holder)."""
         if self._closer is not None:
@@ -75,6 +89,8 @@ class FolderLock:
         if self._fd is None:
             # Read and write: on NFS, flock is a byte-range lock, and an exclusive one needs
             # a file open for writing.
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # a file planted as a symlink is refused, never followed out of aiio's folder
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                               0o644)
             self._closer = weakref.finalize(self, os.close, self._fd)
         return self._fd

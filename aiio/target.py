@@ -227,9 +227,28 @@ class Target:
         if not self.is_owned():
             raise TargetError(f"refusing to delete {self.root}: it has no {MARKER} marker, "
                               "so aiio did not create it")
-        freed = tree_bytes(self.root)
-        remove_tree(self.root, self.root)
+        held = self._datasets_alone()
+        try:
+            freed = tree_bytes(self.root)
+            remove_tree(self.root, self.root)
+        finally:
+            for lock in held:
+                lock.close()
         return freed
+
+    def _datasets_alone(self) -> list[FolderLock]:
+        """Every dataset's lock, held alone (aiio.dataset.ensure's), or a refusal naming the
+        first one another run holds: it reads that dataset or generates it."""
+        held: list[FolderLock] = []
+        for path in sorted((self.root / "datasets").glob(".*.lock")):
+            lock = FolderLock(path, f"dataset {path.name[1:-len('.lock')]}")
+            held.append(lock)
+            if not lock.try_exclusive():
+                for taken in held:
+                    taken.close()
+                raise TargetError(f"refusing to clean {self.root}: another aiio run uses "
+                                  f"{lock.what} there; clean once it has ended")
+        return held
 
 
 def _subfolders(path: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from aiio import dataset as ds
 from aiio.target import Target
 from aiio.workload import load_workload
 
-from .conftest import REPO, TINY_DATA, client_processes, run_cli, tiny_workload
+from .conftest import REPO, TINY_DATA, call_cli, client_processes, run_cli, tiny_workload
 
 FILES = 20_000  # the case reported; one generator writes them for seconds
 BIG_DATA = ("--set", f"dataset.num_files={FILES}", "--set", "dataset.sample_size=4KiB",
@@ -116,6 +116,9 @@ def test_a_run_that_only_reads_does_not_wait_and_a_regeneration_waits_for_reader
                     "--no-report", "--no-history", *TINY_DATA, "--clients", "2",
                     "--duration", "8s")
     wait_for(reading, lambda: client_processes(reading.pid), "the first run's clients")
+    refused = call_cli("clean", "-t", str(target))  # it removed the data the run was reading
+    assert refused.returncode == 2 and "another aiio run uses dataset demo" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     forced = start(logs[1], "datagen", "-t", str(target), "--force", *TINY_DATA)
     wait_for(forced, lambda: WAITING in logs[1].read_text(), "the regeneration's wait")
     assert reading.poll() is None  # it waits for the run that reads
