@@ -25,9 +25,17 @@ from aiio import dataset as ds
 from aiio.target import Target
 from aiio.workload import load_workload
 
-from .conftest import REPO, TINY_DATA, call_cli, client_processes, run_cli, tiny_workload
+from .conftest import (
+    REPO,
+    TINY_DATA,
+    call_cli,
+    client_processes,
+    run_cli,
+    saved_result,
+    tiny_workload,
+)
 
-FILES = 20_000  # the case reported; one generator writes them for seconds
+FILES = 10_000  # one generator writes them for seconds: the second command comes meanwhile
 BIG_DATA = ("--set", f"dataset.num_files={FILES}", "--set", "dataset.sample_size=4KiB",
             "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=1000")
 HANG_GUARD_S = 240  # a guard against a hang, not a timing
@@ -90,19 +98,28 @@ def assert_complete(target: Path, w) -> None:
     assert len(list(data.folder.glob("d*/f*"))) == data.num_files
 
 
-def test_a_second_datagen_waits_for_the_first_and_reuses_its_dataset(target, tmp_path,
-                                                                       start):
+@pytest.mark.parametrize("second_args", [
+    ("datagen",),
+    ("run", "--no-report", "--no-history", "--clients", "2", "--duration", "2s"),
+], ids=["datagen", "run"])
+def test_a_second_command_waits_for_the_generation_and_reuses_its_dataset(
+        target, tmp_path, start, second_args):
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
     folder = target / "aiio" / "datasets" / "demo"
     wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
-    second = start(logs[1], "datagen", "-t", str(target), *BIG_DATA)
+    results = ("--results", str(tmp_path / "results")) if second_args[0] == "run" else ()
+    second = start(logs[1], *second_args, "-t", str(target), *results, *BIG_DATA)
     code2, said2 = finish(second, logs[1])
     code1, said1 = finish(first, logs[0])
     assert (code1, code2) == (0, 0), said1 + said2
     assert "Traceback" not in said1 + said2
     assert said2.count(WAITING) == 1, said2
-    assert "already present and matching" in said2, said2
+    assert "generating dataset demo:" not in said2, said2  # made once, by the first
+    if second_args[0] == "datagen":
+        assert "already present and matching" in said2, said2
+    else:
+        assert saved_result(tmp_path / "results")["status"] == "ok"
     assert_complete(target, big_workload())
 
 
