@@ -177,3 +177,21 @@ def test_a_filesystem_without_locks_generates_with_a_one_line_warning(target, mo
     assert len(warned) == 1 and "\n" not in warned[0], said
     again, generated = ds.ensure(Target(target), tiny_workload(), note=said.append)
     assert not generated and again.num_files == 24
+
+
+def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target, tmp_path,
+                                                                          start):
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
+    folder = target / "aiio" / "datasets" / "demo"
+    wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
+    second = start(logs[1], "run", "-t", str(target), "--results", str(tmp_path / "results"),
+                   "--no-report", "--no-history", *BIG_DATA)
+    wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
+    os.killpg(second.pid, signal.SIGINT)
+    code2, said2 = finish(second, logs[1])
+    assert code2 == 130 and "Traceback" not in said2, said2
+    assert saved_result(tmp_path / "results")["status"] == "interrupted"
+    code1, said1 = finish(first, logs[0])
+    assert code1 == 0, said1
+    assert_complete(target, big_workload())
