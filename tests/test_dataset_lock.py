@@ -10,10 +10,13 @@ it. Real commands, real files: no run here is timed."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +25,7 @@ import numpy as np
 import pytest
 
 from aiio import dataset as ds
+from aiio.locks import FolderLock
 from aiio.target import Target
 from aiio.workload import load_workload
 
@@ -195,3 +199,47 @@ def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target,
     code1, said1 = finish(first, logs[0])
     assert code1 == 0, said1
     assert_complete(target, big_workload())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a part as another user")
+def test_another_users_lock_file_is_taken_shared_and_a_lock_none_can_make_is_warned_of():
+    """Two engineers, two users: the one who did not generate the dataset can only read its
+    lock file (0644) and cannot create one in its folder (0755). Reading the dataset must
+    still work, under the shared lock where there is a lock file, with the one-line warning
+    where there is none (as it read before the lock)."""
+    folder = Path(tempfile.mkdtemp(prefix="aiio-test-lock-"))
+    try:
+        folder.chmod(0o755)
+        (folder / ".made.lock").touch()
+        (folder / ".made.lock").chmod(0o644)
+        assert _as_nobody(folder / ".made.lock") == "shared"
+        assert _as_nobody(folder / ".none.lock") == "warned"
+    finally:
+        shutil.rmtree(folder)
+
+
+def _as_nobody(path: Path) -> str:
+    """In a forked child running as user nobody: FolderLock(path).shared(), and what came of
+    it ('shared', 'warned', or the error)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        said = "none"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            lock, notes = FolderLock(path, "dataset demo"), []
+            lock.shared(notes.append)
+            said = "shared" if lock.mode == fcntl.LOCK_SH else \
+                "warned" if len(notes) == 1 and "cannot lock" in notes[0] else repr(notes)
+        except BaseException as exc:  # reported to the parent, whatever it is
+            said = repr(exc)
+        finally:
+            os.write(write, said.encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as got:
+        said = got.read()
+    os.waitpid(pid, 0)
+    return said
