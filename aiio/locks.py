@@ -31,7 +31,7 @@ class FolderLock:
         self.path = path
         self.what = what
         self.mode: int | None = None  # fcntl.LOCK_SH or LOCK_EX while held
-        self.unlockable = False  # the filesystem has no locks: said once, then none taken
+        self.unlockable = False  # no lock can be taken (NO_LOCKS, NO_ACCESS): said once
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
 

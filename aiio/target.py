@@ -87,9 +87,10 @@ class Target:
         self._locks.clear()
 
     def lock(self, folder: str, name: str, what: str) -> FolderLock:
-        """The lock on TARGET/aiio/<folder>/<name>, its lock file beside it (created inside
-        aiio's marked folder), held until `release`: one per name, so a run that asks again
-        (the stages of the lifecycle) holds the one it has instead of waiting on itself."""
+        """The lock on TARGET/aiio/<folder>/<name>, whose file .<name>.lock sits beside it
+        (made inside aiio's marked folder), held until `release`: one per name, so a run that
+        asks again (the stages of the lifecycle) holds the one it has instead of waiting on
+        itself."""
         path = self.subdir(folder) / f".{name}.lock"
         if path not in self._locks:
             self._locks[path] = FolderLock(path, what)
