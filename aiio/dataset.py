@@ -204,6 +204,13 @@ def _check_layout(params: DatasetParams) -> None:
                         "hold; use format = \"raw\" with sample_size_stdev = 0 for such datasets")
 
 
+def _require_space(target: Target, params: DatasetParams) -> None:
+    """Refuse, in one line, a dataset the target has no room for."""
+    # Formats add a little framing; 1 % + 64 KiB a file covers npz/hdf5/tfrecord headers.
+    needed = int(params.expected_bytes() * 1.01) + params.num_files * 65536
+    target.require_space(needed, f"dataset {params.workload} ({params.num_files:,} files)")
+
+
 def generate(target: Target, w: Workload, workers: int | None = None,
              progress: Progress | None = None, ranks: Ranks = THIS_HOST) -> Dataset:
     """Write the whole dataset with `workers` processes per host (every rank writes its
@@ -214,9 +221,7 @@ def generate(target: Target, w: Workload, workers: int | None = None,
     check_shared(target, ranks)  # under MPI, every host must write into the same filesystem
     if folder.exists():
         remove_tree(folder, target.root)
-    # Formats add a little framing; 1 % + 64 KiB a file covers npz/hdf5/tfrecord headers.
-    needed = int(params.expected_bytes() * 1.01) + params.num_files * 65536
-    target.require_space(needed, f"dataset {params.workload} ({params.num_files:,} files)")
+    _require_space(target, params)
     folder.mkdir(parents=True)
     t0 = time.monotonic()
     # Each rank (one per host under MPI, else just this one) writes its range of the files.
@@ -381,7 +386,13 @@ def ensure(target: Target, w: Workload, progress: Progress | None = None,
     ended. Under MPI only rank 0 calls this: the other ranks write their shares, and read,
     under its lock."""
     say = note or (lambda _line: None)
-    lock = dataset_lock(target, DatasetParams.from_workload(w))
+    params = DatasetParams.from_workload(w)
+    # Bad input is refused before the lock's file is made: a refused run writes nothing
+    # but the target's ownership marker. Checked again under the lock when it generates.
+    _check_layout(params)
+    if not dataset_folder(target, params).exists():
+        _require_space(target, params)
+    lock = dataset_lock(target, params)
     lock.shared(say)
     generated = False
     while True:

@@ -142,9 +142,7 @@ def test_bad_input_is_one_line_exit_2(target, args, fragment):
     assert proc.returncode == 2, proc.stderr
     assert fragment in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
-    # no dataset file (the free-space refusal comes with the dataset's lock taken: its empty
-    # lock file, beside the folder, may be there)
-    assert not (target / "aiio" / "datasets" / "demo").exists()
+    assert not (target / "aiio" / "datasets").exists()  # not even the dataset's lock file
 
 
 def test_compute_that_ran_long_is_flagged():
