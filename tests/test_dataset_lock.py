@@ -243,3 +243,19 @@ def _as_nobody(path: Path) -> str:
         said = got.read()
     os.waitpid(pid, 0)
     return said
+
+
+def test_a_lock_file_planted_as_a_link_is_one_line_not_a_traceback(target: Path) -> None:
+    """The lock's file is opened without following a link (a link planted in aiio's folder
+    is refused, not followed): the refusal, an OSError, reached the user as a traceback."""
+    first = run_cli("datagen", "--target", str(target), *TINY_DATA)
+    assert first.returncode == 0, first.stderr
+    lock = target / "aiio" / "datasets" / ".demo.lock"
+    lock.unlink()
+    lock.symlink_to(target / "elsewhere")
+    proc = run_cli("datagen", "--target", str(target), *TINY_DATA, "--force")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("aiio: ") and ".demo.lock" in lines[-1], proc.stderr
+    assert not (target / "elsewhere").exists()

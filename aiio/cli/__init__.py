@@ -120,4 +120,9 @@ def _command(argv: list[str] | None, mismatch: str | None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 1
+    except OSError as exc:
+        # what the system refused that no stage turned into its own message (a link planted
+        # where aiio keeps a file, a folder another process holds): one line, not a traceback
+        click.echo(f"aiio: {exc}", err=True)
+        return 1
     return 0
