@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from aiio import ringloop
-from aiio.engine import OpLog, ReadFailed, aligned_buffer
+from aiio.engine import OpLog, ReadFailed, address_of, aligned_buffer
 from aiio.errors import ConfigError
 from aiio.ringloop import (
     BROKEN,
@@ -95,7 +95,7 @@ class DepthReader:
         # its slot's view, and the buffer cannot be unmapped while a view holds it
         self.views = [memoryview(self.buf)[i * block_size:(i + 1) * block_size]
                       for i in range(depth)]
-        self.address = np.frombuffer(self.buf, np.uint8).ctypes.data
+        self.address = address_of(self.buf)
         self.state = np.zeros(STATE, np.int64)
         self.state[NFREE] = depth
         self.free = np.arange(depth, dtype=np.int64)  # free slots' numbers, a stack

@@ -410,7 +410,7 @@ class Reader:
             grown[:, :first] = self._scratch[:, :first]
             self._scratch = grown
         if not self._address:
-            self._address = _address_of(self.buf)
+            self._address = address_of(self.buf)
         starts, ends, got = self._scratch[:, first:first + n]
         made = self.loop.run(fd, self._address, size, offsets, starts, ends, got, until_ns)
         while made and got[made - 1] == -errno.EINTR:
@@ -468,7 +468,7 @@ class Reader:
             self.buf.close()
 
 
-def _address_of(buf: mmap.mmap) -> int:
+def address_of(buf: mmap.mmap) -> int:
     """A buffer's address, for a call made from compiled code. The ctypes view that finds
     it goes at once: while it lived, the mapping could not be closed."""
     view = ctypes.c_char.from_buffer(buf)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from aiio import compiled
+from aiio.engine import address_of
 
 SYS_IO_URING_SETUP = 425  # x86-64 and arm64 (asm-generic) alike: io_uring came after the split
 SYS_IO_URING_ENTER = 426
@@ -139,7 +140,7 @@ class Ring:
         cq = (sq if p.features & IORING_FEAT_SINGLE_MMAP
               else self._mmap(cq_size, IORING_OFF_CQ_RING, rw))
         sqes = self._mmap(p.sq_entries * SQE_WORDS * 8, IORING_OFF_SQES, rw)
-        sq_base, cq_base, sqes_base = (_address(m) for m in (sq, cq, sqes))
+        sq_base, cq_base, sqes_base = (address_of(m) for m in (sq, cq, sqes))
         array = np.frombuffer(sq, np.uint32, p.sq_entries, p.sq_array)
         array[:] = np.arange(p.sq_entries, dtype=np.uint32)  # entry i in slot i, for good
         del array
@@ -162,15 +163,6 @@ class Ring:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-
-def _address(m: mmap.mmap) -> int:
-    """The address a mapping starts at (ctypes keeps no export of it past this call)."""
-    c = ctypes.c_char.from_buffer(m)
-    try:
-        return ctypes.addressof(c)
-    finally:
-        del c
 
 
 # layout's fields
