@@ -39,9 +39,13 @@ from .conftest import (
     tiny_workload,
 )
 
-FILES = 10_000  # one generator writes them for seconds: the second command comes meanwhile
+# One generator writes them in about 3 s on an idle machine: the first command is paused
+# (SIGSTOP to its process group) once its first folder is there, and goes on only when the
+# second has said it waits, so the second always comes while the first generates, however
+# loaded the machine (10,000 files, 14 s and 10 s of CPU a test, only made that likely).
+FILES = 2_000
 BIG_DATA = ("--set", f"dataset.num_files={FILES}", "--set", "dataset.sample_size=4KiB",
-            "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=1000")
+            "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=500")
 HANG_GUARD_S = 240  # a guard against a hang, not a timing
 WAITING = "waiting for another aiio run"
 
@@ -82,11 +86,29 @@ def finish(proc: subprocess.Popen, log: Path) -> tuple[int, str]:
     return proc.returncode, log.read_text()
 
 
+def pause_generating(first: subprocess.Popen, target: Path) -> None:
+    """Once the first command generates (its first folder is there), stop it and its
+    generators where they are, holding the dataset's lock."""
+    folder = target / "aiio" / "datasets" / "demo"
+    wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
+    os.killpg(first.pid, signal.SIGSTOP)
+    assert first.poll() is None, "the first generation ended before it could be paused"
+    assert not (folder / "manifest.json").exists(), "the first generation had ended"
+
+
+def waits_then_resume(first: subprocess.Popen, second: subprocess.Popen, log: Path) -> None:
+    """Once the second command says it waits, let the paused first one go on."""
+    try:
+        wait_for(second, lambda: WAITING in log.read_text(), "the second command's wait")
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
+
+
 def big_workload():
     return load_workload("demo", [("dataset", "num_files", FILES),
                                   ("dataset", "sample_size", "4KiB"),
                                   ("dataset", "sample_size_stdev", "1KiB"),
-                                  ("dataset", "files_per_dir", 1000)])
+                                  ("dataset", "files_per_dir", 500)])
 
 
 def assert_complete(target: Path, w) -> None:
@@ -110,10 +132,10 @@ def test_a_second_command_waits_for_the_generation_and_reuses_its_dataset(
         target, tmp_path, start, second_args):
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
-    folder = target / "aiio" / "datasets" / "demo"
-    wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
+    pause_generating(first, target)
     results = ("--results", str(tmp_path / "results")) if second_args[0] == "run" else ()
     second = start(logs[1], *second_args, "-t", str(target), *results, *BIG_DATA)
+    waits_then_resume(first, second, logs[1])
     code2, said2 = finish(second, logs[1])
     code1, said1 = finish(first, logs[0])
     assert (code1, code2) == (0, 0), said1 + said2
@@ -187,13 +209,15 @@ def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target,
                                                                           start):
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
-    folder = target / "aiio" / "datasets" / "demo"
-    wait_for(first, lambda: (folder / "d00000").is_dir(), "the first generation")
+    pause_generating(first, target)
     second = start(logs[1], "run", "-t", str(target), "--results", str(tmp_path / "results"),
                    "--no-report", "--no-history", *BIG_DATA)
-    wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
-    os.killpg(second.pid, signal.SIGINT)
-    code2, said2 = finish(second, logs[1])
+    try:
+        wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
+        os.killpg(second.pid, signal.SIGINT)
+        code2, said2 = finish(second, logs[1])
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)  # the first generates on from where it was
     assert code2 == 130 and "Traceback" not in said2, said2
     assert saved_result(tmp_path / "results")["status"] == "interrupted"
     code1, said1 = finish(first, logs[0])
