@@ -24,8 +24,18 @@ from .conftest import run_cli
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 BLOCK = 4096
-NO_RING = unavailable(8)
-needs_ring = pytest.mark.skipif(NO_RING is not None, reason=NO_RING or "")
+
+
+@pytest.fixture
+def ring_here() -> None:
+    """Skips, saying why, where a ring cannot be had. Asked when a test starts, not when the
+    module is collected: the check compiles the ring's loop (about 1.7 s of CPU), and every
+    pytest worker collects this module, most of them to run none of its tests."""
+    if (why := unavailable(8)) is not None:
+        pytest.skip(why)
+
+
+needs_ring = pytest.mark.usefixtures("ring_here")
 
 
 @pytest.fixture(params=["tmpfs", "loop"])
