@@ -55,6 +55,10 @@ def _scale_on_throttled_disk(tmp_path, spec, *args: str) -> subprocess.Completed
             env=dict(os.environ, COLUMNS="160"))
 
 
+# Both tests wait on the throttle for longer than the rest of their pass's tests (34 s and
+# 15 s): marked `long`, they start first. Taken in file order they started 18 s into the
+# pass, one after the other on one worker, and were its last 48 s while the others idled.
+@pytest.mark.long
 @pytest.mark.root
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
@@ -93,6 +97,7 @@ PACED = WORKLOAD.replace("batch_size = 2", "batch_size = 1").replace(
     "read_threads = 4", "read_threads = 1").replace("h100 = 0.001", "h100 = 0.0625")
 
 
+@pytest.mark.long
 @pytest.mark.root
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_find_max_brackets_the_known_answer(tmp_path):
