@@ -1,0 +1,37 @@
+"""How the bench pairs aiio's runs with fio's (tools/bench.py): the order of a round and the
+rule that says a row met its target. No speed is measured here."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tools import bench
+
+
+def test_every_side_takes_every_place_in_a_round_equally_often():
+    # in a fixed order aiio ran first in every round, right after the files were laid out or
+    # fio's second run: whatever a run leaves behind fell on one side only
+    calls: list[str] = []
+
+    def side(name: str, value: float):
+        def run() -> float:
+            calls.append(name)
+            return value
+        return run
+
+    rounds = 6
+    got = bench.interleaved(side("aiio", 1.0), side("fio", 2.0), side("fio again", 3.0),
+                            repeats=rounds)
+    assert got == [[1.0] * rounds, [2.0] * rounds, [3.0] * rounds]
+    places = Counter((calls[i], i % 3) for i in range(len(calls)))
+    assert set(places.values()) == {rounds // 3}
+    assert len(places) == 9
+
+
+def test_a_row_is_judged_by_its_median_pair_and_shows_the_worst():
+    # one pair under the target of five: fio against itself swings as much; the spread
+    # stays in the row
+    row = bench.paired_row("x", [0.90, 0.97, 1.0, 0.99, 1.02], [1.0] * 5, "MiB/s", 0.95)
+    assert row.met and row.ratio == 0.99 and row.ratio_min == 0.90 and row.ratio_max == 1.02
+    row = bench.paired_row("x", [0.90, 0.94, 1.0, 0.93, 1.02], [1.0] * 5, "MiB/s", 0.95)
+    assert not row.met and row.ratio == 0.94
