@@ -1,0 +1,39 @@
+"""Rows of the bench (tools/bench.py) that must not be met by construction: a figure that
+was not measured, or a judged figure on the wrong side, reads as not met. No speed is
+measured here."""
+
+from __future__ import annotations
+
+from tools import bench
+
+ASKED = 0.010  # the demo workload's compute time per batch on its h100
+
+
+def _result(per_step: list[float], warned: bool = False) -> dict:
+    """A density run's result as the bench reads it: every client's step log (compute
+    seconds in the fifth place) and the run's warnings."""
+    steps = [[i, 0.0, 0.0, 0.0, s] for i, s in enumerate(per_step)]
+    warnings = [{"code": "compute_ran_long", "message": "..."}] if warned else []
+    return {"workload": {"train": {"accelerator": "h100", "compute_time": {"h100": ASKED}}},
+            "clients": [{"client": 0, "step_log": steps}], "warnings": warnings}
+
+
+def test_a_run_without_a_recorded_step_does_not_meet_the_compute_row():
+    # no step: the figure read 0.0, and 0.0 <= 1.02 met the target
+    row = bench.fidelity_row(64, _result([]), "")
+    assert not row.met
+
+
+def test_compute_that_ran_short_does_not_meet_the_compute_row():
+    # "within 2 % of the asked time" holds on both sides; nothing warns of short compute
+    assert not bench.fidelity_row(64, _result([0.5 * ASKED] * 10), "").met
+    assert bench.fidelity_row(64, _result([1.01 * ASKED] * 10), "").met
+    assert not bench.fidelity_row(64, _result([1.18 * ASKED] * 10), "").met
+    assert bench.fidelity_row(64, _result([1.18 * ASKED] * 10, warned=True), "").met
+
+
+def test_memory_that_could_not_be_read_does_not_meet_the_memory_row():
+    # psutil refusing every process (another user's, a hardened /proc) summed to 0 bytes
+    assert not bench.memory_row(64, 0).met
+    assert bench.memory_row(64, 300 * 2**20).met
+    assert not bench.memory_row(64, 600 * 2**20).met
