@@ -35,3 +35,24 @@ def test_a_row_is_judged_by_its_median_pair_and_shows_the_worst():
     assert row.met and row.ratio == 0.99 and row.ratio_min == 0.90 and row.ratio_max == 1.02
     row = bench.paired_row("x", [0.90, 0.94, 1.0, 0.93, 1.02], [1.0] * 5, "MiB/s", 0.95)
     assert not row.met and row.ratio == 0.94
+
+
+def _counting(calls: list[str], name: str):
+    def run() -> float:
+        calls.append(name)
+        return 1.0
+    return run
+
+
+def test_places_stay_even_when_the_rounds_asked_do_not_divide_among_the_sides():
+    # every row asked for rounds that did not divide: 3 rounds of aiio and fio put aiio first
+    # in two of them, 11 rounds of aiio, fio and fio again put aiio first in four and last in
+    # three
+    for sides, asked in ((2, 3), (3, 11), (2, 11)):
+        calls: list[str] = []
+        got = bench.interleaved(*[_counting(calls, str(i)) for i in range(sides)],
+                                repeats=asked)
+        rounds = len(got[0])
+        assert rounds >= asked and rounds % sides == 0
+        places = Counter((calls[i], i % sides) for i in range(len(calls)))
+        assert set(places.values()) == {rounds // sides}, places

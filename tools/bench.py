@@ -50,8 +50,9 @@ REPEATS = 3
 STREAM_TMPFS_LOOPS = 8
 # paired rounds of the tmpfs stream rows: adjacent runs of fio alone differ by up to 10 % on
 # this kind of machine (memory bandwidth shared with its neighbours), so the median of 5
-# pairs moved by about 4 %; of 11, by about 2.5 %
-STREAM_TMPFS_ROUNDS = 11
+# pairs moved by about 4 %; of 11, by about 2.5 %. 12: a multiple of the two and the three
+# sides a round runs (interleaved rounds up to one)
+STREAM_TMPFS_ROUNDS = 12
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Row:
     target: str
     met: bool
     note: str = ""
-    ratio_min: float | None = None  # over the repeats, each aiio run against the fio run after it
+    ratio_min: float | None = None  # over the rounds: each aiio run against its round's fio run
     ratio_max: float | None = None
 
 
@@ -297,9 +298,12 @@ def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list
     of figures per callable, in round order. Each round starts one callable further on
     (a b c, b c a, c a b, ...): every side takes every place in a round equally often, so
     what the run before leaves behind (the files just laid out, the other tool's caches)
-    falls on none of them alone. In a fixed order aiio always ran first in a round."""
+    falls on none of them alone. In a fixed order aiio always ran first in a round. The
+    rounds are `repeats` rounded up to a multiple of the callables: 3 rounds of two sides
+    put one first twice."""
     figures: list[list[float]] = [[] for _ in runs]
-    for r in range(repeats):
+    rounds = -(-repeats // len(runs)) * len(runs)
+    for r in range(rounds):
         for k in range(len(runs)):
             i = (r + k) % len(runs)
             figures[i].append(runs[i]())
@@ -307,7 +311,7 @@ def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list
 
 
 def control_note(first: list[float], again: list[float]) -> str:
-    """The reference against itself: each of its runs over the run of it made right after
+    """The reference against itself: each of its runs over its second run of the same round
     (an A/A control), the spread a tool equal to the reference would show in these pairs."""
     ratios = [x / y for x, y in zip(first, again, strict=True)]
     return (f"fio against itself in the same runs: {statistics.median(ratios):.3f} "
