@@ -56,3 +56,25 @@ def test_places_stay_even_when_the_rounds_asked_do_not_divide_among_the_sides():
         assert rounds >= asked and rounds % sides == 0
         places = Counter((calls[i], i % sides) for i in range(len(calls)))
         assert set(places.values()) == {rounds // sides}, places
+
+
+def test_with_an_a_a_control_the_worst_pair_is_held_to_fio_against_itself():
+    # the median alone met a row whose worst pair missed by more than fio ever missed
+    # against itself in the same rounds: "run after run" was not asked at all
+    aiio, fio = [0.80, 0.97, 1.0, 0.99, 1.02], [1.0] * 5
+    again = [1.0, 1.02, 0.99, 0.98, 1.01]  # fio's second runs: worst 1.0 / 1.02
+    row = bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again)
+    assert row.ratio == 0.99 and not row.met
+    assert "A/A" in row.target and "0.800" in row.note
+    # a worst pair no worse than the target times fio's own worst pair is the machine
+    aiio[0] = 0.95 * (1.0 / 1.02) + 0.001
+    assert bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again).met
+    # fio's second run slower every time: the bar for the worst pair stays the target
+    row = bench.paired_row("x", [0.94, 1.0, 1.0], [1.0] * 3, "MiB/s", 0.95,
+                           again=[0.9, 0.9, 0.9])
+    assert not row.met
+
+
+def test_without_a_control_the_row_says_it_is_judged_by_its_median():
+    row = bench.paired_row("x", [0.5, 0.97, 1.0], [1.0] * 3, "MiB/s", 0.95)
+    assert row.met and "median" in row.target
