@@ -786,18 +786,35 @@ def _small_files_tmpfs() -> list[Row]:
 @figure("engine-vs-fio-disk")
 def bench_engine_vs_fio_disk() -> list[Row]:
     """The test suite's cross-check on the local disk: aiio's engine and fio, same files, block
-    size and client count, O_DIRECT, alternating, best of each (real-time priority as root)."""
+    size and client count, O_DIRECT, alternating (fio first in each round), real-time
+    priority as root; judged by its rounds' ratios (crosscheck_row)."""
     with disk_dir() as folder:
-        # the shared disk swings 2-3x between runs: best of 3, up to 8 rounds while they differ
+        # a fixed number of rounds: going on while the two disagree stopped at the first
+        # agreement, which leans the verdict towards "agree"
         out = crosscheck.run_on_target(folder, clients=2, size=512 * MiB, loops=2,
-                                       max_repeats=8, budget_s=120,
+                                       repeats=CROSSCHECK_ROUNDS,
                                        realtime=os.geteuid() == 0)
-    runs = (f"{out['rounds']} rounds (median round ratio {out['median_round_ratio']:.3f}): aiio "
-            f"{', '.join(f'{x:,.0f}' for x in out['aiio_runs_mib_s'])}; "
-            f"fio {', '.join(f'{x:,.0f}' for x in out['fio_runs_mib_s'])}")
-    return [Row("engine vs fio, seq read 1 MiB O_DIRECT, 2 clients, local disk",
-                out["aiio_mib_s"], out["fio_mib_s"], "MiB/s", out["ratio"], "within 5 %",
-                out["agree"], runs)]
+    return [crosscheck_row(out)]
+
+
+CROSSCHECK_ROUNDS = 5
+
+
+def crosscheck_row(out: Mapping[str, Any]) -> Row:
+    """The cross-check's row: the median of its rounds' aiio / fio ratios within 5 % of 1,
+    with their min and max. The best of each side (the suite's figure, in the note) read
+    1.010 where the rounds read 0.929 to 1.164: two bests from different rounds pair
+    nothing."""
+    ours, theirs = out["aiio_runs_mib_s"], out["fio_runs_mib_s"]
+    ratios = [a / f for a, f in zip(ours, theirs, strict=True)]
+    mid = statistics.median(ratios)
+    runs = (f"{out['rounds']} rounds, best of each {out['ratio']:.3f}: aiio "
+            f"{', '.join(f'{x:,.0f}' for x in ours)}; fio {', '.join(f'{x:,.0f}' for x in theirs)}")
+    return Row("engine vs fio, seq read 1 MiB O_DIRECT, 2 clients, local disk",
+               statistics.median(ours), statistics.median(theirs), "MiB/s", mid,
+               f"within {crosscheck.TOLERANCE * 100:.0f} %, median",
+               abs(mid - 1) <= crosscheck.TOLERANCE, runs, ratio_min=min(ratios),
+               ratio_max=max(ratios))
 
 
 @figure("fairness-oracle")
