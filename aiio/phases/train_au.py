@@ -53,6 +53,12 @@ def _no_au_note(compute_s: float, batch_size: int, clients: int, dataset_samples
                 "compute); the run measures how fast the storage feeds the loaders")
     need = samples_needed(batch_size, clients)
     fewest = dataset_samples // clients  # shards differ by at most one sample
+    if fewest >= need["au_samples_per_client_needed"]:
+        # every shard holds a measured step: the run stopped before any client took one
+        # (`--duration 1ms` was told to use a bigger dataset, which it had)
+        return (f"not measurable: the run ended before any client finished a step past its "
+                f"epoch's first (warm-up, excluded); AU needs at least 2 steps of "
+                f"{compute_s:g} s per client: run longer (--duration)")
     share = f"{fewest:,}" if dataset_samples % clients == 0 else f"{fewest:,} to {fewest + 1:,}"
     return (f"not measurable: every step was the first of its epoch (warm-up, excluded), as "
             f"{clients} clients share {dataset_samples:,} samples ("
