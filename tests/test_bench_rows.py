@@ -51,3 +51,17 @@ def test_the_engine_cross_check_row_is_judged_by_its_rounds_not_by_each_side_s_b
     assert row.ratio_min is not None and round(row.ratio_min, 3) == 0.929
     out["aiio_runs_mib_s"] = [1050.0, 1150.0, 1060.0]
     assert bench.crosscheck_row(out).met
+
+
+def test_a_run_that_starved_a_client_fails_the_no_starving_row():
+    # three pairs on the oracle; in the second aiio left one client at 0.3 of its share
+    # while fio's slowest had 0.8: the median of the three pairs met the row
+    fio = [0.8] + [0.95] * 1023
+    fine = [0.9] + [0.95] * 1023
+    starved = [0.3] + [0.95] * 1023
+    rows = bench._fair_rows(1024, [(fine, fio), (starved, fio), (fine, fio)])
+    slowest = next(r for r in rows if "no starving" in r.name)
+    assert not slowest.met and slowest.ratio_min is not None and slowest.ratio_min < 0.4
+    assert "every pair" in slowest.target
+    rows = bench._fair_rows(1024, [(fine, fio)] * 3)
+    assert next(r for r in rows if "no starving" in r.name).met
