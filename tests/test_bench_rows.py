@@ -65,3 +65,14 @@ def test_a_run_that_starved_a_client_fails_the_no_starving_row():
     assert "every pair" in slowest.target
     rows = bench._fair_rows(1024, [(fine, fio)] * 3)
     assert next(r for r in rows if "no starving" in r.name).met
+
+
+def test_shares_that_could_not_be_measured_do_not_let_the_bench_pass(monkeypatch):
+    # where the oracle cannot be mounted the figure printed its reason to stderr and gave no
+    # row, so `make bench` exited 0 with issue 14's shares never measured
+    from tests.oracle import mount
+
+    monkeypatch.setattr(mount, "can_mount_fuse", lambda: "no /dev/fuse on this machine")
+    rows = bench.fairness_rows(1024)
+    assert rows and not any(r.met for r in rows)
+    assert "no /dev/fuse" in rows[0].note and "not measured" in rows[0].target
