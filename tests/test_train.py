@@ -154,6 +154,17 @@ def test_compute_that_ran_long_is_flagged():
     assert compute_warnings(clients[:1], 0.010) == []
 
 
+def test_compute_that_ran_long_claims_no_au_where_none_was_measured():
+    # a run too short or a dataset too small for AU: the warning said "AU reads high" of a
+    # figure the run never gave
+    from aiio.phases.train import compute_warnings
+    slow = {"client": 0, "measured_steps": 10, "compute_s": 0.15}
+    (warning,) = compute_warnings([slow], 0.010)
+    assert "AU reads high" not in warning["message"] and "no AU" in warning["message"]
+    (warning,) = compute_warnings([slow | {"au": 0.97}], 0.010)
+    assert "AU reads high" in warning["message"]
+
+
 def test_compute_more_than_2_percent_long_is_flagged():
     # At 1,024 clients the client host's wake-ups run late; the run must say so once the
     # emulated compute is off by more than 2 % (here cosmoflow's 3.5 ms measured as 3.6 ms).
