@@ -129,6 +129,8 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--workload", "nosuch"), "unknown workload"),
     (("--accelerator", "tpu9"), "unknown accelerator"),
     (("--clients", "0"), "at least 1"),
+    # 0 is the workload's "no time limit": from the command line it ran by epochs unsaid
+    (("--duration", "0s"), "leave --duration out"),
     (("--batch-size", "-3"), "at least 1"),
     (("--clients", "100000"), "memory"),
     (("--set", "train.nope=1"), "unknown key"),
