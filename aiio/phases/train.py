@@ -570,7 +570,8 @@ class TrainPhase(Phase):
             "samples_per_s": samples / elapsed if elapsed else 0.0,
             "compute_s_per_batch": args.compute_s,
             **train_au.au_aggregate(clients, t.au_goal, t.au_rule, args.compute_s,
-                                    t.batch_size, args.dataset.num_samples),
+                                    t.batch_size, args.dataset.num_samples,
+                                    args.dataset.params.samples_per_file),
             **train_au.demand(args.workload),
         })
         if args.checkpoint is not None:
