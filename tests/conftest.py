@@ -27,7 +27,21 @@ def pytest_configure(config: pytest.Config) -> None:
     bytecode cache of their own, outside the source tree (git ignores .pytest_cache)."""
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         os.environ.setdefault("PYTHONPYCACHEPREFIX", str(REPO / ".pytest_cache" / "pycache"))
+        _fill_bytecode_cache(config, Path(os.environ["PYTHONPYCACHEPREFIX"]))
     _interruptible()
+
+
+def _fill_bytecode_cache(config: pytest.Config, cache: Path) -> None:
+    """Before parallel workers start on an empty cache (a fresh clone), one collection fills
+    it. The cache holds every module they import, the standard library's and the installed
+    packages' too (their own bytecode is not read under a cache prefix), and eight workers
+    starting together each compiled all of it: the parallel pass's first test came 31 s
+    after its start (54 s of CPU), against 8 s (15 s of CPU) on a filled cache."""
+    if cache.exists() or not getattr(config.option, "numprocesses", None):
+        return
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
+                    "no:cacheprovider", str(REPO / "tests")], cwd=REPO,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
 
 
 def _interruptible() -> None:
