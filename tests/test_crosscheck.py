@@ -42,10 +42,15 @@ def tmpfs(tmp_path):
 
 
 def test_engine_agrees_with_fio_on_tmpfs(tmpfs):
-    clients, size, loops = 2, 128 * MiB, 8
+    # Two rounds of 2 files x 16 MiB read twice (64 MiB a side and round): the accounting
+    # checked below is exact whatever the volume, a block, loop or file lost shows as well
+    # in 64 MiB as in 2 GiB. The bench's volume (128 MiB x 8 loops, 3 to 12 rounds within
+    # 15 s while the two disagree) served the speed ratio this test no longer asserts, and
+    # cost 4 to 14 s of CPU (more rounds the more loaded the machine).
+    clients, size, loops = 2, 16 * MiB, 2
     out = crosscheck.run_on_target(tmpfs, clients=clients, size=size, loops=loops,
-                                   repeats=3, max_repeats=12, budget_s=15,
-                                   realtime=True)
+                                   repeats=2, realtime=True)
+    assert out["rounds"] == 2
     # exact accounting: both moved every byte of every file, every loop
     assert out["bytes_per_run"] == out["fio_bytes_per_run"] == clients * size * loops
     assert out["aiio_mib_s"] > 0 and out["fio_mib_s"] > 0
