@@ -8,7 +8,7 @@ import pytest
 
 from aiio.fio.job import clients_of, jobs_of, run
 
-from .conftest import call_cli, run_cli
+from .conftest import call_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 KiB = 1024
@@ -19,9 +19,7 @@ TINY = ("--workload", "demo", "--set", "dataset.num_files=24", "--set",
 
 
 def _emit(target, *args: str) -> str:
-    proc = run_cli("fio", "--emit", "--phase", "train", "--target", str(target), *args)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return _emit_phase(target, "train", *args)
 
 
 def _options(job: str) -> dict[str, str]:
@@ -89,7 +87,10 @@ def _run_emitted(target, tmp_path, phase: str, *args: str) -> tuple[dict, list[d
 
 
 def _emit_phase(target, phase: str, *args: str) -> str:
-    proc = run_cli("fio", "--emit", "--phase", phase, "--target", str(target), *args)
+    """The job file `aiio fio --emit` writes, made in this process: only what it writes is
+    read here (the real entry point's start is test_entry_point's), and fio then runs it
+    as a process of its own."""
+    proc = call_cli("fio", "--emit", "--phase", phase, "--target", str(target), *args)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
