@@ -4,6 +4,8 @@ Shared while a process reads the folder, exclusive while it writes or removes it
 file is never removed while aiio may use it (a process that opened the old file and one that
 made a new one would both think they hold the lock): it lives in aiio's own folder and goes
 with `aiio clean`. A lock is held until it is closed or its process ends, whatever ends it.
+Two kinds: a dataset's (aiio.dataset.ensure) and the target's run lock (aiio.target.Target.hold),
+which every run holds shared and `aiio clean` takes alone.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ class FolderLock:
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
 
-    def shared(self, note: Note) -> None:
-        """Hold it shared: waits (saying so once) while another process holds it alone."""
-        self._take(fcntl.LOCK_SH, note, f"waiting for another aiio run that is generating "
-                                        f"{self.what} to finish it ...")
+    def shared(self, note: Note, waiting: str | None = None) -> None:
+        """Hold it shared: waits (saying so once, `waiting` or that another run generates
+        the folder) while another process holds it alone."""
+        self._take(fcntl.LOCK_SH, note, waiting or f"waiting for another aiio run that is "
+                                                   f"generating {self.what} to finish it ...")
 
     def exclusive(self, note: Note) -> None:
         """Hold it alone: waits (saying so once) while any other process holds it. From
@@ -60,6 +63,18 @@ class FolderLock:
             return True
         self.mode = fcntl.LOCK_EX
         return True
+
+    def still_there(self) -> bool:
+        """Whether the file held is still the one at its path: a process that removed the
+        folder (`aiio clean`) while this one waited for the lock took its file with it."""
+        if self._fd is None:
+            return False
+        try:
+            now = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(self._fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
     def close(self) -> None:
         """Let it go (also from forked children: the lock ends with its last holder)."""

@@ -67,6 +67,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
     target, info, method = open_target(req.target, req.options, req.method)
+    if isinstance(target, Target):
+        target.note = ui.note  # the run lock's wait and warning (Target.hold)
     # asked here, before measuring: the fio results are read once, and what lands meanwhile
     # pairs with nothing
     shown = req.hero.live(str(target.path), phase.name) if req.hero else None

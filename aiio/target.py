@@ -23,13 +23,16 @@ import psutil
 
 from aiio import __version__, owner
 from aiio.errors import SpaceError, TargetError
-from aiio.locks import FolderLock
+from aiio.locks import FolderLock, Note
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
 
 OWN_DIR = "aiio"
 MARKER = ".aiio-owned"
 RUN_MARK = ".aiio-run"  # in a run's scratch folder: which process writes it (aiio.owner)
+# Beside the marker: every run holds it shared from its first write below TARGET/aiio to its
+# end, and `aiio clean` takes it alone or refuses (aiio.locks)
+RUN_LOCK = ".runs.lock"
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph", "fuse.glusterfs",
               "glusterfs", "9p", "fuse.sshfs", "wekafs", "fuse.weka", "pvfs2", "orangefs"}
@@ -68,6 +71,7 @@ class Target:
         self.root = self.path / OWN_DIR
         self._fd: int | None = None  # the directory a run started on, held open (pin)
         self._locks: dict[Path, FolderLock] = {}  # held until release (aiio.locks)
+        self.note: Note = _silent  # where the run lock's wait and warning are said
 
     # --- identity ----------------------------------------------------------------------
     def pin(self) -> None:
@@ -94,6 +98,29 @@ class Target:
         path = self.subdir(folder) / f".{name}.lock"
         if path not in self._locks:
             self._locks[path] = FolderLock(path, what)
+        return self._locks[path]
+
+    def hold(self) -> None:
+        """Hold the target's run lock shared until `release`, so that `aiio clean` refuses
+        while this process (and the clients it forks) use the target. Taken on the first
+        write below TARGET/aiio (`subdir`, `make_run_folder`): bad input, refused before any,
+        leaves nothing but the marker. Held already, it is not taken again."""
+        while True:
+            lock = self._run_lock()
+            try:
+                lock.shared(self.note, "waiting for aiio clean to finish removing "
+                                       f"{self.root} ...")
+            except FileNotFoundError:  # clean removed aiio's folder meanwhile: made again
+                lock.close()
+                continue
+            if lock.unlockable or lock.still_there():
+                return
+            lock.close()  # the file clean removed while this waited: take the new one
+
+    def _run_lock(self) -> FolderLock:
+        path = self.claim() / RUN_LOCK
+        if path not in self._locks:
+            self._locks[path] = FolderLock(path, f"the target {self.path}")
         return self._locks[path]
 
     def changed(self) -> str | None:
@@ -173,7 +200,8 @@ class Target:
         return self.root
 
     def subdir(self, *parts: str) -> Path:
-        """A folder inside aiio's own root (created)."""
+        """A folder inside aiio's own root (created), under the run lock (`hold`)."""
+        self.hold()
         path = self.claim().joinpath(*parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
@@ -182,7 +210,8 @@ class Target:
     def make_run_folder(self, path: Path) -> None:
         """Create a run's scratch folder, marked with the process that writes it: a run killed
         outright cannot remove its files, and the mark lets a later run tell they are left."""
-        path.mkdir(parents=True)
+        self.subdir(os.path.relpath(path.parent, self.root))
+        path.mkdir()
         (path / RUN_MARK).write_text(json.dumps(owner.mark()) + "\n")
 
     def remove_leftovers(self) -> list[str]:
@@ -229,6 +258,13 @@ class Target:
             raise TargetError(f"refusing to delete {self.root}: it has no {MARKER} marker, "
                               "so aiio did not create it")
         held = self._datasets_alone()
+        runs = FolderLock(self.root / RUN_LOCK, "the target")
+        held.append(runs)
+        if not runs.try_exclusive():
+            for lock in held:
+                lock.close()
+            raise TargetError(f"refusing to clean {self.root}: another aiio run is using the "
+                              "target; clean once it has ended")
         try:
             freed = tree_bytes(self.root)
             remove_tree(self.root, self.root)
@@ -250,6 +286,10 @@ class Target:
                 raise TargetError(f"refusing to clean {self.root}: another aiio run uses "
                                   f"{lock.what} there; clean once it has ended")
         return held
+
+
+def _silent(_line: str) -> None:
+    """Says nothing (a target opened outside a run)."""
 
 
 def _subfolders(path: Path) -> list[Path]:

@@ -104,18 +104,20 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     params = _params(w, total)
     folder = rc.target.root / "models" / (f"{params['model']}-{total}B-{w.load.files}f-"
                                           f"s{w.run.seed}")
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        if manifest.get("complete") and manifest.get("params") == params:
-            return folder, True
-    except (OSError, ValueError):
-        pass
     if folder.exists():
+        rc.target.hold()  # read or removed from here: `aiio clean` must wait for the run
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+            if manifest.get("complete") and manifest.get("params") == params:
+                return folder, True
+        except (OSError, ValueError):
+            pass
         remove_tree(folder, rc.target.root)
     if rc.options.space_check:
         rc.target.require_space(total, f"model weights {params['model']} "
                                        f"({w.load.files} files)")
-    folder.mkdir(parents=True)
+    rc.target.subdir(folder.parent.name)
+    folder.mkdir()
     rc.note(f"writing model weights: {format_size(total)} in {w.load.files} file(s)")
     try:
         _write_weights(rc, folder, params)
