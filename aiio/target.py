@@ -95,16 +95,17 @@ class Target:
         (made inside aiio's marked folder), held until `release`: one per name, so a run that
         asks again (the stages of the lifecycle) holds the one it has instead of waiting on
         itself."""
-        path = self.subdir(folder) / f".{name}.lock"
+        path = self._folder(folder) / f".{name}.lock"  # no write of the run's yet: no hold
         if path not in self._locks:
             self._locks[path] = FolderLock(path, what)
         return self._locks[path]
 
     def hold(self) -> None:
         """Hold the target's run lock shared until `release`, so that `aiio clean` refuses
-        while this process (and the clients it forks) use the target. Taken on the first
-        write below TARGET/aiio (`subdir`, `make_run_folder`): bad input, refused before any,
-        leaves nothing but the marker. Held already, it is not taken again."""
+        while this process (and the clients it forks) use the target. Taken on the run's
+        first write below TARGET/aiio (`subdir`, `make_run_folder`; a dataset's readers hold
+        its own lock): bad input, refused before any, leaves nothing but the marker, and a
+        run that holds it has written (`written`). Held already, it is not taken again."""
         while True:
             lock = self._run_lock()
             try:
@@ -116,6 +117,13 @@ class Target:
             if lock.unlockable or lock.still_there():
                 return
             lock.close()  # the file clean removed while this waited: take the new one
+
+    @property
+    def written(self) -> bool:
+        """Whether this run has written below TARGET/aiio (it holds the run lock, or would
+        where none can be taken): from then on a failure leaves something to account for."""
+        lock = self._locks.get(self.root / RUN_LOCK)
+        return lock is not None and (lock.mode is not None or lock.unlockable)
 
     def _run_lock(self) -> FolderLock:
         path = self.claim() / RUN_LOCK
@@ -202,6 +210,9 @@ class Target:
     def subdir(self, *parts: str) -> Path:
         """A folder inside aiio's own root (created), under the run lock (`hold`)."""
         self.hold()
+        return self._folder(*parts)
+
+    def _folder(self, *parts: str) -> Path:
         path = self.claim().joinpath(*parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
