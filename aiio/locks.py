@@ -10,6 +10,7 @@ which every run holds shared and `aiio clean` takes alone.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -78,9 +79,12 @@ class FolderLock:
 
     def close(self) -> None:
         """Let it go (also from forked children: the lock ends with its last holder)."""
-        if self._closer is not None:
-            self._closer()
-        self._fd, self._closer, self.mode = None, None, None
+        closer, self._fd, self._closer, self.mode = self._closer, None, None, None
+        if closer is not None:
+            # the descriptor is gone whatever close says: on a FUSE mount whose daemon is
+            # gone it says ENOTCONN, and that must not stop a run from saving its result
+            with contextlib.suppress(OSError):
+                closer()
 
     def _take(self, how: int, note: Note, waiting: str) -> None:
         if self.mode == how or self.unlockable:

@@ -142,8 +142,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
             _discard(phase, rc, args, folder)
             raise
         out["status"] = "failed"
-        out["error"] = _cause(target, str(exc) if isinstance(exc, AiioError)
-                              else f"{exc.strerror}: {exc}")
+        out["error"] = _cause(target, _message(exc))
         _finish(phase, rc, args, out, folder, req.on_saved)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
@@ -270,13 +269,33 @@ def client_ram_bytes(entries: list[dict], own: int) -> int:
 
 def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path,
             on_saved: Callable[[dict[str, Any], Path], None] | None = None) -> None:
+    """Save how the run ended, remove what the phase wrote, and save again. Saved first: the
+    removal waits on storage that stopped answering for as long as it does (a request a FUSE
+    daemon or an NFS server was handed is one the kernel cannot take back, whatever signal
+    comes), and the result must not say "running" meanwhile. A run that failed keeps its
+    cause when the removal fails too; the removal's error is added to it."""
+    _save(out, folder)
     try:
         phase.cleanup(rc, args, out["status"])
+    except (AiioError, OSError) as exc:
+        if out["status"] == "ok":
+            raise
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        out["error"] += f" (its files were not all removed: {why})"
     finally:
         if isinstance(rc.target, Target):
             rc.target.release()
-        out["finished"] = now_iso()
-        out["saved_at"] = now_unix()
-        result.save(out, folder)
+        _save(out, folder)
         if on_saved is not None:
             on_saved(out, folder)
+
+
+def _save(out: dict[str, Any], folder: Path) -> None:
+    out["finished"] = now_iso()
+    out["saved_at"] = now_unix()
+    result.save(out, folder)
+
+
+def _message(exc: AiioError | OSError) -> str:
+    """A failure as one line: an AiioError's own, an OSError's strerror and what it says."""
+    return str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"

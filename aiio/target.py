@@ -6,6 +6,7 @@ Cleanup refuses any folder without the marker and never follows a symlink.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -82,9 +83,12 @@ class Target:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
     def release(self) -> None:
-        """Let go of the pinned directory and of every lock taken through `lock`."""
+        """Let go of the pinned directory and of every lock taken through `lock`; never
+        fails (the kernel frees a descriptor whatever its close says, e.g. ENOTCONN on a
+        FUSE mount whose daemon is gone)."""
         if self._fd is not None:
-            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
             self._fd = None
         for held in self._locks.values():
             held.close()

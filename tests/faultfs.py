@@ -11,8 +11,10 @@ target probe, writing its files) is served as by any passthrough.
   `failed T TID`, then `served T TID` for each read served after it (T: CLOCK_MONOTONIC
   seconds, the machine's one clock), so a test sees what the failing thread's siblings did
   after the failure.
-- `hang`: the N-th read and every later one never answer (storage that stops answering); the
-  log gets one line `hung T`. Unmounting, or ending the daemon, aborts them (ENOTCONN).
+- `hang`: the N-th read and every later one do not answer (storage that stops answering)
+  until the file `.release` appears in BACKING (`FaultMount.release`: the storage answers
+  again, each held read with EIO); the log gets one line `hung T`. Ending the daemon aborts
+  them (ENOTCONN).
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ import contextlib
 import errno
 import os
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import mfusepy as fuse
 
 from tests.oracle.pacing import Limits
 from tests.oracle.ratefs import RateFS
+
+RELEASE = ".release"
 
 
 class FaultFS(RateFS):
@@ -43,7 +47,7 @@ class FaultFS(RateFS):
         self.out = open(log, "a", buffering=1)  # noqa: SIM115 (open for the mount's life)
         self.count = 0
         self.failing: int | None = None  # the thread whose reads fail
-        self.never = threading.Event()  # set by nothing: a hung read waits on it for good
+        self.release_path = os.path.join(backing, RELEASE)
 
     def read(self, path, size, offset, fi):
         if not os.path.basename(path).startswith(self.name):
@@ -58,7 +62,9 @@ class FaultFS(RateFS):
             elif due and self.mode == "hang" and self.count == self.after:
                 self.out.write(f"hung {time.monotonic()}\n")
         if due and self.mode == "hang":
-            self.never.wait()
+            while not os.path.exists(self.release_path):
+                time.sleep(0.05)
+            raise fuse.FuseOSError(errno.EIO)
         if tid == self.failing:
             raise fuse.FuseOSError(errno.EIO)
         data = super().read(path, size, offset, fi)
@@ -81,9 +87,20 @@ def main(argv: list[str] | None = None) -> None:
               default_permissions=True)
 
 
+@dataclass(frozen=True)
+class FaultMount:
+    mount: Path
+    log: Path
+    backing: Path
+
+    def release(self) -> None:
+        """The storage answers again (hang mode), written beside the mount, not through it."""
+        (self.backing / RELEASE).touch()
+
+
 @contextlib.contextmanager
-def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256) -> Iterator[tuple[Path, Path]]:
-    """The faulty filesystem over a fresh tmpfs; yields (its mount, its log)."""
+def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256) -> Iterator[FaultMount]:
+    """The faulty filesystem over a fresh tmpfs."""
     from tests.oracle.mount import _daemon
     from tests.storage import small_tmpfs
 
@@ -95,7 +112,7 @@ def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256) -> Iterator[t
     with small_tmpfs(tmp, size_mib) as backing:
         argv[3] = str(backing)
         with _daemon(argv, mount, "faultfs"):
-            yield mount, log
+            yield FaultMount(mount, log, backing)
 
 
 def events(log: Path) -> list[tuple[str, float, int]]:

@@ -26,14 +26,14 @@ def test_one_threads_eio_stops_its_siblings_and_fails_the_run(tmp_path: Path,
     if iodepth > 1 and (why := depth.unavailable(iodepth)):
         pytest.skip(why)
     results = tmp_path / "results"
-    with faultfs(tmp_path, "fail", after=200) as (mount, log):
-        proc = run_cli("run", "--phase", "randrw", "--target", str(mount), "--results",
+    with faultfs(tmp_path, "fail", after=200) as fs:
+        proc = run_cli("run", "--phase", "randrw", "--target", str(fs.mount), "--results",
                        str(results), "--clients", "1", "--duration", f"{DURATION_S}s",
                        "--set", "prep.threads=4", "--set", "prep.read_share=1.0",
                        "--set", "prep.file_size=16MiB", "--set", f"prep.iodepth={iodepth}",
                        "--quiet", "--no-report",
                        "--no-history", timeout=DURATION_S * 4)
-        seen = events(log)
+        seen = events(fs.log)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     said = proc.stderr
