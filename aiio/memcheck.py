@@ -49,8 +49,13 @@ def check_need(each: int, clients: int, host: str | None = None,
     """Refuse (one line, exit 2) when `clients` clients of `each` bytes cannot fit."""
     avail = psutil.virtual_memory().available if available is None else available
     need = PARENT_BYTES + clients * each
-    if need > USABLE * avail:
+    usable = USABLE * avail
+    if need > usable:
+        # the share is named: "need 19 GiB but only 21 GiB is available" read as no reason
         where = f" on {host}" if host else ""
+        fits = max(0, int((usable - PARENT_BYTES) // each))
         raise AiioError(f"{clients} clients need about {format_size(need)} of memory{where} "
-                        f"({format_size(each)} each) but only {format_size(avail)} is "
-                        "available; use fewer clients or more hosts (MPI)")
+                        f"({format_size(each)} each) but a run plans on at most "
+                        f"{USABLE * 100:.0f} % of the {format_size(avail)} available "
+                        f"({format_size(int(usable))}): at most {fits} clients fit; use "
+                        "fewer clients or more hosts (MPI)")

@@ -272,7 +272,7 @@ class Target:
         if not self.is_owned():
             raise TargetError(f"refusing to delete {self.root}: it has no {MARKER} marker, "
                               "so aiio did not create it")
-        held = self._datasets_alone()
+        held = self._kept_alone()
         runs = FolderLock(self.root / RUN_LOCK, "the target")
         held.append(runs)
         if not runs.try_exclusive():
@@ -288,13 +288,15 @@ class Target:
                 lock.close()
         return freed
 
-    def _datasets_alone(self) -> list[FolderLock]:
-        """Every dataset's lock, held alone (aiio.dataset.ensure's), or a refusal naming the
-        first one another run holds: it reads that dataset or generates it."""
+    def _kept_alone(self) -> list[FolderLock]:
+        """The lock of every dataset and set of weights (kept for later runs; their readers
+        hold only these), held alone, or a refusal naming the first one another run holds:
+        it reads those files or writes them."""
         held: list[FolderLock] = []
-        for path in sorted((self.root / "datasets").glob(".*.lock")):
-            lock = FolderLock(path, f"dataset {path.name[1:-len('.lock')]}")
-            held.append(lock)
+        for folder, kind in (("datasets", "dataset"), ("models", "model weights")):
+            for path in sorted((self.root / folder).glob(".*.lock")):
+                held.append(FolderLock(path, f"{kind} {path.name[1:-len('.lock')]}"))
+        for lock in held:
             if not lock.try_exclusive():
                 for taken in held:
                     taken.close()

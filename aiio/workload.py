@@ -365,15 +365,19 @@ def _check(meta: dict, value: Any, where: str) -> None:
             raise ConfigError(f"{where} = {v!r} must be at most {meta['max']}")
 
 
-def _build_section(cls: type, table: dict[str, Any], where: str) -> Any:
+def _build_section(cls: type, table: dict[str, Any], where: str,
+                   section: str = "", overridden: frozenset[str] = frozenset()) -> Any:
+    """The section's dataclass; a bad value is named where it came from: the file, or an
+    override of it (`--clients 0` is no value of the file's)."""
     known = {f.name: f for f in dataclasses.fields(cls)}
     values = {}
     for name, raw in table.items():
         if name not in known:
             raise ConfigError(f"{where}: unknown key {name!r}; known keys: {', '.join(known)}")
         meta = known[name].metadata
-        value = _coerce(meta["kind"], raw, f"{where}.{name}")
-        _check(meta, value, f"{where}.{name}")
+        at = f"override [{section}].{name}" if name in overridden else f"{where}.{name}"
+        value = _coerce(meta["kind"], raw, at)
+        _check(meta, value, at)
         values[name] = value
     return cls(**values)
 
@@ -408,12 +412,14 @@ def build(data: dict[str, Any], source: str,
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: {name} must be a [{name}] table")
         tables[name] = dict(table)
+    overridden: dict[str, set[str]] = {}
     for section, key_name, value in overrides:
         if section not in sections:
             raise ConfigError(f"unknown section {section!r} in override {section}.{key_name}; "
                               f"known: {', '.join(sections)}")
         table = tables.setdefault(section, {})
         base, dot, entry = key_name.partition(".")
+        overridden.setdefault(section, set()).add(base)
         if dot:  # one entry of a map key, e.g. train.compute_time.h100=0.3
             default = getattr(sections[section].default_factory(), base, None)
             if not isinstance(default, dict):
@@ -421,7 +427,8 @@ def build(data: dict[str, Any], source: str,
             table[base] = {**default, **table.get(base, {}), entry: value}
         else:
             table[key_name] = value
-    built = {name: _build_section(f.default_factory, tables.get(name, {}), f"{source} [{name}]")
+    built = {name: _build_section(f.default_factory, tables.get(name, {}), f"{source} [{name}]",
+                                  name, frozenset(overridden.get(name, ())))
              for name, f in sections.items()}
     workload = Workload(**built, source=source, given=tuple(data))
     validate(workload)

@@ -24,7 +24,7 @@ import pytest
 from aiio.locks import FolderLock
 from aiio.target import RUN_LOCK, Target, remove_tree
 
-from .conftest import REPO, call_cli, client_processes, saved_result
+from .conftest import REPO, call_cli, client_processes, run_cli, saved_result
 from .storage import can_build_storage, small_tmpfs, throttled_disk
 
 MiB = 2**20
@@ -46,7 +46,8 @@ def _started(cmd: list[str]) -> Iterator[subprocess.Popen]:
             proc.communicate()
 
 
-def _clean_beside(proc: subprocess.Popen, target: Path, scratch: str) -> None:
+def _clean_beside(proc: subprocess.Popen, target: Path, scratch: str,
+                  refused_for: str = "another aiio run is using the target") -> None:
     """Once the run measures with its files there: clean is refused and they stay; the run
     ends ok; then clean removes everything."""
     deadline = time.monotonic() + HANG_GUARD_S
@@ -58,7 +59,7 @@ def _clean_beside(proc: subprocess.Popen, target: Path, scratch: str) -> None:
     assert proc.poll() is None, "the run ended before clean was tried: make it longer"
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    assert "another aiio run is using the target" in refused.stderr, refused.stderr
+    assert refused_for in refused.stderr, refused.stderr
     assert all(f.exists() for f in files), "clean removed the running run's files"
     _, err = proc.communicate(timeout=HANG_GUARD_S)
     assert proc.returncode == 0, err
@@ -79,13 +80,17 @@ def test_clean_beside_a_randrw_run(target: Path, results: Path) -> None:
     assert saved_result(results)["status"] == "ok"
 
 
-def test_clean_beside_a_load_run(target: Path, results: Path) -> None:
+@pytest.mark.parametrize("reused", [False, True], ids=["writes-the-weights", "reuses-them"])
+def test_clean_beside_a_load_run(target: Path, results: Path, reused: bool) -> None:
+    load = ("run", "--phase", "load", "--target", str(target), "--set", "load.size=8MiB", *RUN)
+    if reused:  # weights an earlier run wrote: this run only reads them
+        assert run_cli(*load, "--results", str(results / "earlier")).returncode == 0
     # the second replica starts 6 s after the first: the run reads the weights that long
-    cmd = _aiio("run", "--phase", "load", "--target", str(target), "--results", str(results),
-                "--clients", "2", "--stagger", "6s", "--set", "load.size=8MiB", *RUN)
+    cmd = _aiio(*load, "--results", str(results / "run"), "--clients", "2", "--stagger", "6s")
     with _started(cmd) as proc:
-        _clean_beside(proc, target, "aiio/models/*/weights-*.bin")
-    res = saved_result(results)
+        _clean_beside(proc, target, "aiio/models/*/weights-*.bin",
+                      "another aiio run uses model weights demo-")
+    res = saved_result(results / "run")
     assert res["status"] == "ok" and res["aggregate"]["complete"] is True
 
 

@@ -14,11 +14,7 @@ import fcntl
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,56 +26,20 @@ from aiio.target import Target
 from aiio.workload import load_workload
 
 from .conftest import (
-    REPO,
     TINY_DATA,
     call_cli,
     client_processes,
+    finish,
     run_cli,
     saved_result,
     tiny_workload,
+    wait_for,
 )
 
 FILES = 10_000  # one generator writes them for seconds: the second command comes meanwhile
 BIG_DATA = ("--set", f"dataset.num_files={FILES}", "--set", "dataset.sample_size=4KiB",
             "--set", "dataset.sample_size_stdev=1KiB", "--set", "dataset.files_per_dir=1000")
-HANG_GUARD_S = 240  # a guard against a hang, not a timing
 WAITING = "waiting for another aiio run"
-
-
-@pytest.fixture
-def start() -> Iterator:
-    """start(log, ARGS): `python -m aiio ARGS` in the background, all it writes going to
-    `log`; whatever is still running at the test's end (a failed check) is killed."""
-    started: list[subprocess.Popen] = []
-
-    def run(log: Path, *args: str) -> subprocess.Popen:
-        with open(log, "w") as out:
-            started.append(subprocess.Popen(
-                [sys.executable, "-m", "aiio", *args], cwd=REPO, text=True, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, "COLUMNS": "160"}))
-        return started[-1]
-
-    yield run
-    for proc in started:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def wait_for(proc: subprocess.Popen, ready, what: str) -> None:
-    """Until ready() holds; fails when proc ends first (the fixture ends what runs on)."""
-    deadline = time.monotonic() + HANG_GUARD_S
-    while not ready():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"{what} never came (exit code {proc.poll()})")
-        time.sleep(0.05)
-
-
-def finish(proc: subprocess.Popen, log: Path) -> tuple[int, str]:
-    """Its exit code and all it wrote."""
-    proc.wait(timeout=HANG_GUARD_S)
-    return proc.returncode, log.read_text()
 
 
 def big_workload():

@@ -395,6 +395,10 @@ def test_missing_numba_is_one_line(target: Path, results: Path, tmp_path: Path) 
     assert proc.returncode == 2, proc.stderr
     assert "aiio[fast]" in proc.stderr and "prep.iodepth = 4" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    # refused before anything starts: a wheel installed without the extra made the target's
+    # aiio folder and saved a failed result (and its page) for input it could tell at once
+    assert "partial result" not in proc.stderr
+    assert not results.exists() and list(target.iterdir()) == []
 
 
 class _CountingStop:

@@ -117,3 +117,11 @@ def test_the_statement_quotes_the_figure_its_rule_decided_on(rule, quoted, other
     found = {"upper": 1, "repeats": 1, "probes": [probe]}
     text = find_max.statement(found, 1, None)
     assert quoted in text and f"{rule} rule" in text and other not in text, text
+
+
+def test_one_probe_is_one_count_probed():
+    # a goal no count meets stops at the first probe: "1 counts probed"
+    probe = {"clients": 1, "decision": find_max.FAILS, "au_min": _spread(0.99),
+             "au_mean": _spread(0.99), "goal": 1.0, "au_rule": "mean"}
+    text = find_max.statement({"upper": 4, "repeats": 1, "probes": [probe]}, None, 1)
+    assert "1 count probed" in text and "1 counts" not in text, text

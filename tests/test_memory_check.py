@@ -67,3 +67,19 @@ def test_the_randrw_depth_buffers_are_counted():
     assert memcheck.client_bytes(w) >= w.prep.threads * 1024 * 16 * 2**20
     with pytest.raises(AiioError, match="2 clients need"):
         memcheck.check_need(memcheck.client_bytes(w), 2, available=24 * GiB)
+
+
+def test_a_refusal_below_the_available_memory_names_the_share_a_run_may_use():
+    # 2,000 demo clients need about 19.2 GiB; with 20.8 GiB available the line read "need
+    # about 19.17 GiB ... but only 20.80 GiB is available", which contradicts itself: a run
+    # may plan on 80 % of what is available, and the line must say so and what does fit
+    each = memcheck.client_bytes(load_workload("demo"))
+    available = int(20.8 * GiB)
+    with pytest.raises(AiioError) as info:
+        memcheck.check_need(each, 2000, available=available)
+    message = str(info.value)
+    assert "80 %" in message and "16.64 GiB" in message, message
+    fits = int((memcheck.USABLE * available - memcheck.PARENT_BYTES) // each)
+    memcheck.check_need(each, fits, available=available)
+    assert f"at most {fits} clients" in message, message
+    assert "\n" not in message

@@ -129,6 +129,8 @@ def test_memory_backed_target_is_flagged(tmp_path, results):
     (("--workload", "nosuch"), "unknown workload"),
     (("--accelerator", "tpu9"), "unknown accelerator"),
     (("--clients", "0"), "at least 1"),
+    # 0 is the workload's "no time limit": from the command line it ran by epochs unsaid
+    (("--duration", "0s"), "leave --duration out"),
     (("--batch-size", "-3"), "at least 1"),
     (("--clients", "100000"), "memory"),
     (("--set", "train.nope=1"), "unknown key"),
@@ -152,6 +154,17 @@ def test_compute_that_ran_long_is_flagged():
     (warning,) = compute_warnings(clients, 0.010)
     assert warning["code"] == "compute_ran_long" and "15.0 ms" in warning["message"]
     assert compute_warnings(clients[:1], 0.010) == []
+
+
+def test_compute_that_ran_long_claims_no_au_where_none_was_measured():
+    # a run too short or a dataset too small for AU: the warning said "AU reads high" of a
+    # figure the run never gave
+    from aiio.phases.train import compute_warnings
+    slow = {"client": 0, "measured_steps": 10, "compute_s": 0.15}
+    (warning,) = compute_warnings([slow], 0.010)
+    assert "AU reads high" not in warning["message"] and "no AU" in warning["message"]
+    (warning,) = compute_warnings([slow | {"au": 0.97}], 0.010)
+    assert "AU reads high" in warning["message"]
 
 
 def test_compute_more_than_2_percent_long_is_flagged():

@@ -213,3 +213,21 @@ def test_the_no_au_note_gives_the_share_each_client_really_had():
     from aiio.phases.train_au import _no_au_note
     assert "(0 to 1 per client, batch 2)" in _no_au_note(0.01, 2, 8, 6)
     assert "(2 per client, batch 2)" in _no_au_note(0.01, 2, 256, 512)
+
+
+def test_the_no_au_note_names_the_setting_that_gives_enough_samples():
+    # 256 demo clients on 512 files: the note said how many samples AU needs, not how to get
+    # them; files hold samples_per_file samples each
+    from aiio.phases.train_au import _no_au_note
+    assert "--set dataset.num_files=1280" in _no_au_note(0.01, 4, 256, 512, 1)
+    assert "--set dataset.num_files=320" in _no_au_note(0.01, 4, 256, 512, 4)
+
+
+def test_a_run_too_short_for_a_step_is_not_blamed_on_the_dataset(target, results):
+    # `aiio run --duration 1ms` on the demo: 256 samples per client, and the note said AU
+    # needs "a dataset of 6 samples or more", which it has; the run ended before a step
+    proc = call_cli("run", "-t", str(target), "--results", str(results), "--duration", "1ms",
+                    "--json", "-q", "--no-report", "--no-history")
+    assert proc.returncode == 0, proc.stderr
+    note = json.loads(proc.stdout)["aggregate"]["au_note"]
+    assert "dataset of" not in note and "--duration" in note, note

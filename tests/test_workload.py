@@ -61,6 +61,20 @@ def test_impossible_values_are_one_line_errors(overrides, fragment):
     assert "\n" not in str(info.value)
 
 
+def test_a_bad_override_is_named_as_one_not_as_the_file_s_value(tmp_path):
+    # `aiio run --clients 0` read "demo.toml [run].clients = 0 must be at least 1": the file
+    # holds 2, and the user looked for the 0 in it
+    with pytest.raises(ConfigError) as info:
+        load_workload("demo", [("run", "clients", "0")])
+    message = str(info.value)
+    assert "override [run].clients = 0 must be at least 1" in message, message
+    assert "demo.toml" not in message
+    path = tmp_path / "mine.toml"  # a bad value in the file still names the file
+    path.write_text("[run]\nclients = 0\n")
+    with pytest.raises(ConfigError, match=r"mine\.toml \[run\]\.clients = 0"):
+        load_workload(str(path), [("train", "batch_size", "2")])
+
+
 def test_user_file_unknown_key_names_file_and_key(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text('[dataset]\nformat = "npz"\nnum_filez = 3\n')

@@ -148,6 +148,10 @@ def duration_set(phase: str, kwargs: dict, duration: str) -> str:
     """--duration as an override of the run-time limit of the phase that runs the workload
     (`Phase.duration_key`: prep.duration for the random mix under either name)."""
     from aiio.sweep.run import time_limit_key
+    from aiio.units import parse_duration
+    if parse_duration(duration) <= 0:  # the workload's 0 is "no limit": epochs, unsaid
+        raise ConfigError(f"--duration {duration}: a run needs more than 0 s; leave "
+                          "--duration out to run by the workload's epochs")
     section, name = time_limit_key(phase, resolve_workload(kwargs))
     return f"{section}.{name}={duration}"
 

@@ -99,25 +99,29 @@ def _names(files: int) -> list[str]:
 
 
 def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
-    """Reuse matching weight files, or write them (durable, cache dropped); (folder, reused)."""
+    """Reuse matching weight files, or write them (durable, cache dropped); (folder, reused).
+    As a dataset's (`aiio.dataset.ensure`), the weights' lock is held shared until the run
+    ends (another run reads them meanwhile, none removes them) and alone while they are
+    written: two load runs at once removed each other's weights."""
     w = rc.workload
     params = _params(w, total)
-    folder = rc.target.root / "models" / (f"{params['model']}-{total}B-{w.load.files}f-"
-                                          f"s{w.run.seed}")
+    name = f"{params['model']}-{total}B-{w.load.files}f-s{w.run.seed}"
+    folder = rc.target.root / "models" / name
+    if not folder.exists():  # refused before the lock's file is made: a refusal writes nothing
+        _require_space(rc, params, total)
+    lock = rc.target.lock("models", name, f"model weights {name}")
+    lock.shared(rc.note)
+    if _complete(folder, params):
+        return folder, True
+    lock.exclusive(rc.note)
+    if _complete(folder, params):  # written by the run this one waited for
+        lock.shared(rc.note)
+        return folder, True
+    rc.target.hold()  # the run writes from here (Target.written; aiio clean refuses meanwhile)
     if folder.exists():
-        rc.target.hold()  # read or removed from here: `aiio clean` must wait for the run
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text())
-            if manifest.get("complete") and manifest.get("params") == params:
-                return folder, True
-        except (OSError, ValueError):
-            pass
         remove_tree(folder, rc.target.root)
-    if rc.options.space_check:
-        rc.target.require_space(total, f"model weights {params['model']} "
-                                       f"({w.load.files} files)")
-    rc.target.subdir(folder.parent.name)
-    folder.mkdir()
+    _require_space(rc, params, total)
+    folder.mkdir(parents=True)
     rc.note(f"writing model weights: {format_size(total)} in {w.load.files} file(s)")
     try:
         _write_weights(rc, folder, params)
@@ -125,7 +129,23 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
         remove_run_folder(rc, str(folder))  # and models/ when nothing else is in it
         raise
     (folder / "manifest.json").write_text(json.dumps({"params": params, "complete": True}) + "\n")
+    lock.shared(rc.note)
     return folder, False
+
+
+def _complete(folder: Path, params: dict[str, Any]) -> bool:
+    """Whether the folder holds the weights of `params`, whole (its manifest says so)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(manifest.get("complete")) and manifest.get("params") == params
+
+
+def _require_space(rc: RunContext, params: dict[str, Any], total: int) -> None:
+    if rc.options.space_check:
+        rc.target.require_space(total, f"model weights {params['model']} "
+                                       f"({params['files']} files)")
 
 
 def _write_weights(rc: RunContext, folder: Path, params: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from aiio.cache_methods import METHOD_DIRECT, METHOD_NULL
 from aiio.clients import ClientContext
 from aiio.engine import O_DIRECT, OpLog, Reader, ReadFailed, Writer, io_failure
 from aiio.errors import ConfigError
+from aiio.options import RunOptions
 from aiio.phases.base import (
     Phase,
     RunContext,
@@ -36,6 +37,7 @@ from aiio.phases.threads import run_parallel
 from aiio.result import Where
 from aiio.timing import Deadline, DeadlineOrStop, PolledStop, Window, cpu_seconds
 from aiio.units import format_size, mib_per_s
+from aiio.workload import Workload
 
 BATCH = 1024  # random choices drawn at once
 # At depth, offsets handed to the ring a call: each call ends by waiting for every request in
@@ -81,7 +83,6 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
         raise ConfigError(f"prep.file_size holds {size // p.block_size} blocks of "
                           f"{format_size(p.block_size)}, fewer than the {p.threads} threads; "
                           "use a larger file or fewer threads")
-    depth.require(p.iodepth, "prep.iodepth")
     if rc.options.space_check:
         rc.target.require_space(size * rc.clients,
                                 f"randrw files ({rc.clients} x {format_size(size)})")
@@ -376,6 +377,12 @@ class RandrwPhase(Phase):
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return read_write_sections(part)
+
+    def validate(self, w: Workload, options: RunOptions) -> None:
+        """A depth this machine cannot run (no numba, no io_uring) is refused here, before
+        the target's folder or a result is made: it was found in prepare, and a run failed
+        with a saved result for input it could tell at once."""
+        depth.require(w.prep.iodepth, "prep.iodepth")
 
     def prepare(self, rc: RunContext) -> RandrwArgs:
         # the prep folder: a randrw run is data staging, and its files go where prep's do

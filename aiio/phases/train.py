@@ -441,10 +441,13 @@ def compute_warnings(clients: list[dict], asked_s: float) -> list[dict[str, str]
     if not slow:
         return []
     worst = max(s for _, s in slow)
+    # of a run that measured no AU (too short, too few samples) the warning claims none
+    au = ("AU reads high and " if any(c.get("au") is not None for c in clients)
+          else "(the run measured no AU) ")
     return [{"code": "compute_ran_long", "message": (
         f"emulated compute took up to {worst * 1000:.1f} ms per batch against "
         f"{asked_s * 1000:.1f} ms asked on {len(slow)} client(s): the client machine is "
-        "overloaded, AU reads high and the storage was asked for less than the workload needs")}]
+        f"overloaded, {au}the storage was asked for less than the workload needs")}]
 
 
 # --- the parent side -----------------------------------------------------------------------
@@ -567,7 +570,8 @@ class TrainPhase(Phase):
             "samples_per_s": samples / elapsed if elapsed else 0.0,
             "compute_s_per_batch": args.compute_s,
             **train_au.au_aggregate(clients, t.au_goal, t.au_rule, args.compute_s,
-                                    t.batch_size, args.dataset.num_samples),
+                                    t.batch_size, args.dataset.num_samples,
+                                    args.dataset.params.samples_per_file),
             **train_au.demand(args.workload),
         })
         if args.checkpoint is not None:

@@ -97,7 +97,8 @@ def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, An
 def statement(found: dict[str, Any], good: int | None, bad: int | None) -> str:
     """The answer with its bracketing points and their spreads."""
     by_n = {p["clients"]: p for p in found["probes"]}
-    steps = f"{len(found['probes'])} counts probed"
+    n = len(found["probes"])
+    steps = f"{n} count{'s' if n != 1 else ''} probed"
     one = ("; one repeat per count: a single run decided each probe (--repeat 3 shows "
            "the spread)") if found["repeats"] < 2 else ""
     if bad is not None and by_n[bad]["decision"] == UNMEASURED:

@@ -32,6 +32,7 @@ from aiio.result import (
     VerifyFigures,
     model,
 )
+from aiio.term.fit import may_leave_out
 from aiio.term.live import SHOW_AFTER_S, ClientRates, Hero, live_table
 from aiio.term.screen import err_console, out_console
 from aiio.units import MiB, format_duration, format_latency_ns, format_rate, format_size
@@ -224,7 +225,8 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
                       format_latency_ns(lat.get("p50_ns")),
                       format_latency_ns(lat.get("p99_ns")),
                       format_duration(c.elapsed_s or 0))
-    return table
+    spare = ("elapsed", "bytes consumed", "bytes", "wait s", "delivered MiB/s")
+    return may_leave_out(table, spare, "in result.json and report.html")
 
 
 def _own(c: ClientFigures) -> IoFigures | None:

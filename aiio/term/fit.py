@@ -3,6 +3,7 @@ words to an ellipsis, it is drawn as one block per row (column name, value) inst
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -10,21 +11,53 @@ from rich.table import Table
 
 
 class Fitted:
-    """A table drawn as it is when it fits, else as blocks; decided at the width it is drawn."""
+    """A table drawn as it is when it fits; else without the fewest of the columns it may
+    leave out (`may_leave_out`) that make it fit; else as blocks. Decided at the width it
+    is drawn."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if not cuts_words(console, options, self.table) or _keep_words(console, options,
-                                                                        self.table):
+        if _fits(console, options, self.table):
             yield self.table
         elif len(self.table.columns) <= 2:  # already one row per figure: wrap, never cut
             for column in self.table.columns:
                 column.overflow = "fold"
             yield self.table
         else:
-            yield blocks(self.table)
+            yield next((t for t in _narrowed(self.table) if _fits(console, options, t)),
+                       blocks(self.table))
+
+
+def may_leave_out(table: Table, headers: tuple[str, ...], where: str) -> Table:
+    """Mark columns a narrow terminal may drop, first named first, keeping a row per line;
+    the caption then says which and `where` they are. A table of one block per row was
+    10 lines a client."""
+    table.aiio_leave_out = (headers, where)  # type: ignore[attr-defined]
+    return table
+
+
+def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    return not cuts_words(console, options, table) or _keep_words(console, options, table)
+
+
+def _narrowed(table: Table) -> Iterator[Table]:
+    """The table without one more of the columns it may leave out each time, in the order
+    it names them; nothing when it names none."""
+    headers, where = getattr(table, "aiio_leave_out", ((), ""))
+    for n in range(1, len(headers) + 1):
+        kept = [c for c in table.columns if _plain(c.header) not in headers[:n]]
+        if len(kept) == len(table.columns):
+            continue
+        left = ", ".join(_plain(c.header) for c in table.columns if c not in kept)
+        out = Table(title=table.title, title_justify=table.title_justify, box=table.box,
+                    caption=f"left out at this width: {left} ({where})")
+        for column in kept:
+            out.add_column(column.header, justify=column.justify)
+        for row in zip(*(list(c.cells) for c in kept), strict=True):
+            out.add_row(*row)
+        yield out
 
 
 def cuts_words(console: Console, options: ConsoleOptions, table: Table) -> bool:
