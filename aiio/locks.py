@@ -4,8 +4,10 @@ Shared while a process reads the folder, exclusive while it writes or removes it
 file is never removed while aiio may use it (a process that opened the old file and one that
 made a new one would both think they hold the lock): it lives in aiio's own folder and goes
 with `aiio clean`. A lock is held until it is closed or its process ends, whatever ends it.
-Two kinds: a dataset's (aiio.dataset.ensure) and the target's run lock (aiio.target.Target.hold),
-which every run holds shared and `aiio clean` takes alone.
+The folders kept for later runs each have one (a dataset's, aiio.dataset.ensure; the model
+weights', aiio.phases.load.ensure_weights), and the target has its run lock
+(aiio.target.Target.hold), which every run that writes holds shared; `aiio clean` takes them
+all alone.
 """
 
 from __future__ import annotations

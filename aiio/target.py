@@ -107,8 +107,9 @@ class Target:
     def hold(self) -> None:
         """Hold the target's run lock shared until `release`, so that `aiio clean` refuses
         while this process (and the clients it forks) use the target. Taken on the run's
-        first write below TARGET/aiio (`subdir`, `make_run_folder`; a dataset's readers hold
-        its own lock): bad input, refused before any, leaves nothing but the marker, and a
+        first write below TARGET/aiio (`subdir`, `make_run_folder`; the readers of a dataset
+        or of weights hold their lock): bad input, refused before any, leaves nothing but the
+        marker, and a
         run that holds it has written (`written`). Held already, it is not taken again."""
         while True:
             lock = self._run_lock()
