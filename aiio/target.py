@@ -109,8 +109,8 @@ class Target:
         while this process (and the clients it forks) use the target. Taken on the run's
         first write below TARGET/aiio (`subdir`, `make_run_folder`; the readers of a dataset
         or of weights hold their lock): bad input, refused before any, leaves nothing but the
-        marker, and a
-        run that holds it has written (`written`). Held already, it is not taken again."""
+        marker, and a run that holds it has written (`written`). Held already, it is not
+        taken again."""
         while True:
             lock = self._run_lock()
             try:
