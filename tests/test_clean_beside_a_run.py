@@ -10,6 +10,7 @@ machine's speed (a write throttle, a duration, a stagger), and nothing here is t
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -132,3 +133,24 @@ def test_a_run_that_waited_for_clean_holds_a_lock_that_counts(target: Path) -> N
     assert refused.returncode == 2 and "is using the target" in refused.stderr, refused.stderr
     run.release()
     assert call_cli("clean", "--target", str(target)).returncode == 0
+
+
+def test_without_locks_a_run_warns_once_and_clean_goes_on(target: Path, monkeypatch) -> None:
+    """flock failing outright (an NFS mount without a lock manager: ENOLCK): as for a
+    dataset's lock, the run goes on with one line saying what is not covered, and clean,
+    which cannot tell, removes the folder."""
+    from aiio import locks
+
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(locks.fcntl, "flock", no_locks)
+    run, said = Target(target), []
+    run.note = said.append
+    run.make_run_folder(run.root / "prep" / "run-1")
+    run.subdir("prep")
+    warned = [line for line in said if "cannot lock" in line]
+    assert len(warned) == 1 and "\n" not in warned[0], said
+    assert run.written
+    assert call_cli("clean", "--target", str(target)).returncode == 0
+    assert not (target / "aiio").exists()
