@@ -8,11 +8,22 @@ the results folder then held as a run."""
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli, saved_result, saved_results
+from .conftest import (
+    REPO,
+    TINY_ARGS,
+    TINY_DATA,
+    call_cli,
+    run_cli,
+    saved_result,
+    saved_results,
+)
 
 HUGE = "1000TiB"  # more than any test machine's free space
 
@@ -61,3 +72,21 @@ def test_a_refusal_after_a_stage_wrote_keeps_the_partial_result(target: Path, re
     res = saved_result(results)
     assert res["status"] == "failed" and "checkpoint(s) of" in res["error"]
     assert not list((target / "aiio").glob("prep/*")), "the prep stage's folder was left"
+
+
+def test_too_few_open_files_is_refused_before_the_files_are_written(target: Path,
+                                                                     results: Path):
+    """The open-file limit was checked as the clients were forked, after randrw had written
+    every client's file: now with the memory, before anything is written."""
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target", str(target),
+         "--results", str(results), "--clients", "40", "--set", "prep.file_size=64KiB",
+         "--quiet", "--no-report", "--no-history"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, preexec_fn=low_limit)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "open files" in proc.stderr
+    assert "partial result" not in proc.stderr and saved_results(results) == []
+    assert not (target / "aiio").exists()  # refused before the target was even claimed
