@@ -219,6 +219,7 @@ def generate(target: Target, w: Workload, workers: int | None = None,
     _check_layout(params)
     folder = dataset_folder(target, params)
     check_shared(target, ranks)  # under MPI, every host must write into the same filesystem
+    target.hold()  # the run writes from here (aiio clean refuses meanwhile)
     if folder.exists():
         remove_tree(folder, target.root)
     _require_space(target, params)

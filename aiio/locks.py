@@ -4,10 +4,15 @@ Shared while a process reads the folder, exclusive while it writes or removes it
 file is never removed while aiio may use it (a process that opened the old file and one that
 made a new one would both think they hold the lock): it lives in aiio's own folder and goes
 with `aiio clean`. A lock is held until it is closed or its process ends, whatever ends it.
+The folders kept for later runs each have one (a dataset's, aiio.dataset.ensure; the model
+weights', aiio.phases.load.ensure_weights), and the target has its run lock
+(aiio.target.Target.hold), which every run that writes holds shared; `aiio clean` takes them
+all alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -35,10 +40,11 @@ class FolderLock:
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
 
-    def shared(self, note: Note) -> None:
-        """Hold it shared: waits (saying so once) while another process holds it alone."""
-        self._take(fcntl.LOCK_SH, note, f"waiting for another aiio run that is generating "
-                                        f"{self.what} to finish it ...")
+    def shared(self, note: Note, waiting: str | None = None) -> None:
+        """Hold it shared: waits (saying so once, `waiting` or that another run generates
+        the folder) while another process holds it alone."""
+        self._take(fcntl.LOCK_SH, note, waiting or f"waiting for another aiio run that is "
+                                                   f"generating {self.what} to finish it ...")
 
     def exclusive(self, note: Note) -> None:
         """Hold it alone: waits (saying so once) while any other process holds it. From
@@ -61,11 +67,26 @@ class FolderLock:
         self.mode = fcntl.LOCK_EX
         return True
 
+    def still_there(self) -> bool:
+        """Whether the file held is still the one at its path: a process that removed the
+        folder (`aiio clean`) while this one waited for the lock took its file with it."""
+        if self._fd is None:
+            return False
+        try:
+            now = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(self._fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
     def close(self) -> None:
         """Let it go (also from forked children: the lock ends with its last holder)."""
-        if self._closer is not None:
-            self._closer()
-        self._fd, self._closer, self.mode = None, None, None
+        closer, self._fd, self._closer, self.mode = self._closer, None, None, None
+        if closer is not None:
+            # the descriptor is gone whatever close says: on a FUSE mount whose daemon is
+            # gone it says ENOTCONN, and that must not stop a run from saving its result
+            with contextlib.suppress(OSError):
+                closer()
 
     def _take(self, how: int, note: Note, waiting: str) -> None:
         if self.mode == how or self.unlockable:

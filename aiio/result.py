@@ -15,6 +15,7 @@ their sections are found from the same layout, which /1 and /2 share.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -1048,6 +1049,15 @@ def unique_folder(base: Path, run_id: str) -> Path:
         folder = base / f"{run_id}-{n}"
     folder.mkdir(parents=True)
     return folder
+
+
+def discard(folder: Path) -> None:
+    """Remove a run's folder (`unique_folder`) and the result `save` wrote in it: a run refused
+    before it ran anything. Anything else found in it is left, and the folder with it."""
+    for name in ("result.json", ".result.json.tmp"):
+        (folder / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def save(result: Result | dict[str, Any], folder: Path) -> Path:

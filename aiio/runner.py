@@ -1,7 +1,9 @@
 """Run one phase at one client count: prepare, start the clients, summarize, save.
 
 On any failure the partial result is saved with its status, the phase removes its own partial
-files, and the error is raised again for the CLI to turn into a message and an exit code.
+files, and the error is raised again for the CLI to turn into a message and an exit code. A
+refusal of bad input (exit code 2) before the run wrote anything on the target or started a
+client leaves no result: nothing ran (docs/ARCHITECTURE.md, "A run's stages").
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from aiio import honesty, hosts, memcheck, result
+from aiio import honesty, hosts, memcheck, procsetup, result
 from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
@@ -66,7 +68,10 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     memcheck.check_need(memcheck.client_bytes(w), split[0])
+    procsetup.allow_open_files(split[0])  # refused here, not once the files are written
     target, info, method = open_target(req.target, req.options, req.method)
+    if isinstance(target, Target):
+        target.note = ui.note  # the run lock's wait and warning (Target.hold)
     # asked here, before measuring: the fio results are read once, and what lands meanwhile
     # pairs with nothing
     shown = req.hero.live(str(target.path), phase.name) if req.hero else None
@@ -79,6 +84,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     # system's limit, MPI's launcher) then leaves a result its next reader shows as interrupted.
     result.save(out, folder)
     args = None
+    started = False  # the clients: from here a failure has figures, or their absence, to keep
     here = hosts.host_entry(world(), info)
     try:
         if not on_s3:
@@ -100,6 +106,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         ui.start(title, phase.total_units(args, clients), clients,
                  compute_s=getattr(args, "compute_s", None) if phase.accelerators else None,
                  hero=shown)
+        started = True
         try:
             per_client, others, start_ns = hosts.run_everywhere(
                 phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
@@ -131,14 +138,33 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         _finish(phase, rc, args, out, folder)
         raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
+        if not started and _refusal(exc, target):
+            _discard(phase, rc, args, folder)
+            raise
         out["status"] = "failed"
-        out["error"] = _cause(target, str(exc) if isinstance(exc, AiioError)
-                              else f"{exc.strerror}: {exc}")
+        out["error"] = _cause(target, _message(exc))
         _finish(phase, rc, args, out, folder, req.on_saved)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{out['error']}; partial result saved in {folder}") from None
     _finish(phase, rc, args, out, folder, req.on_saved)
     return out, folder
+
+
+def _refusal(exc: BaseException, target: Any) -> bool:
+    """Bad input refused (exit code 2) while the run has written nothing on the target: it
+    ran nothing. An object store's target does not tell, and its results are kept."""
+    return isinstance(exc, AiioError) and exc.exit_code == 2 and isinstance(target, Target) \
+        and not target.written
+
+
+def _discard(phase: Any, rc: RunContext, args: Any, folder: Path) -> None:
+    """Undo a refused run: what the phase made goes, and so does the result saved "running"
+    at the start (the history and the results folder keep runs, not refusals)."""
+    try:
+        phase.cleanup(rc, args, "failed")
+    finally:
+        rc.target.release()
+        result.discard(folder)
 
 
 def _cause(target: Any, error: str) -> str:
@@ -243,13 +269,33 @@ def client_ram_bytes(entries: list[dict], own: int) -> int:
 
 def _finish(phase: Any, rc: RunContext, args: Any, out: dict[str, Any], folder: Path,
             on_saved: Callable[[dict[str, Any], Path], None] | None = None) -> None:
+    """Save how the run ended, remove what the phase wrote, and save again. Saved first: the
+    removal waits on storage that stopped answering for as long as it does (a request a FUSE
+    daemon or an NFS server was handed is one the kernel cannot take back, whatever signal
+    comes), and the result must not say "running" meanwhile. A run that failed keeps its
+    cause when the removal fails too; the removal's error is added to it."""
+    _save(out, folder)
     try:
         phase.cleanup(rc, args, out["status"])
+    except (AiioError, OSError) as exc:
+        if out["status"] == "ok":
+            raise
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        out["error"] += f" (its files were not all removed: {why})"
     finally:
         if isinstance(rc.target, Target):
             rc.target.release()
-        out["finished"] = now_iso()
-        out["saved_at"] = now_unix()
-        result.save(out, folder)
+        _save(out, folder)
         if on_saved is not None:
             on_saved(out, folder)
+
+
+def _save(out: dict[str, Any], folder: Path) -> None:
+    out["finished"] = now_iso()
+    out["saved_at"] = now_unix()
+    result.save(out, folder)
+
+
+def _message(exc: AiioError | OSError) -> str:
+    """A failure as one line: an AiioError's own, an OSError's strerror and what it says."""
+    return str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc}"

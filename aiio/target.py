@@ -6,6 +6,7 @@ Cleanup refuses any folder without the marker and never follows a symlink.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -23,13 +24,16 @@ import psutil
 
 from aiio import __version__, owner
 from aiio.errors import SpaceError, TargetError
-from aiio.locks import FolderLock
+from aiio.locks import FolderLock, Note
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
 
 OWN_DIR = "aiio"
 MARKER = ".aiio-owned"
 RUN_MARK = ".aiio-run"  # in a run's scratch folder: which process writes it (aiio.owner)
+# Beside the marker: every run holds it shared from its first write below TARGET/aiio to its
+# end, and `aiio clean` takes it alone or refuses (aiio.locks)
+RUN_LOCK = ".runs.lock"
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "ceph", "fuse.glusterfs",
               "glusterfs", "9p", "fuse.sshfs", "wekafs", "fuse.weka", "pvfs2", "orangefs"}
@@ -68,6 +72,7 @@ class Target:
         self.root = self.path / OWN_DIR
         self._fd: int | None = None  # the directory a run started on, held open (pin)
         self._locks: dict[Path, FolderLock] = {}  # held until release (aiio.locks)
+        self.note: Note = _silent  # where the run lock's wait and warning are said
 
     # --- identity ----------------------------------------------------------------------
     def pin(self) -> None:
@@ -78,9 +83,12 @@ class Target:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
     def release(self) -> None:
-        """Let go of the pinned directory and of every lock taken through `lock`."""
+        """Let go of the pinned directory and of every lock taken through `lock`; never
+        fails (the kernel frees a descriptor whatever its close says, e.g. ENOTCONN on a
+        FUSE mount whose daemon is gone)."""
         if self._fd is not None:
-            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
             self._fd = None
         for held in self._locks.values():
             held.close()
@@ -91,9 +99,41 @@ class Target:
         (made inside aiio's marked folder), held until `release`: one per name, so a run that
         asks again (the stages of the lifecycle) holds the one it has instead of waiting on
         itself."""
-        path = self.subdir(folder) / f".{name}.lock"
+        path = self._folder(folder) / f".{name}.lock"  # no write of the run's yet: no hold
         if path not in self._locks:
             self._locks[path] = FolderLock(path, what)
+        return self._locks[path]
+
+    def hold(self) -> None:
+        """Hold the target's run lock shared until `release`, so that `aiio clean` refuses
+        while this process (and the clients it forks) use the target. Taken on the run's
+        first write below TARGET/aiio (`subdir`, `make_run_folder`; the readers of a dataset
+        or of weights hold their lock): bad input, refused before any, leaves nothing but the
+        marker, and a run that holds it has written (`written`). Held already, it is not
+        taken again."""
+        while True:
+            lock = self._run_lock()
+            try:
+                lock.shared(self.note, "waiting for aiio clean to finish removing "
+                                       f"{self.root} ...")
+            except FileNotFoundError:  # clean removed aiio's folder meanwhile: made again
+                lock.close()
+                continue
+            if lock.unlockable or lock.still_there():
+                return
+            lock.close()  # the file clean removed while this waited: take the new one
+
+    @property
+    def written(self) -> bool:
+        """Whether this run has written below TARGET/aiio (it holds the run lock, or would
+        where none can be taken): from then on a failure leaves something to account for."""
+        lock = self._locks.get(self.root / RUN_LOCK)
+        return lock is not None and (lock.mode is not None or lock.unlockable)
+
+    def _run_lock(self) -> FolderLock:
+        path = self.claim() / RUN_LOCK
+        if path not in self._locks:
+            self._locks[path] = FolderLock(path, f"the target {self.path}")
         return self._locks[path]
 
     def changed(self) -> str | None:
@@ -173,7 +213,11 @@ class Target:
         return self.root
 
     def subdir(self, *parts: str) -> Path:
-        """A folder inside aiio's own root (created)."""
+        """A folder inside aiio's own root (created), under the run lock (`hold`)."""
+        self.hold()
+        return self._folder(*parts)
+
+    def _folder(self, *parts: str) -> Path:
         path = self.claim().joinpath(*parts)
         path.mkdir(parents=True, exist_ok=True)
         return path
@@ -182,7 +226,8 @@ class Target:
     def make_run_folder(self, path: Path) -> None:
         """Create a run's scratch folder, marked with the process that writes it: a run killed
         outright cannot remove its files, and the mark lets a later run tell they are left."""
-        path.mkdir(parents=True)
+        self.subdir(os.path.relpath(path.parent, self.root))
+        path.mkdir()
         (path / RUN_MARK).write_text(json.dumps(owner.mark()) + "\n")
 
     def remove_leftovers(self) -> list[str]:
@@ -228,7 +273,14 @@ class Target:
         if not self.is_owned():
             raise TargetError(f"refusing to delete {self.root}: it has no {MARKER} marker, "
                               "so aiio did not create it")
-        held = self._datasets_alone()
+        held = self._kept_alone()
+        runs = FolderLock(self.root / RUN_LOCK, "the target")
+        held.append(runs)
+        if not runs.try_exclusive():
+            for lock in held:
+                lock.close()
+            raise TargetError(f"refusing to clean {self.root}: another aiio run is using the "
+                              "target; clean once it has ended")
         try:
             freed = tree_bytes(self.root)
             remove_tree(self.root, self.root)
@@ -237,19 +289,25 @@ class Target:
                 lock.close()
         return freed
 
-    def _datasets_alone(self) -> list[FolderLock]:
-        """Every dataset's lock, held alone (aiio.dataset.ensure's), or a refusal naming the
-        first one another run holds: it reads that dataset or generates it."""
+    def _kept_alone(self) -> list[FolderLock]:
+        """The lock of every dataset and set of weights (kept for later runs; their readers
+        hold only these), held alone, or a refusal naming the first one another run holds:
+        it reads those files or writes them."""
         held: list[FolderLock] = []
-        for path in sorted((self.root / "datasets").glob(".*.lock")):
-            lock = FolderLock(path, f"dataset {path.name[1:-len('.lock')]}")
-            held.append(lock)
+        for folder, kind in (("datasets", "dataset"), ("models", "model weights")):
+            for path in sorted((self.root / folder).glob(".*.lock")):
+                held.append(FolderLock(path, f"{kind} {path.name[1:-len('.lock')]}"))
+        for lock in held:
             if not lock.try_exclusive():
                 for taken in held:
                     taken.close()
                 raise TargetError(f"refusing to clean {self.root}: another aiio run uses "
                                   f"{lock.what} there; clean once it has ended")
         return held
+
+
+def _silent(_line: str) -> None:
+    """Says nothing (a target opened outside a run)."""
 
 
 def _subfolders(path: Path) -> list[Path]:

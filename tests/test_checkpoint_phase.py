@@ -12,11 +12,12 @@ MiB = 1 << 20
 
 
 def leftovers(target: Path) -> list[str]:
-    """Everything under TARGET/aiio except the marker and kept datasets or weights."""
+    """Everything under TARGET/aiio except the marker, the run lock and kept datasets or
+    weights."""
     root = target / "aiio"
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.name != ".aiio-owned" and p.parts[len(root.parts)] not in
-                  ("datasets", "models"))
+                  if p.name not in (".aiio-owned", ".runs.lock")
+                  and p.parts[len(root.parts)] not in ("datasets", "models"))
 
 
 def test_checkpoint_sizes_durability_restore_and_retention(target: Path, results: Path) -> None:

@@ -140,8 +140,10 @@ def test_a_run_that_only_reads_does_not_wait_and_a_regeneration_waits_for_reader
 
 def test_the_lock_file_stays_in_aiios_folder_and_goes_with_aiio_clean(target):
     assert run_cli("datagen", "-t", str(target), *TINY_DATA).returncode == 0
-    locks = list(target.rglob("*.lock"))
-    assert locks and all(p.parent == target / "aiio" / "datasets" for p in locks), locks
+    locks = sorted(target.rglob("*.lock"))
+    # the dataset's beside its folder, the target's run lock beside the ownership marker
+    assert locks == [target / "aiio" / ".runs.lock",
+                     target / "aiio" / "datasets" / ".demo.lock"], locks
     assert [p.name for p in target.iterdir()] == ["aiio"]
     proc = run_cli("clean", "-t", str(target))
     assert proc.returncode == 0, proc.stderr

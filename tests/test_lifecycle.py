@@ -69,7 +69,7 @@ def test_all_phases_in_one_run_and_one_result(target: Path, results: Path) -> No
         assert {"prep", "train", "load"} <= set(c)
         assert c["load"]["bytes"] == 2 << 20
     kept = sorted(p.name for p in (target / "aiio").iterdir())
-    assert kept == [".aiio-owned", "datasets", "models"]
+    assert kept == [".aiio-owned", ".runs.lock", "datasets", "models"]
 
 
 def _train_with_checkpoints(target: Path, results: Path, *extra: str,

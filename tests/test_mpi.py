@@ -305,6 +305,7 @@ def test_rank_not_seeing_rank_0s_files_stops_the_run_before_anything_is_made(
     assert "Traceback" not in done.stderr
     assert not (mine / "datasets").exists()  # nothing made before the check
     assert not [p for p in mine.iterdir() if p.name.startswith(".hosts-")]
+    assert saved_results(results) == []  # a refused target: nothing ran, no result
 
 
 @pytest.mark.long

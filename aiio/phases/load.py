@@ -117,6 +117,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     if _complete(folder, params):  # written by the run this one waited for
         lock.shared(rc.note)
         return folder, True
+    rc.target.hold()  # the run writes from here (Target.written; aiio clean refuses meanwhile)
     if folder.exists():
         remove_tree(folder, rc.target.root)
     _require_space(rc, params, total)

@@ -239,6 +239,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     mixers = [_Mixer(a, ctx.index, t, a.threads) for t in range(a.threads)]
     errors: list[BaseException] = []
+    stop = _FirstError(ctx.stop)
     try:
         run = Window(ctx.ready_and_wait())
         start_ns = run.start_ns
@@ -246,7 +247,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         deadline = run.deadline(a.duration_s)
         for m in mixers:
             m.reader.log, m.writer.log = OpLog(start_ns), OpLog(start_ns)
-        threads = [threading.Thread(target=_guard, args=(m, fd, deadline, ctx, errors))
+        threads = [threading.Thread(target=_guard, args=(m, fd, deadline, ctx, stop, errors))
                    for m in mixers]
         for th in threads:
             th.start()
@@ -264,12 +265,25 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     return _client_figures(ctx, a, mixers, fsync_log, start_ns, end_ns, cpu0)
 
 
-def _guard(m: _Mixer, fd: int, deadline: Deadline, ctx: ClientContext,
+class _FirstError:
+    """The threads' stop: the client's, or set by the first thread whose I/O fails, so its
+    siblings stop at their next look (every 20 ms) instead of at the duration's end."""
+
+    def __init__(self, stop: Any) -> None:
+        self.stop = stop
+        self.failed = threading.Event()
+
+    def is_set(self) -> bool:
+        return self.failed.is_set() or self.stop.is_set()
+
+
+def _guard(m: _Mixer, fd: int, deadline: Deadline, ctx: ClientContext, stop: _FirstError,
            errors: list[BaseException]) -> None:
     try:
-        m.run(fd, deadline, ctx.stop, ctx.add_bytes)
+        m.run(fd, deadline, stop, ctx.add_bytes)
     except BaseException as exc:  # raised again in the client's main thread
         errors.append(exc)
+        stop.failed.set()
 
 
 def _client_figures(ctx: ClientContext, a: RandrwArgs, mixers: list[_Mixer], fsync_log: OpLog,

@@ -5,12 +5,15 @@ summary over its clients.
 
 from __future__ import annotations
 
+import errno
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from aiio import blocks
 from aiio.phases.base import RunContext
+from aiio.timing import Window
 from aiio.wallclock import now_stamp
 
 ALIGN = 4096
@@ -21,12 +24,28 @@ def new_run_tag() -> str:
     return f"{now_stamp()}-{os.getpid()}"
 
 
+# How long a run's folder may stay not empty after its files are removed: a file a client
+# still holds open goes on NFS and FUSE by a rename (.nfsXXXX, .fuse_hiddenXXXX) until it is
+# closed. Clients killed while the storage did not answer exit only once it answers, in the
+# moments after the removal (which waited on the same storage) went through.
+HELD_OPEN_S = 5.0
+HELD_OPEN_POLL_S = 0.1
+
+
 def remove_run_folder(rc: RunContext, folder: str | None) -> None:
     """Delete this run's files under TARGET/aiio/<kind>/<run>, and <kind> when left empty."""
     if not folder:
         return
     path = Path(folder)
-    rc.target.remove(path)
+    until = Window().deadline(HELD_OPEN_S)
+    while True:
+        try:
+            rc.target.remove(path)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY or until.passed():
+                raise
+            time.sleep(HELD_OPEN_POLL_S)  # the renamed file goes when its last holder closes it
     rc.target.remove_if_empty(path.parent)  # kept while other runs' folders are there
 
 

@@ -1,0 +1,124 @@
+"""Ctrl-C or SIGTERM while the storage has stopped answering, with one read in flight per
+thread (the psync loop) and with eight (the io_uring ring at depth): the two loops must end
+alike. The storage is a real FUSE filesystem (tests/faultfs.py) whose reads stop answering.
+
+The kernel cannot take back a FUSE request the daemon has been handed: the clients' threads
+wait in it through any signal, SIGKILL too (their processes stay zombies until the storage
+answers or the mount is aborted), and removing the run's files waits on the same storage.
+The result must say why the run ended while that wait lasts (it stayed "running", and a
+mount taken down then replaced the interruption's message with ENOTCONN); once the storage
+answers again the run ends with its one line and exit code, and its files go."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aiio import depth
+from tests.faultfs import events, faultfs
+from tests.oracle.mount import can_mount_fuse
+
+from .conftest import REPO
+
+REASON = can_mount_fuse()
+HANG_GUARD_S = 120  # a guard against a hang, not a timing
+CASES = [(1, signal.SIGINT, 130, "interrupted", "interrupted by the user"),
+         (8, signal.SIGINT, 130, "interrupted", "interrupted by the user"),
+         (1, signal.SIGTERM, 1, "failed", "SIGTERM"),
+         (8, signal.SIGTERM, 1, "failed", "SIGTERM")]
+
+
+def _until(ready, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not ready():
+        assert time.monotonic() < deadline, f"{what} never came"
+        time.sleep(0.05)
+
+
+def _status(results: Path) -> str | None:
+    found = list(results.glob("*/result.json"))
+    return json.loads(found[0].read_text())["status"] if found else None
+
+
+@pytest.mark.long
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@pytest.mark.parametrize("iodepth, sig, code, status, said", CASES,
+                         ids=["psync-ctrl-c", "depth-ctrl-c", "psync-sigterm", "depth-sigterm"])
+def test_a_signal_on_storage_that_stopped_answering(tmp_path: Path, iodepth: int, sig: int,
+                                                    code: int, status: str, said: str) -> None:
+    if iodepth > 1 and (why := depth.unavailable(iodepth)):
+        pytest.skip(why)
+    results = tmp_path / "results"
+    with faultfs(tmp_path, "hang", after=200) as fs:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target",
+             str(fs.mount), "--results", str(results), "--clients", "2", "--duration", "600s",
+             "--set", "prep.threads=2", "--set", "prep.read_share=1.0",
+             "--set", "prep.file_size=16MiB", "--set", f"prep.iodepth={iodepth}",
+             "--quiet", "--no-report", "--no-history"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        try:
+            _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
+            if sig == signal.SIGINT:
+                os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C: the whole group
+            else:
+                proc.send_signal(sig)
+            # the clients are stuck in the kernel and removing the run's files waits too: the
+            # saved result already says why the run ended
+            _until(lambda: _status(results) != "running", "a result saying why the run ended")
+            assert _status(results) == status
+            assert proc.poll() is None  # still waiting on the storage
+            fs.release()  # the storage answers again (each held read with EIO)
+            _, err = proc.communicate(timeout=HANG_GUARD_S)
+        finally:
+            if proc.poll() is None:
+                fs.release()
+                proc.kill()
+                proc.wait()
+        left = sorted(str(p.relative_to(fs.backing)) for p in fs.backing.glob("aiio/prep/*"))
+    assert proc.returncode == code, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert said in err and "partial result saved" in err and "not all removed" not in err, err
+    (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
+    assert saved["status"] == status and said in saved["error"]
+    assert left == [], "the run's folder stayed"
+
+
+@pytest.mark.long
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_a_mount_taken_down_under_a_stopped_run_keeps_the_runs_own_ending(tmp_path: Path):
+    """The storage never answers again; the admin takes the mount down (its daemon ends, the
+    kernel aborts every request: ENOTCONN). Removing the run's files then fails, and so did
+    letting go of its lock's file on that mount: the message was ENOTCONN, exit 1, and the
+    result stayed "running". The run's own ending stays, the removal's failure beside it."""
+    results = tmp_path / "results"
+    with faultfs(tmp_path, "hang", after=200) as fs:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target",
+             str(fs.mount), "--results", str(results), "--clients", "1", "--duration", "600s",
+             "--set", "prep.read_share=1.0", "--set", "prep.file_size=16MiB", "--quiet",
+             "--no-report", "--no-history"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        try:
+            _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
+            os.killpg(proc.pid, signal.SIGINT)
+            _until(lambda: _status(results) != "running", "a result saying why the run ended")
+        except BaseException:
+            fs.release()
+            proc.kill()
+            raise
+    _, err = proc.communicate(timeout=HANG_GUARD_S)  # the mount is gone
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("aiio: interrupted by the user") and "not all removed" in err, err
+    (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
+    assert saved["status"] == "interrupted" and "not all removed" in saved["error"]
