@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import call_cli
 from tests.test_s3_target import keys, one_line_exit_2
 
 CHECKPOINT = ("run", "--phase", "checkpoint", "--clients", "1", "--no-history", "--no-report",
@@ -27,7 +27,7 @@ def _hostport(server) -> str:
 def test_an_endpoint_that_is_not_a_service_url_is_one_line(make, s3_server, s3_bucket,
                                                            results):
     endpoint = make(_hostport(s3_server))
-    proc = run_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint", endpoint,
+    proc = call_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint", endpoint,
                    "--results", str(results))
     one_line_exit_2(proc, "endpoint", "http://HOST:PORT")
     assert keys(s3_server, s3_bucket) == set()
@@ -36,21 +36,21 @@ def test_an_endpoint_that_is_not_a_service_url_is_one_line(make, s3_server, s3_b
 def test_a_bad_aws_endpoint_url_is_one_line(s3_server, s3_bucket, results, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", _hostport(s3_server))
     assert os.environ["AWS_ENDPOINT_URL"] == _hostport(s3_server)
-    proc = run_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--results", str(results))
+    proc = call_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--results", str(results))
     one_line_exit_2(proc, "endpoint", "http://HOST:PORT")
     assert keys(s3_server, s3_bucket) == set()
 
 
 def test_a_path_in_the_endpoint_is_named_when_the_bucket_is_not_found(s3_server, s3_bucket,
                                                                       results):
-    proc = run_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint",
+    proc = call_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint",
                    f"{s3_server.endpoint}/some/path", "--results", str(results))
     one_line_exit_2(proc, s3_bucket, "/some/path")
     assert keys(s3_server, s3_bucket) == set()
 
 
 def test_https_to_an_http_service_says_so(s3_server, s3_bucket, results):
-    proc = run_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint",
+    proc = call_cli(*CHECKPOINT, "--target", f"s3://{s3_bucket}/e", "--endpoint",
                    f"https://{_hostport(s3_server)}", "--results", str(results))
     one_line_exit_2(proc, "TLS", "http://")
     assert "list-type" not in proc.stderr  # the request's query string is noise here

@@ -26,7 +26,7 @@ from aiio.fio.http_engine import engines
 from aiio.options import Access
 from aiio.report import render
 from aiio.units import MiB
-from tests.conftest import run_cli
+from tests.conftest import call_cli, run_cli
 from tests.test_s3_target import keys, one_line_exit_2
 
 # Where .ci/fio-http installs its build (AIIO_FIO_HTTP names another).
@@ -109,12 +109,12 @@ def test_fio_counts_a_get_of_a_missing_object_as_bytes(fio_http, s3_server, s3_b
                                        (("--iodepth", "4"), "--iodepth"),
                                        (("--emit",), "--emit")])
 def test_mount_only_options_are_refused_for_a_bucket(args, flag):
-    one_line_exit_2(run_cli("fio", "--target", "s3://somebucket/x", *args),
+    one_line_exit_2(call_cli("fio", "--target", "s3://somebucket/x", *args),
                     f"{flag} is for directories")
 
 
 def test_object_size_is_refused_for_a_directory(target):
-    one_line_exit_2(run_cli("fio", "--target", str(target), "--object-size", "1MiB"),
+    one_line_exit_2(call_cli("fio", "--target", str(target), "--object-size", "1MiB"),
                     "--object-size is for s3:// targets")
 
 
@@ -122,7 +122,7 @@ def test_a_fio_without_the_http_engine_names_the_build(s3_bucket):
     plain = shutil.which("fio")
     if plain is None or "http" in engines(plain):
         pytest.skip("needs a fio without the http engine (Debian's package)")
-    one_line_exit_2(run_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", plain),
+    one_line_exit_2(call_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", plain),
                     "no http engine", "libcurl", "--fio")
 
 

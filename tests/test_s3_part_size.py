@@ -9,20 +9,22 @@ import json
 import pytest
 
 from aiio.units import MiB
-from tests.conftest import run_cli
+from tests.conftest import call_cli, run_cli
 from tests.test_s3_target import keys, one_line_exit_2
 
 
-def _checkpoint(bucket: str, results, *args: str):
-    return run_cli("run", "--phase", "checkpoint", "--target", f"s3://{bucket}/ps",
-                   "--results", str(results), "--no-history", "--no-report", "-q", *args)
+def _checkpoint(bucket: str, results, *args: str, cli=run_cli):
+    """A checkpoint run on the bucket; `cli=call_cli` for one refused before it writes."""
+    return cli("run", "--phase", "checkpoint", "--target", f"s3://{bucket}/ps",
+               "--results", str(results), "--no-history", "--no-report", "-q", *args)
 
 
 @pytest.mark.parametrize("value,words", [("4MiB", ["5 MiB"]), ("6GiB", ["5 GiB"]),
                                          ("lots", ["part_size"])])
 def test_a_part_size_outside_s3s_limits_is_one_line(s3_server, s3_bucket, results, value,
                                                     words):
-    proc = _checkpoint(s3_bucket, results, "--clients", "1", "--set", f"s3.part_size={value}")
+    proc = _checkpoint(s3_bucket, results, "--clients", "1", "--set", f"s3.part_size={value}",
+                       cli=call_cli)
     one_line_exit_2(proc, *words)
     assert keys(s3_server, s3_bucket) == set()
 
@@ -30,13 +32,13 @@ def test_a_part_size_outside_s3s_limits_is_one_line(s3_server, s3_bucket, result
 def test_more_than_10000_parts_is_refused_before_writing(s3_server, s3_bucket, results):
     # one 60 GiB shard in 5 MiB parts would take 12,288 parts
     proc = _checkpoint(s3_bucket, results, "--clients", "1", "--set", "checkpoint.size=60GiB",
-                       "--part-size", "5MiB")
+                       "--part-size", "5MiB", cli=call_cli)
     one_line_exit_2(proc, "10,000 parts", "--part-size")
     assert keys(s3_server, s3_bucket) == set()
 
 
 def test_part_size_is_refused_for_a_directory(target):
-    one_line_exit_2(run_cli("run", "--target", str(target), "--part-size", "16MiB"),
+    one_line_exit_2(call_cli("run", "--target", str(target), "--part-size", "16MiB"),
                     "--part-size is for s3:// targets")
 
 
