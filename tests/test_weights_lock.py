@@ -7,10 +7,16 @@ Real commands, real files: no run here is timed."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 from .conftest import finish, wait_for
 from .test_dataset_lock import WAITING
 
-# written for a second or more (durable, with the cache dropped): the second run comes meanwhile
+# Written for a second or more (durable, with the cache dropped). The first run is paused
+# (SIGSTOP to its process group) once its first file is there, and goes on only when the
+# second has said it waits: being likely still at it was not enough under load (at a load
+# average of 17, the second came after the weights were whole and reused them at once).
 WEIGHTS = ("--set", "load.size=768MiB", "--set", "load.files=48")
 
 
@@ -21,7 +27,13 @@ def test_a_second_load_waits_for_the_weights_and_reuses_them(target, tmp_path, s
     first = start(logs[0], "run", *common, "--results", str(tmp_path / "a"))
     models = target / "aiio" / "models"
     wait_for(first, lambda: any(models.glob("*/weights-*")), "the first run's weights")
+    os.killpg(first.pid, signal.SIGSTOP)
+    assert not list(models.glob("*/manifest.json")), "the weights were whole before the pause"
     second = start(logs[1], "run", *common, "--results", str(tmp_path / "b"))
+    try:
+        wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)  # the first writes on from where it was
     code2, said2 = finish(second, logs[1])
     code1, said1 = finish(first, logs[0])
     assert (code1, code2) == (0, 0), said1 + said2
