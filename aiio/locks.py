@@ -32,9 +32,10 @@ Note = Callable[[str], None]
 class FolderLock:
     """flock on `path`; `what` names the folder in the lines it says while it waits."""
 
-    def __init__(self, path: Path, what: str) -> None:
+    def __init__(self, path: Path, what: str, make: Callable[[], object] | None = None) -> None:
         self.path = path
         self.what = what
+        self._make = make  # makes the lock file's folder again (`aiio clean` removed it)
         self.mode: int | None = None  # fcntl.LOCK_SH or LOCK_EX while held
         self.unlockable = False  # no lock can be taken (NO_LOCKS, NO_ACCESS): said once
         self._fd: int | None = None
@@ -89,8 +90,31 @@ class FolderLock:
                 closer()
 
     def _take(self, how: int, note: Note, waiting: str) -> None:
+        """Take it `how`, then again while the file taken is no longer at its path: `aiio
+        clean` removed the folder, lock file and all, while this waited for it, and a lock on
+        a removed file keeps no other run out (a second run makes a new one)."""
         if self.mode == how or self.unlockable:
             return
+        said = [False]
+
+        def once(line: str) -> None:
+            if not said[0]:
+                said[0] = True
+                note(line)
+
+        while True:
+            try:
+                self._take_once(how, once, waiting)
+            except FileNotFoundError:
+                if self._make is None:
+                    raise
+                self._make()  # the folder went with a clean: made again, then the file
+                continue
+            if self.unlockable or self.still_there():
+                return
+            self.close()
+
+    def _take_once(self, how: int, note: Note, waiting: str) -> None:
         try:
             fd = self._open()
             try:

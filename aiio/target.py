@@ -101,7 +101,7 @@ class Target:
         itself."""
         path = self._folder(folder) / f".{name}.lock"  # no write of the run's yet: no hold
         if path not in self._locks:
-            self._locks[path] = FolderLock(path, what)
+            self._locks[path] = FolderLock(path, what, lambda: self._folder(folder))
         return self._locks[path]
 
     def hold(self) -> None:
