@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import TINY_DATA, call_cli
 
 CLIENTS = 16
@@ -28,3 +30,31 @@ def test_sixteen_clients_fit_80_columns_a_line_each(tmp_path: Path) -> None:
     for column in ("client", "AU", "p99"):
         assert column in head, proc.stdout
     assert "report.html" in " ".join(table), proc.stdout  # where the columns left out are
+
+
+# each phase's own per-client table, at the narrowest width the console promises a table in
+OWN_TABLES = {
+    "prep": ("per client", ()),
+    "randrw": ("per client", ("--duration", "1s")),
+    "checkpoint": ("per client (all checkpoints)", ("--set", "model.parameters=4M")),
+    "load": ("per replica", ("--set", "load.size=4MiB")),
+}
+
+
+@pytest.mark.parametrize("phase", sorted(OWN_TABLES))
+def test_each_phase_per_client_table_keeps_a_line_a_client_at_60_columns(
+        tmp_path: Path, phase: str) -> None:
+    # prep's was drawn as one block per client at 60 columns: 7 lines a client
+    title, extra = OWN_TABLES[phase]
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = call_cli("run", "--phase", phase, "--target", str(target), "--results",
+                    str(tmp_path / "r"), *TINY_DATA, *extra, "--clients", str(CLIENTS),
+                    "--no-report", "--no-history", "--quiet", env={"COLUMNS": "60"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "…" not in proc.stdout and max(len(line) for line in lines) <= 60, proc.stdout
+    table = lines[next(i for i, line in enumerate(lines) if line.strip() == title):]
+    end = next(i for i, line in enumerate(table) if line.startswith("└"))
+    rows = [line for line in table[:end] if line.startswith("│")]
+    assert len(rows) <= CLIENTS + 2, proc.stdout  # a line per client (a header may wrap)
