@@ -1,0 +1,27 @@
+"""`aiio clean` on a FUSE mount (and NFS alike): a file removed while it is open is renamed
+(.fuse_hiddenXXXX, .nfsXXXX) until it is closed. Clean held its lock files open (the target's
+run lock, every dataset's and weights' lock) while it removed the tree, so their folders were
+never empty: it failed with "Directory not empty" after removing the ownership marker, and
+every later clean refused the folder as not aiio's. Real FUSE (bindfs), real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import TINY_DATA, run_cli
+from .oracle.mount import bindfs, can_bindfs
+
+
+@pytest.mark.skipif(can_bindfs() is not None, reason=can_bindfs() or "")
+def test_clean_removes_everything_on_a_fuse_mount(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    with bindfs(tmp_path, source) as mount:
+        made = run_cli("datagen", "--target", str(mount), *TINY_DATA)
+        assert made.returncode == 0, made.stderr
+        assert any((mount / "aiio" / "datasets").glob(".*.lock"))  # a lock clean holds
+        proc = run_cli("clean", "--target", str(mount))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not (mount / "aiio").exists(), sorted(p.name for p in (mount / "aiio").rglob("*"))
