@@ -58,3 +58,24 @@ def test_each_phase_per_client_table_keeps_a_line_a_client_at_60_columns(
     end = next(i for i, line in enumerate(table) if line.startswith("└"))
     rows = [line for line in table[:end] if line.startswith("│")]
     assert len(rows) <= CLIENTS + 2, proc.stdout  # a line per client (a header may wrap)
+
+
+@pytest.mark.parametrize("phase", ["prep", "load"])
+def test_a_long_client_list_shows_the_slowest_and_fastest(tmp_path: Path, phase: str) -> None:
+    # training's table showed 16 of any number of clients; the other phases' printed a row
+    # for every client: 1,024 lines at 1,024 clients
+    clients = 20
+    title, extra = OWN_TABLES[phase]
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = call_cli("run", "--phase", phase, "--target", str(target), "--results",
+                    str(tmp_path / "r"), *TINY_DATA, *extra, "--clients", str(clients),
+                    "--no-report", "--no-history", "--quiet", env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(title))
+    assert f"slowest and fastest 8 of {clients}" in lines[start], proc.stdout
+    table = lines[start:]
+    end = next(i for i, line in enumerate(table) if line.startswith("└"))
+    rows = [line for line in table[:end] if line.startswith("│")]
+    assert 16 <= len(rows) <= 18, proc.stdout
