@@ -41,41 +41,41 @@ OWN_TABLES = {
 }
 
 
+def _summary(tmp_path: Path, phase: str, clients: int, columns: int) -> str:
+    """A real run of the phase, its summary as printed at `columns`."""
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = call_cli("run", "--phase", phase, "--target", str(target), "--results",
+                    str(tmp_path / "r"), *TINY_DATA, *OWN_TABLES[phase][1], "--clients",
+                    str(clients), "--no-report", "--no-history", "--quiet",
+                    env={"COLUMNS": str(columns)})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _table(out: str, title: str) -> tuple[str, list[str]]:
+    """The title line of the table that starts with `title`, and its body's lines."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(title))
+    end = next(i for i, line in enumerate(lines) if i > start and line.startswith("└"))
+    return lines[start], [line for line in lines[start:end] if line.startswith("│")]
+
+
 @pytest.mark.parametrize("phase", sorted(OWN_TABLES))
 def test_each_phase_per_client_table_keeps_a_line_a_client_at_60_columns(
         tmp_path: Path, phase: str) -> None:
     # prep's was drawn as one block per client at 60 columns: 7 lines a client
-    title, extra = OWN_TABLES[phase]
-    target = tmp_path / "t"
-    target.mkdir()
-    proc = call_cli("run", "--phase", phase, "--target", str(target), "--results",
-                    str(tmp_path / "r"), *TINY_DATA, *extra, "--clients", str(CLIENTS),
-                    "--no-report", "--no-history", "--quiet", env={"COLUMNS": "60"})
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert "…" not in proc.stdout and max(len(line) for line in lines) <= 60, proc.stdout
-    table = lines[next(i for i, line in enumerate(lines) if line.strip() == title):]
-    end = next(i for i, line in enumerate(table) if line.startswith("└"))
-    rows = [line for line in table[:end] if line.startswith("│")]
-    assert len(rows) <= CLIENTS + 2, proc.stdout  # a line per client (a header may wrap)
+    out = _summary(tmp_path, phase, CLIENTS, 60)
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 60, out
+    _title, rows = _table(out, OWN_TABLES[phase][0])
+    assert len(rows) <= CLIENTS + 2, out  # a line per client (a header may wrap)
 
 
 @pytest.mark.parametrize("phase", ["prep", "load"])
 def test_a_long_client_list_shows_the_slowest_and_fastest(tmp_path: Path, phase: str) -> None:
     # training's table showed 16 of any number of clients; the other phases' printed a row
     # for every client: 1,024 lines at 1,024 clients
-    clients = 20
-    title, extra = OWN_TABLES[phase]
-    target = tmp_path / "t"
-    target.mkdir()
-    proc = call_cli("run", "--phase", phase, "--target", str(target), "--results",
-                    str(tmp_path / "r"), *TINY_DATA, *extra, "--clients", str(clients),
-                    "--no-report", "--no-history", "--quiet", env={"COLUMNS": "80"})
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith(title))
-    assert f"slowest and fastest 8 of {clients}" in lines[start], proc.stdout
-    table = lines[start:]
-    end = next(i for i, line in enumerate(table) if line.startswith("└"))
-    rows = [line for line in table[:end] if line.startswith("│")]
-    assert 16 <= len(rows) <= 18, proc.stdout
+    out = _summary(tmp_path, phase, 20, 80)
+    title, rows = _table(out, OWN_TABLES[phase][0])
+    assert "slowest and fastest 8 of 20" in title, out
+    assert 16 <= len(rows) <= 18, out
