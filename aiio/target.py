@@ -291,12 +291,12 @@ class Target:
         # Only now the lock files, their folders and the marker last: a file removed while
         # open stays on FUSE and NFS, renamed, until it is closed, and its folder with it
         # (a clean that failed so had already removed the marker: no later one would run).
-        for path in sorted(kept, key=lambda p: len(p.parts), reverse=True):
-            if path != self.root / MARKER:
-                path.unlink(missing_ok=True)
-                with contextlib.suppress(OSError):
-                    path.parent.rmdir()  # kept while anything else is there
-        remove_tree(self.root, self.root)
+        marker = self.root / MARKER
+        for path in kept - {marker}:
+            path.unlink(missing_ok=True)
+        _remove_all_but(self.root, {marker}, self.root)  # fails with the marker still there
+        marker.unlink()
+        self.root.rmdir()
         return freed
 
     def _kept_alone(self) -> list[FolderLock]:

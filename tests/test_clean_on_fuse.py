@@ -25,3 +25,22 @@ def test_clean_removes_everything_on_a_fuse_mount(tmp_path: Path) -> None:
         proc = run_cli("clean", "--target", str(mount))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not (mount / "aiio").exists(), sorted(p.name for p in (mount / "aiio").rglob("*"))
+
+
+@pytest.mark.skipif(can_bindfs() is not None, reason=can_bindfs() or "")
+def test_a_clean_that_cannot_finish_keeps_the_marker_for_the_next(tmp_path: Path) -> None:
+    # a file another program holds open stays (renamed) until it is closed, and its folder
+    source = tmp_path / "source"
+    source.mkdir()
+    with bindfs(tmp_path, source) as mount:
+        made = run_cli("datagen", "--target", str(mount), *TINY_DATA)
+        assert made.returncode == 0, made.stderr
+        sample = next(p for p in (mount / "aiio" / "datasets").rglob("*") if p.is_file()
+                      and not p.name.startswith("."))
+        with sample.open("rb"):
+            failed = run_cli("clean", "--target", str(mount))
+        assert failed.returncode != 0, failed.stdout
+        assert (mount / "aiio" / ".aiio-owned").exists()  # so that a clean may run again
+        again = run_cli("clean", "--target", str(mount))
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert not (mount / "aiio").exists()
