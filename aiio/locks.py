@@ -102,17 +102,20 @@ class FolderLock:
                 said[0] = True
                 note(line)
 
+        made = False
         while True:
             try:
                 self._take_once(how, once, waiting)
             except FileNotFoundError:
-                if self._make is None:
-                    raise
+                if self._make is None or made:
+                    raise  # not a folder a clean took: made once, it is still not there
                 self._make()  # the folder went with a clean: made again, then the file
+                made = True
                 continue
             if self.unlockable or self.still_there():
                 return
             self.close()
+            made = False
 
     def _take_once(self, how: int, note: Note, waiting: str) -> None:
         try:
