@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -105,7 +106,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     written: two load runs at once removed each other's weights."""
     w = rc.workload
     params = _params(w, total)
-    name = f"{params['model']}-{total}B-{w.load.files}f-s{w.run.seed}"
+    name = f"{_file_name(params['model'])}-{total}B-{w.load.files}f-s{w.run.seed}"
     folder = rc.target.root / "models" / name
     if not folder.exists():  # refused before the lock's file is made: a refusal writes nothing
         _require_space(rc, params, total)
@@ -131,6 +132,12 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     (folder / "manifest.json").write_text(json.dumps({"params": params, "complete": True}) + "\n")
     lock.shared(rc.note)
     return folder, False
+
+
+def _file_name(model: str) -> str:
+    """The model's name as one file name inside models/: a hub-style name (org/model) has
+    path separators, and a name may start with dots."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", model).lstrip(".") or "model"
 
 
 def _complete(folder: Path, params: dict[str, Any]) -> bool:
