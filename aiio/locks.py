@@ -42,10 +42,11 @@ class FolderLock:
         self._closer: weakref.finalize | None = None
 
     def shared(self, note: Note, waiting: str | None = None) -> None:
-        """Hold it shared: waits (saying so once, `waiting` or that another run generates
-        the folder) while another process holds it alone."""
+        """Hold it shared: waits (saying so once, `waiting` or that another run writes the
+        folder, or `aiio clean` removes it) while another process holds it alone."""
         self._take(fcntl.LOCK_SH, note, waiting or f"waiting for another aiio run that is "
-                                                   f"generating {self.what} to finish it ...")
+                                                   f"writing {self.what} (or an aiio clean "
+                                                   "removing it) to finish ...")
 
     def exclusive(self, note: Note) -> None:
         """Hold it alone: waits (saying so once) while any other process holds it. From

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiio.cache_methods import METHOD_NULL
 from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
+from aiio.phases.load import reader_count
 from aiio.result import IoFigures, Result, clients_requested, model, stage_doc
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def streams_per_client(res: dict[str, Any]) -> int:
     streams = int(value) if isinstance(value, int) and value > 0 else 1
     files = spec.get("files") if section == "load" else None
     if isinstance(files, int) and files > 0:  # a replica's readers take whole files
-        streams = min(streams, files)
+        streams = reader_count(streams, files)
     depth = spec.get("iodepth") if section == "prep" else None
     return streams * depth if isinstance(depth, int) and depth > 1 else streams
 

@@ -40,6 +40,12 @@ from aiio.workload import Workload
 GENERATOR = 1  # bump when the bytes written for given parameters change
 
 
+def reader_count(threads: int, files: int) -> int:
+    """A replica's reader threads: `load.threads`, but one per weight file at most (each
+    takes whole files). The fio pairing and the emitted job count the same."""
+    return max(1, min(threads, files))
+
+
 def weight_bytes(w: Workload) -> tuple[int, int, str]:
     """(bytes after --scale, bytes before it, where the size came from)."""
     spec = w.load
@@ -184,7 +190,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     """One replica: wait for its (staggered) start, read every weight file, record the time."""
     a: LoadArgs = ctx.args
     readers = [Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
-               for _ in range(min(a.threads, len(a.names)))]
+               for _ in range(reader_count(a.threads, len(a.names)))]
     checkers = {id(rd): blocks.Verifier() for rd in readers}
     for rd in readers:
         rd.stop = PolledStop(ctx.stop)
