@@ -39,8 +39,8 @@ def test_a_second_load_waits_for_the_weights_and_reuses_them(target, tmp_path, s
     code1, said1 = finish(first, logs[0])
     assert (code1, code2) == (0, 0), said1 + said2
     assert "Traceback" not in said1 + said2
-    assert "writing model weights" in said1, said1
-    assert "writing model weights" not in said2, said2  # written once, by the first
+    assert "writing model weights:" in said1, said1
+    assert "writing model weights:" not in said2, said2  # written once, by the first
     assert said2.count(WAITING) == 1 and "reusing model weights" in said2, said2
     (folder,) = [p for p in models.iterdir() if p.is_dir()]
     assert len(list(folder.glob("weights-*.bin"))) == FILES
