@@ -32,19 +32,21 @@ Note = Callable[[str], None]
 class FolderLock:
     """flock on `path`; `what` names the folder in the lines it says while it waits."""
 
-    def __init__(self, path: Path, what: str) -> None:
+    def __init__(self, path: Path, what: str, make: Callable[[], object] | None = None) -> None:
         self.path = path
         self.what = what
+        self._make = make  # makes the lock file's folder again (`aiio clean` removed it)
         self.mode: int | None = None  # fcntl.LOCK_SH or LOCK_EX while held
         self.unlockable = False  # no lock can be taken (NO_LOCKS, NO_ACCESS): said once
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
 
     def shared(self, note: Note, waiting: str | None = None) -> None:
-        """Hold it shared: waits (saying so once, `waiting` or that another run generates
-        the folder) while another process holds it alone."""
+        """Hold it shared: waits (saying so once, `waiting` or that another run writes the
+        folder, or `aiio clean` removes it) while another process holds it alone."""
         self._take(fcntl.LOCK_SH, note, waiting or f"waiting for another aiio run that is "
-                                                   f"generating {self.what} to finish it ...")
+                                                   f"writing {self.what} (or an aiio clean "
+                                                   "removing it) to finish ...")
 
     def exclusive(self, note: Note) -> None:
         """Hold it alone: waits (saying so once) while any other process holds it. From
@@ -89,8 +91,34 @@ class FolderLock:
                 closer()
 
     def _take(self, how: int, note: Note, waiting: str) -> None:
+        """Take it `how`, then again while the file taken is no longer at its path: `aiio
+        clean` removed the folder, lock file and all, while this waited for it, and a lock on
+        a removed file keeps no other run out (a second run makes a new one)."""
         if self.mode == how or self.unlockable:
             return
+        said = [False]
+
+        def once(line: str) -> None:
+            if not said[0]:
+                said[0] = True
+                note(line)
+
+        made = False
+        while True:
+            try:
+                self._take_once(how, once, waiting)
+            except FileNotFoundError:
+                if self._make is None or made:
+                    raise  # not a folder a clean took: made once, it is still not there
+                self._make()  # the folder went with a clean: made again, then the file
+                made = True
+                continue
+            if self.unlockable or self.still_there():
+                return
+            self.close()
+            made = False
+
+    def _take_once(self, how: int, note: Note, waiting: str) -> None:
         try:
             fd = self._open()
             try:

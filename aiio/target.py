@@ -101,7 +101,7 @@ class Target:
         itself."""
         path = self._folder(folder) / f".{name}.lock"  # no write of the run's yet: no hold
         if path not in self._locks:
-            self._locks[path] = FolderLock(path, what)
+            self._locks[path] = FolderLock(path, what, lambda: self._folder(folder))
         return self._locks[path]
 
     def hold(self) -> None:
@@ -283,10 +283,20 @@ class Target:
                               "target; clean once it has ended")
         try:
             freed = tree_bytes(self.root)
-            remove_tree(self.root, self.root)
+            kept = {lock.path for lock in held} | {self.root / MARKER}
+            _remove_all_but(self.root, kept, self.root)
         finally:
             for lock in held:
                 lock.close()
+        # Only now the lock files, their folders and the marker last: a file removed while
+        # open stays on FUSE and NFS, renamed, until it is closed, and its folder with it
+        # (a clean that failed so had already removed the marker: no later one would run).
+        marker = self.root / MARKER
+        for path in kept - {marker}:
+            path.unlink(missing_ok=True)
+        _remove_all_but(self.root, {marker}, self.root)  # fails with the marker still there
+        marker.unlink()
+        self.root.rmdir()
         return freed
 
     def _kept_alone(self) -> list[FolderLock]:
@@ -370,6 +380,17 @@ def inside(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _remove_all_but(folder: Path, kept: set[Path], root: Path) -> None:
+    """Delete what is in `folder` but the files in `kept` (and the folders leading to them)."""
+    for entry in folder.iterdir():
+        if entry in kept:
+            continue
+        if any(entry in path.parents for path in kept) and not entry.is_symlink():
+            _remove_all_but(entry, kept, root)
+        else:
+            remove_tree(entry, root)
 
 
 def remove_tree(path: Path, root: Path) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 import importlib.resources
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -437,6 +438,10 @@ def build(data: dict[str, Any], source: str,
 
 def validate(w: Workload) -> None:
     """Checks that span keys."""
+    if not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", w.name):
+        # it names the dataset's folder and lock file, and the results' folders
+        raise ConfigError(f"workload.name = {w.name!r}: use letters, digits and ._+- (not "
+                          "first a dot), e.g. my-unet3d: it names folders")
     if w.train.accelerator not in w.train.compute_time:
         known = ", ".join(sorted(w.train.compute_time))
         raise ConfigError(f"workload {w.name}: unknown accelerator {w.train.accelerator!r}; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +112,19 @@ def test_load_job_has_every_replica_read_every_weight_file(target, tmp_path):
                               "load.size=6MiB", "--set", "load.files=2")
     assert opts["filename"] == "weights.0:weights.1" and opts["numjobs"] == "3"
     assert [j["read"]["io_bytes"] for j in jobs] == [6 * 1024 * KiB] * 3
+
+
+def test_load_job_has_one_stream_per_weight_file_at_most():
+    # a replica starts one reader per file at most: 4 threads over 2 files read 2 at a time,
+    # and the job asked fio for a queue of 4 (the fio pairing counts 2 since Dec 2 2026)
+    from aiio.fio.emit import emit
+    from aiio.workload import load_workload
+
+    w = load_workload("demo", [("load", "threads", 4), ("load", "files", 2),
+                               ("load", "size", "8MiB")])
+    text = emit("load", w, Path("/weights"))
+    assert "iodepth=2" in text and "iodepth=4" not in text, text
+    assert "2 reader threads per replica" in text, text
 
 
 def test_prep_jobs_read_samples_and_write_shards(target, tmp_path):

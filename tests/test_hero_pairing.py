@@ -107,3 +107,14 @@ def test_randrw_streams_count_the_requests_in_flight_at_depth() -> None:
     assert streams_per_client({**res, "phase": "randrw"}) == 16
     res["workload"]["prep"]["iodepth"] = 1
     assert streams_per_client(res) == 2
+
+
+def test_load_streams_are_its_reader_threads_that_have_a_file() -> None:
+    """A replica starts min(load.threads, load.files) readers (each takes whole files): 4
+    threads over 2 weight files are 2 streams, and fio's matching command 2 jobs a replica."""
+    from aiio.fio.pairing import streams_per_client
+
+    res = {"phase": "load", "workload": {"load": {"threads": 4, "files": 2}}}
+    assert streams_per_client(res) == 2
+    res["workload"]["load"]["files"] = 8
+    assert streams_per_client(res) == 4

@@ -51,3 +51,20 @@ def test_verify_reports_a_flipped_byte_with_file_and_offset(target: Path,
     assert v["mismatches"] == 3  # each of the 3 replicas read the flipped block
     assert {(c["file"], c["offset"]) for c in v["corrupt"]} == {(str(weights), 3 * 4096)}
     assert v["cost_share"] > 0
+
+
+def test_a_model_name_with_a_slash_loads(tmp_path: Path) -> None:
+    """A hub-style model name (org/model) named the weights' lock file inside a folder that
+    did not exist: the run failed 'No such file or directory'. The weights' folder and lock
+    are named from the model's name with its path separators replaced, inside models/."""
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = run_cli("run", "--phase", "load", "--target", str(target), "--results",
+                   str(tmp_path / "r"), "--set", "load.size=4MiB", "--set",
+                   "model.name=../meta-llama/Llama-3.1-8B", "--clients", "1", "--quiet",
+                   "--no-report", "--no-history")
+    assert proc.returncode == 0, proc.stderr
+    models = target / "aiio" / "models"
+    (folder,) = [p for p in models.iterdir() if p.is_dir()]
+    assert "Llama-3.1-8B" in folder.name and list(folder.glob("weights-*.bin"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r", "t"]  # nothing outside

@@ -90,3 +90,14 @@ def test_too_few_open_files_is_refused_before_the_files_are_written(target: Path
     assert len(proc.stderr.strip().splitlines()) == 1 and "open files" in proc.stderr
     assert "partial result" not in proc.stderr and saved_results(results) == []
     assert not (target / "aiio").exists()  # refused before the target was even claimed
+
+
+def test_a_sweep_whose_first_point_is_refused_leaves_no_result(target: Path, results: Path):
+    """`aiio scale` refused at its first point ran nothing, as `aiio run` refused there: it
+    left a sweep of no points, its report and a history record of it."""
+    proc = call_cli("scale", "--phase", "load", "--target", str(target), "--results",
+                    str(results), "--clients", "1,2", "--set", f"load.size={HUGE}", "--quiet")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "model weights" in proc.stderr and "saved" not in proc.stderr, proc.stderr
+    assert not results.exists() or list(results.iterdir()) == [], list(results.iterdir())

@@ -178,3 +178,13 @@ def test_one_broken_workload_does_not_hide_the_others(tmp_path, monkeypatch):
     assert proc.returncode == 2
     assert "demo" in proc.stdout and "unet3d" in proc.stdout
     assert "broken.toml" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["org/x", "../x", ".hidden", ""])
+def test_a_workload_name_that_is_no_file_name_is_refused(tmp_path, name) -> None:
+    """The name names the dataset's folder, its lock file and the results' folders: 'org/x'
+    failed as 'No such file or directory' once the dataset had a lock file beside it."""
+    path = tmp_path / "w.toml"
+    path.write_text(f'[workload]\nname = "{name}"\n')
+    with pytest.raises(ConfigError, match="workload.name"):
+        load_workload(str(path))

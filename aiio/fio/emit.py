@@ -134,14 +134,15 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
 
 def load_job(w: Workload, folder: Path) -> str:
     """Every replica reads every weight file front to back, cold (O_DIRECT)."""
-    from aiio.phases.load import weight_bytes
+    from aiio.phases.load import reader_count, weight_bytes
 
     spec, clients = w.load, w.run.clients
     total, _, source = weight_bytes(w)
     file_size = align_up(-(-total // spec.files))
     bs = min(spec.transfer_size, file_size)
     names = [f"weights.{i}" for i in range(spec.files)]
-    glob = {"directory": escape(str(folder)), **_engine(spec.threads), "direct": 1,
+    readers = reader_count(spec.threads, spec.files)
+    glob = {"directory": escape(str(folder)), **_engine(readers), "direct": 1,
             "rw": "read", "bs": size_opt(bs), "filename": _files_list(names),
             "filesize": size_opt(file_size), "file_service_type": "sequential"}
     comments = [
@@ -149,7 +150,8 @@ def load_job(w: Workload, folder: Path) -> str:
         f"{w.name} --clients {clients}`",
         f"weights: {format_size(total)} ({source}, scale {spec.scale:g}) in {spec.files} "
         f"files of {format_size(file_size)}; every one of the {clients} replicas reads all",
-        f"{spec.threads} reader threads per replica become queue depth {spec.threads}"
+        f"{readers} reader threads per replica become queue depth {readers}"
+        + (f" ({spec.threads} asked: one per file at most)" if readers < spec.threads else "")
         + (f"; the stagger of {spec.stagger:g} s between replicas is not expressed"
            if spec.stagger else ""),
         "run: fio THIS_FILE   (every job is reported on its own: per-replica figures)",

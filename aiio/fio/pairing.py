@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiio.cache_methods import METHOD_NULL
 from aiio.phases import REGISTRY, get_phase, layout_of, phase_of
+from aiio.phases.load import reader_count
 from aiio.result import IoFigures, Result, clients_requested, model, stage_doc
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ class Side:
 
 def streams_per_client(res: dict[str, Any]) -> int:
     """Concurrent I/O streams in one client (loader or writer threads, times the requests
-    each keeps in flight at prep.iodepth); 1 when unknown."""
+    each keeps in flight at prep.iodepth; a load replica's readers, one per file at most);
+    1 when unknown."""
     phase = layout_of(res)
     if phase.headline_stage is not None:  # a lifecycle run is paired by its headline stage
         phase = get_phase(phase.headline_stage)
@@ -45,6 +47,9 @@ def streams_per_client(res: dict[str, Any]) -> int:
     spec = (res.get("workload") or {}).get(section, {})
     value = spec.get(key)
     streams = int(value) if isinstance(value, int) and value > 0 else 1
+    files = spec.get("files") if section == "load" else None
+    if isinstance(files, int) and files > 0:  # a replica's readers take whole files
+        streams = reader_count(streams, files)
     depth = spec.get("iodepth") if section == "prep" else None
     return streams * depth if isinstance(depth, int) and depth > 1 else streams
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
 GENERATOR = 1  # bump when the bytes written for given parameters change
+
+
+def reader_count(threads: int, files: int) -> int:
+    """A replica's reader threads: `load.threads`, but one per weight file at most (each
+    takes whole files). The fio pairing and the emitted job count the same."""
+    return max(1, min(threads, files))
 
 
 def weight_bytes(w: Workload) -> tuple[int, int, str]:
@@ -105,7 +112,7 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     written: two load runs at once removed each other's weights."""
     w = rc.workload
     params = _params(w, total)
-    name = f"{params['model']}-{total}B-{w.load.files}f-s{w.run.seed}"
+    name = f"{_file_name(params['model'])}-{total}B-{w.load.files}f-s{w.run.seed}"
     folder = rc.target.root / "models" / name
     if not folder.exists():  # refused before the lock's file is made: a refusal writes nothing
         _require_space(rc, params, total)
@@ -131,6 +138,12 @@ def ensure_weights(rc: RunContext, total: int) -> tuple[Path, bool]:
     (folder / "manifest.json").write_text(json.dumps({"params": params, "complete": True}) + "\n")
     lock.shared(rc.note)
     return folder, False
+
+
+def _file_name(model: str) -> str:
+    """The model's name as one file name inside models/: a hub-style name (org/model) has
+    path separators, and a name may start with dots."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", model).lstrip(".") or "model"
 
 
 def _complete(folder: Path, params: dict[str, Any]) -> bool:
@@ -177,7 +190,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     """One replica: wait for its (staggered) start, read every weight file, record the time."""
     a: LoadArgs = ctx.args
     readers = [Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
-               for _ in range(min(a.threads, len(a.names)))]
+               for _ in range(reader_count(a.threads, len(a.names)))]
     checkers = {id(rd): blocks.Verifier() for rd in readers}
     for rd in readers:
         rd.stop = PolledStop(ctx.stop)

@@ -9,6 +9,7 @@ points saved, tabled and judged.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -217,6 +218,9 @@ def sweep(req: SweepRequest, ui: UI | None = None,
         stop = _stopped(out, "interrupted", "interrupted by the user",
                         RunInterrupted.exit_code)
     except BaseException as exc:  # an unforeseen error still leaves a finished result
+        if isinstance(exc, AiioError) and _ran_nothing(exc, folder, out):
+            _discard(folder)  # one line, exit 2, as `aiio run` refused
+            raise
         _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
         _save_final(out, folder)
         raise
@@ -239,6 +243,8 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:
+        if _ran_nothing(exc, folder, out):
+            raise  # bad input refused at the first point, with no result of it: nor of this
         status = "interrupted" if exc.exit_code == RunInterrupted.exit_code else "failed"
         code = exc.exit_code if status == "interrupted" else RunFailed.exit_code
         if not out["points"]:
@@ -249,6 +255,21 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                           "folder": str(point_folder.relative_to(folder))})
     result.save(out, folder)
     return None
+
+
+def _ran_nothing(exc: AiioError, folder: Path, out: dict[str, Any]) -> bool:
+    """A refusal of bad input (exit code 2) at the first point that left no point result
+    (`runner._refusal`): the sweep ran nothing either."""
+    points = folder / "points"
+    return exc.exit_code == 2 and not out["points"] and not (
+        points.is_dir() and any(points.iterdir()))
+
+
+def _discard(folder: Path) -> None:
+    """Remove a sweep that ran nothing: its empty points folder and its skeleton result."""
+    with contextlib.suppress(OSError):
+        (folder / "points").rmdir()
+    result.discard(folder)
 
 
 def _planned(req: SweepRequest, sep: str = "/") -> str:

@@ -199,16 +199,20 @@ def _demand(agg: RunSummary) -> str:
     return "-" if agg.demand_note is None else agg.demand_note
 
 
+# where the figures of a per-client table's columns left out at a narrow width are read
+SPARE_WHERE = "in result.json and report.html"
+
+
 def client_table(res: dict[str, Any], limit: int = 16) -> Table:
     """Per-client figures; long lists show the slowest and fastest clients. Training sorts and
     leads with consumed MiB/s (its headline) and shows the delivered MiB/s beside it."""
     run = _typed(res)
     train = any(c.consumed_mib_s is not None for c in run.clients)
-    clients = sorted(run.clients, key=lambda c: _rates(c, train)[0])
-    shown = clients if len(clients) <= limit else clients[: limit // 2] + clients[-limit // 2:]
-    title = "per client" + ("" if len(clients) <= limit else
-                            f" (slowest and fastest {limit // 2} of {len(clients)})")
-    table = Table(title=title)
+    def speed(c: ClientFigures) -> float:
+        return _rates(c, train)[0] or 0
+
+    shown, some = _ends(sorted(run.clients, key=speed), speed, limit)
+    table = Table(title=f"per client{some}")
     rates = ("consumed MiB/s", "delivered MiB/s") if train else ("MiB/s",)
     for col in ("client", *rates, "bytes consumed" if train else "bytes", "AU", "wait s", "p50",
                 "p99", "elapsed"):
@@ -226,7 +230,18 @@ def client_table(res: dict[str, Any], limit: int = 16) -> Table:
                       format_latency_ns(lat.get("p99_ns")),
                       format_duration(c.elapsed_s or 0))
     spare = ("elapsed", "bytes consumed", "bytes", "wait s", "delivered MiB/s")
-    return may_leave_out(table, spare, "in result.json and report.html")
+    return may_leave_out(table, spare, SPARE_WHERE)
+
+
+def _ends(clients: list[ClientFigures], speed: Callable[[ClientFigures], float],
+          limit: int = 16) -> tuple[list[ClientFigures], str]:
+    """Every client when there are at most `limit`; else the slowest and the fastest by
+    `speed`, slowest first, and the title's words saying so (as `client_table` shows)."""
+    if len(clients) <= limit:
+        return clients, ""
+    ranked = sorted(clients, key=speed)
+    return (ranked[: limit // 2] + ranked[-limit // 2:],
+            f" (slowest and fastest {limit // 2} of {len(clients)})")
 
 
 def _own(c: ClientFigures) -> IoFigures | None:
@@ -371,12 +386,14 @@ def prep_tables(res: dict[str, Any]) -> list[Table]:
                 [[op, f"{m.count:,}", f"{m.ops_s:,.0f}",
                   *_lat(m.latency, ("p50_ns", "p99_ns", "max_ns")).split(" / ")]
                  for op, m in meta.ops.items()])
-    per = _grid("per client", ("client", "samples/s", "read MiB/s", "read IOPS", "write MiB/s",
-                               "meta ops/s", "elapsed"),
+    shown, some = _ends(run.clients, lambda c: c.samples_per_s)
+    per = _grid(f"per client{some}", ("client", "samples/s", "read MiB/s", "read IOPS",
+                                      "write MiB/s", "meta ops/s", "elapsed"),
                 [[str(c.client), f"{c.samples_per_s:,.0f}",
                   bare_rate(c.io["read"].mib_s), f"{c.io['read'].iops:,.0f}",
                   bare_rate(c.io["write"].mib_s), f"{c.metadata.ops_s:,.0f}",
-                  format_duration(c.elapsed_s)] for c in run.clients])
+                  format_duration(c.elapsed_s)] for c in shown])
+    may_leave_out(per, ("elapsed", "read IOPS", "meta ops/s"), SPARE_WHERE)
     return [_table(_where(res, "prep"), rows), ops, per]
 
 
@@ -399,12 +416,14 @@ def randrw_tables(res: dict[str, Any]) -> list[Table]:
         ("write latency p50 / p99", _lat(wr.latency.get("write"))),
         ("per client IOPS (mean / min / max)", _spread3(agg.per_client_iops, "{:,.0f}".format)),
     ] + _verify_rows(agg.verify) + ([("read loop", agg.read_loop)] if agg.read_loop else [])
-    per = _grid("per client", ("client", "read IOPS", "write IOPS", "read p99", "write p99",
-                               "elapsed"),
+    shown, some = _ends(run.clients, lambda c: c.io["read"].iops + c.io["write"].iops)
+    per = _grid(f"per client{some}", ("client", "read IOPS", "write IOPS", "read p99",
+                                      "write p99", "elapsed"),
                 [[str(c.client), f"{c.io['read'].iops:,.0f}", f"{c.io['write'].iops:,.0f}",
                   _lat(c.io["read"].main_latency, ("p99_ns",)),
                   _lat(c.io["write"].main_latency, ("p99_ns",)),
-                  format_duration(c.elapsed_s)] for c in run.clients])
+                  format_duration(c.elapsed_s)] for c in shown])
+    may_leave_out(per, ("elapsed", "write p99", "read p99"), SPARE_WHERE)
     # run as the phase these tables belong to, or as prep's mode (alone or as a stage)
     itself = get_phase(run.phase).console == "randrw_tables"
     title = "randrw" if itself else "prep randrw"
@@ -442,12 +461,14 @@ def checkpoint_tables(res: dict[str, Any]) -> list[Table]:
     bursts = _grid("per checkpoint", ("n", "write MiB/s", "persist first", "persist last",
                                       "fsync p99", "gap", "read MiB/s", "restore last"),
                    [_burst_row(p, run) for p in ck.bursts])
-    per = _grid("per client (all checkpoints)", ("client", "write MiB/s", "write s",
-                                                 "read MiB/s", "read s", "elapsed"),
+    shown, some = _ends(run.clients, lambda c: c.totals["write"].mib_s or 0)
+    per = _grid(f"per client (all checkpoints){some}", (
+                    "client", "write MiB/s", "write s", "read MiB/s", "read s", "elapsed"),
                 [[str(c.client), bare_rate(c.totals["write"].mib_s),
                   f"{c.totals['write'].elapsed_s:.2f}", bare_rate(c.totals["read"].mib_s),
                   f"{c.totals['read'].elapsed_s:.2f}", format_duration(c.elapsed_s)]
-                 for c in run.clients])
+                 for c in shown])
+    may_leave_out(per, ("elapsed", "write s", "read s"), SPARE_WHERE)
     return [_table(_where(res, "checkpoint"), rows), bursts, per]
 
 
@@ -479,11 +500,14 @@ def load_tables(res: dict[str, Any]) -> list[Table]:
         ("time to load (mean / min / max)", _spread3(ld.load_s, "{:.2f} s".format)),
         ("read latency p50 / p99", _lat(io.latency.get("read"))),
     ] + _verify_rows(ld.verify)
-    per = _grid("per replica", ("replica", "start", "load time", "MiB/s", "p99", "ready at"),
+    shown, some = _ends(run.clients, lambda c: -c.load_s)  # the longest load is the slowest
+    per = _grid(f"per replica{some}", ("replica", "start", "load time", "MiB/s", "p99",
+                                       "ready at"),
                 [[str(c.client), f"{c.start_s:.2f} s",
                   f"{c.load_s:.2f} s", bare_rate(c.io["read"].mib_s),
                   _lat(c.io["read"].main_latency, ("p99_ns",)),
-                  f"{c.elapsed_s:.2f} s"] for c in run.clients])
+                  f"{c.elapsed_s:.2f} s"] for c in shown])
+    may_leave_out(per, ("start", "p99", "ready at"), SPARE_WHERE)
     return [_table(_where(res, "load"), rows), per]
 
 

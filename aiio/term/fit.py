@@ -19,6 +19,14 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if _leaves_out(self.table) and not _a_line_a_row(console, options, self.table):
+            # a row over two lines (a latency cut as "10.16 / ms") reads worse than a
+            # column left out: the first narrower table that keeps a line a row, if any
+            narrower = next((t for t in _narrowed(self.table)
+                             if _a_line_a_row(console, options, t)), None)
+            if narrower is not None:
+                yield narrower
+                return
         if _fits(console, options, self.table):
             yield self.table
         elif len(self.table.columns) <= 2:  # already one row per figure: wrap, never cut
@@ -36,6 +44,24 @@ def may_leave_out(table: Table, headers: tuple[str, ...], where: str) -> Table:
     10 lines a client."""
     table.aiio_leave_out = (headers, where)  # type: ignore[attr-defined]
     return table
+
+
+def _leaves_out(table: Table) -> bool:
+    return bool(getattr(table, "aiio_leave_out", ((), ""))[0])
+
+
+def _a_line_a_row(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    """Whether the table fits (`_fits`) with each row drawn on one line: counted between
+    the line under the header and the bottom line (the header itself may wrap)."""
+    if not _fits(console, options, table):
+        return False
+    drawn = ["".join(seg.text for seg in line)
+             for line in console.render_lines(table, options, pad=False)]
+    under = next((i for i, line in enumerate(drawn) if line[:1] and line[:1] in "┡╞├"), None)
+    if under is None:  # no header line to count from: nothing to tell
+        return True
+    body = [line for line in drawn[under + 1:] if line[:1] == "│"]
+    return len(body) <= table.row_count
 
 
 def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
