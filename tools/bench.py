@@ -310,12 +310,18 @@ def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list
     return figures
 
 
+def control_ratios(first: list[float], again: list[float]) -> list[float]:
+    """The A/A control: the reference's second run of each round over its first. aiio's run
+    stands where the second stands (another run beside the reference's), so these are what
+    aiio's ratios would be were it the reference: read beside aiio / fio, never inverted."""
+    return [z / y for y, z in zip(first, again, strict=True)]
+
+
 def control_note(first: list[float], again: list[float]) -> str:
-    """The reference against itself: each of its runs over its second run of the same round
-    (an A/A control), the spread a tool equal to the reference would show in these pairs."""
-    ratios = [x / y for x, y in zip(first, again, strict=True)]
-    return (f"fio against itself in the same runs: {statistics.median(ratios):.3f} "
-            f"({min(ratios):.3f}..{max(ratios):.3f})")
+    """The A/A control's median and spread, as the row's own ratios are printed."""
+    ratios = control_ratios(first, again)
+    return (f"fio's second run over its first in the same rounds: "
+            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})")
 
 
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
@@ -323,8 +329,9 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
     """A row whose ratio is the median of the paired runs' ratios, with their min and max:
     the best of each side hid how much a single run could miss. Met when the median meets
     the target and, with fio's second runs of the same rounds (`again`, the A/A control),
-    when the worst pair misses by no more than fio against itself: its ratio at least the
-    target times fio's worst A/A ratio (never more than the target). Without a control
+    when the worst pair misses by no more than fio's second run missed its first: its ratio
+    at least the target times the smallest again / fio (never more than the target). Without
+    a control
     the median alone judges, and the target says so: one pair moves with the machine,
     and nothing measured says how far."""
     ratios = [x / y for x, y in zip(xs, ys, strict=True)]
@@ -334,13 +341,12 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
               ratio_max=max(ratios))
     if again is None:
         return row
-    control = [y / z for y, z in zip(ys, again, strict=True)]
-    floor = at_least * min(1.0, min(control))
+    floor = at_least * min(1.0, min(control_ratios(ys, again)))
     row.target, row.met = f">= {at_least}, A/A", row.met and min(ratios) >= floor
     row.note = control_note(ys, again)
     if min(ratios) < floor:
-        row.note += (f"; worst pair {min(ratios):.3f} under {at_least} x fio's worst "
-                     f"against itself ({floor:.3f})")
+        row.note += (f"; worst pair {min(ratios):.3f} under {at_least} x fio's second run "
+                     f"at its worst ({floor:.3f})")
     return row
 
 
