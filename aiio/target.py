@@ -17,6 +17,8 @@ import socket
 import stat
 import sys
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -101,7 +103,7 @@ class Target:
         itself."""
         path = self._folder(folder) / f".{name}.lock"  # no write of the run's yet: no hold
         if path not in self._locks:
-            self._locks[path] = FolderLock(path, what, lambda: self._folder(folder))
+            self._locks[path] = FolderLock(path, what, _folder_maker(self, folder))
         return self._locks[path]
 
     def hold(self) -> None:
@@ -510,3 +512,16 @@ def probe(target: Target) -> TargetInfo:
             part.device if part else ""),
         o_direct=works, direct_align=align, total_bytes=usage.total, free_bytes=usage.free,
         confirm_device=confirming_device(fstype, part.device if part else ""))
+
+
+def _folder_maker(target: Target, folder: str) -> Callable[[], object]:
+    """Make `folder` again under the target's root, holding the target weakly: a lock that
+    held it strongly made a cycle (target -> lock -> maker -> target), and a Target dropped
+    without `release` kept its locks until the cyclic collector ran; the next lock of the
+    same folder in the process then waited on itself."""
+    ref = weakref.ref(target)
+
+    def make() -> object:
+        held = ref()
+        return held._folder(folder) if held is not None else None
+    return make

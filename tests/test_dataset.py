@@ -99,3 +99,23 @@ def test_ranges_point_at_each_sample(target):
     off, length = data.ranges(files, np.array([1, 4]), np.array([1, 1]))
     for f, o, n in zip(files, off, length, strict=False):
         assert o + n <= data.file_size(int(f)) and n > 0
+
+
+def test_a_target_dropped_unreleased_lets_its_locks_go(target):
+    # A Target held its locks through a reference cycle (a lock's folder-making callback held
+    # the Target): dropped without `release`, it kept them until the cyclic collector ran,
+    # and the next ensure of the same dataset in the process waited on itself for ever
+    import fcntl
+    import gc
+
+    gc.disable()
+    try:
+        ds.ensure(Target(target), tiny_workload())  # the Target goes with the call
+        for name in (".demo.lock", "../.runs.lock"):
+            fd = os.open(target / "aiio" / "datasets" / name, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while held
+            finally:
+                os.close(fd)
+    finally:
+        gc.enable()
