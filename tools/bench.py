@@ -49,8 +49,9 @@ REPEATS = 3
 # passes over each 1 GiB tmpfs file per stream run: about 1 s of reading at tmpfs speed
 STREAM_TMPFS_LOOPS = 8
 # paired rounds of the tmpfs stream rows: adjacent runs of fio alone differ by up to 10 % on
-# this kind of machine (memory bandwidth shared with its neighbours), so the median of 5
-# pairs moved by about 4 %; of 11, by about 2.5 %. 12: a multiple of the two and the three
+# this kind of machine (memory bandwidth shared with its neighbours), and the median of the
+# pairs moves about as that spread over the square root of their number (estimated, not
+# measured: 5 pairs were too few to tell 0.95 from 1). 12: a multiple of the two and the three
 # sides a round runs (interleaved rounds up to one)
 STREAM_TMPFS_ROUNDS = 12
 
