@@ -112,18 +112,10 @@ class Target:
         first write below TARGET/aiio (`subdir`, `make_run_folder`; the readers of a dataset
         or of weights hold their lock): bad input, refused before any, leaves nothing but the
         marker, and a run that holds it has written (`written`). Held already, it is not
-        taken again."""
-        while True:
-            lock = self._run_lock()
-            try:
-                lock.shared(self.note, "waiting for aiio clean to finish removing "
-                                       f"{self.root} ...")
-            except FileNotFoundError:  # clean removed aiio's folder meanwhile: made again
-                lock.close()
-                continue
-            if lock.unlockable or lock.still_there():
-                return
-            lock.close()  # the file clean removed while this waited: take the new one
+        taken again; a clean that removed aiio's folder while this waited is the lock's to
+        see (`FolderLock`: the folder made again, the new file taken)."""
+        self._run_lock().shared(self.note, f"waiting for aiio clean to finish removing "
+                                           f"{self.root} ...")
 
     @property
     def written(self) -> bool:
@@ -135,7 +127,7 @@ class Target:
     def _run_lock(self) -> FolderLock:
         path = self.claim() / RUN_LOCK
         if path not in self._locks:
-            self._locks[path] = FolderLock(path, f"the target {self.path}")
+            self._locks[path] = FolderLock(path, f"the target {self.path}", _folder_maker(self))
         return self._locks[path]
 
     def changed(self) -> str | None:
@@ -514,8 +506,9 @@ def probe(target: Target) -> TargetInfo:
         confirm_device=confirming_device(fstype, part.device if part else ""))
 
 
-def _folder_maker(target: Target, folder: str) -> Callable[[], object]:
-    """Make `folder` again under the target's root, holding the target weakly: a lock that
+def _folder_maker(target: Target, *parts: str) -> Callable[[], object]:
+    """Make a folder again under the target's root (the root itself without `parts`, with
+    its marker), holding the target weakly: a lock that
     held it strongly made a cycle (target -> lock -> maker -> target), and a Target dropped
     without `release` kept its locks until the cyclic collector ran; the next lock of the
     same folder in the process then waited on itself."""
@@ -523,5 +516,5 @@ def _folder_maker(target: Target, folder: str) -> Callable[[], object]:
 
     def make() -> object:
         held = ref()
-        return held._folder(folder) if held is not None else None
+        return held._folder(*parts) if held is not None else None
     return make
