@@ -12,6 +12,8 @@ from aiio.engine import (
     FLUSH_EVERY,
     METHOD_DIRECT,
     METHOD_FADVISE,
+    METHOD_NONE,
+    METHOD_NULL,
     OpLog,
     Reader,
     align_up,
@@ -192,3 +194,82 @@ def test_reader_buffer_is_faulted_in_before_the_first_timed_read(tmp_path):
         os.close(fd)
         reader.close()
     assert faults < size // mmap.PAGESIZE // 4  # 1,024 pages: untouched, each would fault
+
+
+class _Intervals(OpLog):
+    """An op log that also keeps each recorded call's (op, start, end, bytes), in order."""
+
+    def __init__(self) -> None:
+        super().__init__(start_ns=0)
+        self.seen: list[tuple[str, int, int, int]] = []
+
+    def add_timed(self, op: str, t0: int, t1: int, nbytes: int) -> None:
+        self.seen.append((op, t0, t1, nbytes))
+        super().add_timed(op, t0, t1, nbytes)
+
+    def add_pair(self, first: str, second: str, t0: int, t1: int, t2: int,
+                 nbytes: int) -> None:
+        self.seen += [(first, t0, t1, 0), (second, t1, t2, nbytes)]
+        super().add_pair(first, second, t0, t1, t2, nbytes)
+
+
+def test_a_sample_read_in_one_call_starts_where_its_open_ends(tmp_path):
+    """A range that fits one transfer is opened and read back to back: the clock reading that
+    ends the open starts the read (nothing of aiio's runs between them), both lie inside the
+    caller's readings, and the bytes and counts are the call's."""
+    path = _file(tmp_path, 128 * 1024)
+    log, seen = _Intervals(), []
+    reader = Reader(_method(tmp_path), 2**20, log, counter=seen.append)
+    try:
+        before = now_ns()
+        got = reader.read_file(path, 0, 128 * 1024)
+        after = now_ns()
+    finally:
+        reader.close()
+    (op_a, a0, a1, _), (op_b, b0, b1, nbytes) = log.seen
+    assert (op_a, op_b) == ("open", "read") and a1 == b0
+    assert before <= a0 < a1 < b1 <= after
+    assert got == nbytes == 128 * 1024 and seen == [got]
+    hist, series, ops, total = merge_logs([log])
+    assert {op: h.count for op, h in hist.items()} == {"open": 1, "read": 1}
+    assert ops == 2 and total == series.total == got
+
+
+def test_a_read_that_fails_after_its_open_counts_the_open_alone(tmp_path):
+    """The open happened and is counted; the read raised and is not; the file is closed."""
+    log = OpLog(start_ns=0)
+    reader = Reader(METHOD_NONE, 2**20, log)
+    fds = len(os.listdir("/proc/self/fd"))
+    try:
+        with pytest.raises(IsADirectoryError):
+            reader.read_file(str(tmp_path), 0, 4096)  # a folder opens, and refuses the read
+    finally:
+        reader.close()
+    assert len(os.listdir("/proc/self/fd")) == fds
+    hist, _, ops, nbytes = merge_logs([log])
+    assert {op: h.count for op, h in hist.items()} == {"open": 1} and ops == 1
+    assert nbytes == 0
+
+
+@pytest.mark.parametrize("method", [METHOD_NONE, METHOD_FADVISE, METHOD_NULL])
+def test_a_file_shorter_than_its_range_counts_what_it_returned(tmp_path, method):
+    """A sample that shrank after its stat: the read returns what the file holds (the null
+    method: what it asked for), and an empty file makes no read at all, only its open."""
+    path = _file(tmp_path, 5000)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    log = OpLog(start_ns=0)
+    reader = Reader(method, 2**20, log)
+    try:
+        got = reader.read_file(path, 0, 8192)
+        none = reader.read_file(str(empty), 0, 8192)
+        tail = bytes(reader.view[:5000])
+    finally:
+        reader.close()
+    assert got == (8192 if method == METHOD_NULL else 5000)
+    assert none == (8192 if method == METHOD_NULL else 0)
+    if method != METHOD_NULL:
+        assert tail == open(path, "rb").read()
+    hist, _, _, nbytes = merge_logs([log])
+    assert hist["open"].count == 2 and nbytes == got + none
+    assert hist["read"].count == (2 if method == METHOD_NULL else 1)
