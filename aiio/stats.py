@@ -90,7 +90,7 @@ class Histogram:
         self._note(1, ns, ns, ns)
 
     def record_many(self, values: Any) -> None:
-        """Add a batch of latencies in ns (an int64 array or array.array('q'))."""
+        """Add a batch of latencies in ns (an int64 array, or an array.array of ints)."""
         v = np.asarray(values, dtype=np.int64).ravel()
         if v.size == 0:
             return

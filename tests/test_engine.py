@@ -273,3 +273,14 @@ def test_a_file_shorter_than_its_range_counts_what_it_returned(tmp_path, method)
     hist, _, _, nbytes = merge_logs([log])
     assert hist["open"].count == 2 and nbytes == got + none
     assert hist["read"].count == (2 if method == METHOD_NULL else 1)
+
+
+def test_an_operation_that_ends_before_it_starts_is_refused():
+    """A negative latency is a bug of the caller's, never counted as an operation."""
+    log = OpLog(start_ns=0)
+    with pytest.raises((ValueError, OverflowError)):
+        log.add_timed("read", 2_000, 1_000, 4096)
+        log.flush()
+    with pytest.raises((ValueError, OverflowError)):
+        log.add_pair("open", "read", 1_000, 3_000, 2_000, 4096)
+        log.flush()
