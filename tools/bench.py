@@ -48,12 +48,14 @@ from tools.pairs import REPEATS, Row, interleaved, paired_row
 
 # passes over each 1 GiB tmpfs file per stream run: about 1 s of reading at tmpfs speed
 STREAM_TMPFS_LOOPS = 8
-# paired rounds of the tmpfs stream rows: adjacent runs of fio alone differ by up to 10 % on
-# this kind of machine (memory bandwidth shared with its neighbours), and the median of the
-# pairs moves about as that spread over the square root of their number (estimated, not
-# measured: 5 pairs were too few to tell 0.95 from 1). 12: a multiple of the two and the three
-# sides a round runs (interleaved rounds up to one)
-STREAM_TMPFS_ROUNDS = 12
+# paired rounds of the tmpfs stream and small-file rows: adjacent runs of fio alone differ by
+# up to 30 % on this kind of machine (memory bandwidth shared with its neighbours), and the
+# median of the pairs moves about as that spread over the square root of their number. With
+# 12 rounds the stream rows' medians of three idle runs of Dec 2 moved by 0.024 to 0.028
+# (standard deviation of three: a rough figure): a tool at 0.98 of fio would miss 0.95 in
+# about one row of eight by the median alone. 24 rounds halve the variance; a multiple of the
+# two and the three sides a round runs (interleaved rounds up to one)
+STREAM_TMPFS_ROUNDS = 24
 # rounds of a row with the A/A control and runs of seconds: with 5 or more, a tail can be told
 # from chance at 1 in 20 (`tools.pairs.tail_chance`); 6, a multiple of its three sides
 CONTROL_ROUNDS = 6
