@@ -145,7 +145,7 @@ def test_phases_record_only_through_timed() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
-            low = node.func.attr in ("add_timed", "add_many")
+            low = node.func.attr in ("add_timed", "add_pair", "add_many")
             # OpLog's old recorder, log.add("op", t0, t1, nbytes), coming back with a merge
             old = node.func.attr == "add" and len(node.args) == 4 \
                 and isinstance(node.args[0], ast.Constant)
