@@ -151,10 +151,9 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
 
 
 def _refusal(exc: BaseException, target: Any) -> bool:
-    """Bad input refused (exit code 2) while the run has written nothing on the target: it
-    ran nothing. An object store's target does not tell, and its results are kept."""
-    return isinstance(exc, AiioError) and exc.exit_code == 2 and isinstance(target, Target) \
-        and not target.written
+    """Bad input refused (exit code 2) while the run has written nothing on the target (a
+    directory or a bucket prefix): it ran nothing."""
+    return isinstance(exc, AiioError) and exc.exit_code == 2 and not target.written
 
 
 def _discard(phase: Any, rc: RunContext, args: Any, folder: Path) -> None:
