@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,30 +44,21 @@ from aiio.units import GiB, KiB, MiB
 from aiio.workload import load_workload
 from tests.oracle import fair
 from tools import crosscheck
+from tools.pairs import REPEATS, Row, interleaved, paired_row
 
-REPEATS = 3
 # passes over each 1 GiB tmpfs file per stream run: about 1 s of reading at tmpfs speed
 STREAM_TMPFS_LOOPS = 8
-# paired rounds of the tmpfs stream rows: adjacent runs of fio alone differ by up to 10 % on
-# this kind of machine (memory bandwidth shared with its neighbours), and the median of the
-# pairs moves about as that spread over the square root of their number (estimated, not
-# measured: 5 pairs were too few to tell 0.95 from 1). 12: a multiple of the two and the three
-# sides a round runs (interleaved rounds up to one)
-STREAM_TMPFS_ROUNDS = 12
-
-
-@dataclass
-class Row:
-    name: str
-    aiio: float
-    reference: float
-    unit: str
-    ratio: float
-    target: str
-    met: bool
-    note: str = ""
-    ratio_min: float | None = None  # over the rounds: each aiio run against its round's fio run
-    ratio_max: float | None = None
+# paired rounds of the tmpfs stream and small-file rows: adjacent runs of fio alone differ by
+# up to 30 % on this kind of machine (memory bandwidth shared with its neighbours), and the
+# median of the pairs moves about as that spread over the square root of their number. With
+# 12 rounds the stream rows' medians of three idle runs of Dec 2 moved by 0.024 to 0.028
+# (standard deviation of three: a rough figure): a tool at 0.98 of fio would miss 0.95 in
+# about one row of eight by the median alone. 24 rounds halve the variance; a multiple of the
+# two and the three sides a round runs (interleaved rounds up to one)
+STREAM_TMPFS_ROUNDS = 24
+# rounds of a row with the A/A control and runs of seconds: with 5 or more, a tail can be told
+# from chance at 1 in 20 (`tools.pairs.tail_chance`); 6, a multiple of its three sides
+CONTROL_ROUNDS = 6
 
 
 # --- storage to measure on -------------------------------------------------------------------
@@ -294,63 +285,6 @@ def best(fn: Callable[[], float], repeats: int = REPEATS) -> float:
     return max(fn() for _ in range(repeats))
 
 
-def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list[float]]:
-    """`repeats` rounds of one run of each, so drifting storage speed hits all alike; a list
-    of figures per callable, in round order. Each round starts one callable further on
-    (a b c, b c a, c a b, ...): every side takes every place in a round equally often, so
-    what the run before leaves behind (the files just laid out, the other tool's caches)
-    falls on none of them alone. In a fixed order aiio always ran first in a round. The
-    rounds are `repeats` rounded up to a multiple of the callables: 3 rounds of two sides
-    put one first twice."""
-    figures: list[list[float]] = [[] for _ in runs]
-    rounds = -(-repeats // len(runs)) * len(runs)
-    for r in range(rounds):
-        for k in range(len(runs)):
-            i = (r + k) % len(runs)
-            figures[i].append(runs[i]())
-    return figures
-
-
-def control_ratios(first: list[float], again: list[float]) -> list[float]:
-    """The A/A control: the reference's second run of each round over its first. aiio's run
-    stands where the second stands (another run beside the reference's), so these are what
-    aiio's ratios would be were it the reference: read beside aiio / fio, never inverted."""
-    return [z / y for y, z in zip(first, again, strict=True)]
-
-
-def control_note(first: list[float], again: list[float]) -> str:
-    """The A/A control's median and spread, as the row's own ratios are printed."""
-    ratios = control_ratios(first, again)
-    return (f"fio's second run over its first in the same rounds: "
-            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})")
-
-
-def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
-               at_least: float, again: list[float] | None = None) -> Row:
-    """A row whose ratio is the median of the paired runs' ratios, with their min and max:
-    the best of each side hid how much a single run could miss. Met when the median meets
-    the target and, with fio's second runs of the same rounds (`again`, the A/A control),
-    when the worst pair misses by no more than fio's second run missed its first: its ratio
-    at least the target times the smallest again / fio (never more than the target). Without
-    a control
-    the median alone judges, and the target says so: one pair moves with the machine,
-    and nothing measured says how far."""
-    ratios = [x / y for x, y in zip(xs, ys, strict=True)]
-    mid = statistics.median(ratios)
-    row = Row(name, statistics.median(xs), statistics.median(ys), unit, mid,
-              f">= {at_least}, median", mid >= at_least, ratio_min=min(ratios),
-              ratio_max=max(ratios))
-    if again is None:
-        return row
-    floor = at_least * min(1.0, min(control_ratios(ys, again)))
-    row.target, row.met = f">= {at_least}, A/A", row.met and min(ratios) >= floor
-    row.note = control_note(ys, again)
-    if min(ratios) < floor:
-        row.note += (f"; worst pair {min(ratios):.3f} under {at_least} x fio's second run "
-                     f"at its worst ({floor:.3f})")
-    return row
-
-
 def fio_null_read_us(ops: int) -> float:
     """fio's own cost of one 4 KiB read with `ioengine=null` (no I/O): its job runtime over
     its reads, in microseconds."""
@@ -394,10 +328,11 @@ def stream_rows(where: str, folder: Path, file_size: int, loops: int = 1,
 def random_rows(where: str, folder: Path, file_size: int, seconds: float = 3.0) -> list[Row]:
     (path,) = crosscheck.make_files(folder, 1, file_size)
     CPU_US.clear()
-    # fio twice a round: its second run is the A/A control the worst pair is held to
+    # fio twice a round: its second run is the A/A control its tail is judged against
     ours, theirs, again = interleaved(lambda: aiio_rand_read_iops(path, seconds),
                                       lambda: fio_rand_read_iops(path, seconds),
-                                      lambda: fio_rand_read_iops(path, seconds))
+                                      lambda: fio_rand_read_iops(path, seconds),
+                                      repeats=CONTROL_ROUNDS)
     row = paired_row(f"rand read 4 KiB O_DIRECT IOPS, 1 client, {where}", ours, theirs,
                      "IOPS", 0.9, again=again)
     row.note = ("CPU per read (median): aiio "
@@ -418,7 +353,7 @@ def depth_rows(where: str, folder: Path, file_size: int, depth: int = 16,
         # io_uring: fio twice a round, its A/A control (on tmpfs its kernel workers, how
         # many and where, move a run's IOPS more than either tool does)
         runs = interleaved(lambda: aiio_depth_iops(path, seconds, depth), fio,
-                           *[fio] * (engine == "io_uring"))
+                           *[fio] * (engine == "io_uring"), repeats=CONTROL_ROUNDS)
         row = paired_row(f"rand read 4 KiB O_DIRECT, io_uring depth {depth} vs fio {engine}, "
                          f"{where}", runs[0], runs[1], "IOPS", 0.8,
                          again=runs[2] if len(runs) == 3 else None)
@@ -464,7 +399,7 @@ def small_file_rows(where: str, folder: Path, count: int = 8000) -> list[Row]:
     paths = [str(folder / f"small.0.{i}") for i in range(count)]
     CPU_US.clear()
     # a pass lasts well under a second: as many rounds as the tmpfs streams; fio twice a
-    # round, its second run the A/A control the worst pair is held to
+    # round, its second run the A/A control its tail is judged against
     ours, theirs, again = interleaved(lambda: aiio_small_files(paths),
                                       lambda: fio_small_files(folder, count),
                                       lambda: fio_small_files(folder, count),
@@ -770,7 +705,9 @@ def _stream_tmpfs() -> list[Row]:
 @figure("stream-disk")
 def _stream_disk() -> list[Row]:
     with disk_dir() as folder:
-        return stream_rows("local disk", folder, 1 * GiB)
+        # a virtual disk: fio's second run of a round read 1.0 to 1.6 times its first (the
+        # host's cache); 3 rounds put the row's median anywhere from 0.71 to 1.23 run to run
+        return stream_rows("local disk", folder, 1 * GiB, repeats=CONTROL_ROUNDS)
 
 
 @figure("random-disk")

@@ -1,0 +1,131 @@
+"""How the bench pairs aiio's runs with fio's, and when a row of pairs meets its target.
+
+A row runs rounds: one run of each side per round, in an order that rotates, so that drifting
+storage speed falls on every side alike. Its figure is the median of aiio / fio over the
+rounds, printed with their min and max. Where fio also runs a second time each round (the A/A
+control), the row's lower tail is judged against fio's own: see `tail_chance`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+REPEATS = 3
+# a row's lower tail is "not chance" when a tool running at exactly the target would show as
+# many pairs under fio's worst second run at most 1 time in 20
+TAIL_ALPHA = 0.05
+# rounds up to this many: every way of swapping aiio's run with fio's second (2^16 = 65,536);
+# beyond, as many swaps drawn at random from a fixed seed
+EXACT_ROUNDS = 16
+
+
+@dataclass
+class Row:
+    name: str
+    aiio: float
+    reference: float
+    unit: str
+    ratio: float
+    target: str
+    met: bool
+    note: str = ""
+    ratio_min: float | None = None  # over the rounds: each aiio run against its round's fio run
+    ratio_max: float | None = None
+    runs: dict[str, list[float]] | None = None  # each side's figure per round, in round order
+
+
+def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list[float]]:
+    """`repeats` rounds of one run of each, so drifting storage speed hits all alike; a list
+    of figures per callable, in round order. Each round starts one callable further on
+    (a b c, b c a, c a b, ...): every side takes every place in a round equally often, so
+    what the run before leaves behind (the files just laid out, the other tool's caches)
+    falls on none of them alone. In a fixed order aiio always ran first in a round. The
+    rounds are `repeats` rounded up to a multiple of the callables: 3 rounds of two sides
+    put one first twice."""
+    figures: list[list[float]] = [[] for _ in runs]
+    rounds = -(-repeats // len(runs)) * len(runs)
+    for r in range(rounds):
+        for k in range(len(runs)):
+            i = (r + k) % len(runs)
+            figures[i].append(runs[i]())
+    return figures
+
+
+def control_ratios(first: list[float], again: list[float]) -> list[float]:
+    """The A/A control: the reference's second run of each round over its first. aiio's run
+    stands where the second stands (another run beside the reference's), so these are what
+    aiio's ratios would be were it the reference: read beside aiio / fio, never inverted."""
+    return [z / y for y, z in zip(first, again, strict=True)]
+
+
+def control_note(first: list[float], again: list[float]) -> str:
+    """The A/A control's median and spread, as the row's own ratios are printed."""
+    ratios = control_ratios(first, again)
+    return (f"fio's second run over its first in the same rounds: "
+            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})")
+
+
+def _swaps(rounds: int) -> np.ndarray:
+    """Which rounds swap aiio's run with fio's second, one row per way of swapping."""
+    if rounds <= EXACT_ROUNDS:
+        return np.array(list(itertools.product((False, True), repeat=rounds)))
+    return np.random.default_rng(0).random((2 ** EXACT_ROUNDS, rounds)) < 0.5
+
+
+def tail_chance(ratios: list[float], control: list[float], at_least: float
+                ) -> tuple[int, float]:
+    """How many of aiio's pairs fall under `at_least` times fio's worst second run, and how
+    often a tool running at exactly `at_least` times fio shows as many: the share of the ways
+    of swapping, round by round, aiio's pair (scaled by 1 / `at_least`) with fio's second run
+    over its first that give as many or more. That tool's run and fio's second are
+    interchangeable within a round (the rotation gives each every place alike), so the share
+    is exact under that hypothesis, whatever the machine's spread. Holding the worst pair to
+    fio's worst alone failed such a tool about one row in two: the worst of the two sides is
+    either side's by chance."""
+    ours = np.asarray(ratios) / at_least
+    theirs = np.asarray(control)
+    seen = int((ours < theirs.min()).sum())
+    if seen == 0:
+        return 0, 1.0
+    swap = _swaps(len(ours))
+    side_a = np.where(swap, theirs, ours)
+    side_b = np.where(swap, ours, theirs)
+    counts = (side_a < side_b.min(axis=1, keepdims=True)).sum(axis=1)
+    return seen, float((counts >= seen).mean())
+
+
+def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
+               at_least: float, again: list[float] | None = None) -> Row:
+    """A row whose ratio is the median of the paired runs' ratios, with their min and max:
+    the best of each side hid how much a single run could miss. Met when the median meets
+    the target and, with fio's second runs of the same rounds (`again`, the A/A control),
+    when no more pairs fall under the target times fio's worst second run than chance gives
+    a tool at the target (`tail_chance`, 1 in 20). Without a control, or with too few rounds
+    for chance to be told from a tail, the median alone judges, and the target says so."""
+    ratios = [x / y for x, y in zip(xs, ys, strict=True)]
+    mid = statistics.median(ratios)
+    row = Row(name, statistics.median(xs), statistics.median(ys), unit, mid,
+              f">= {at_least}, median", mid >= at_least, ratio_min=min(ratios),
+              ratio_max=max(ratios), runs={"aiio": list(xs), "fio": list(ys)})
+    if again is None:
+        return row
+    row.note = control_note(ys, again)
+    row.runs["fio again"] = list(again)
+    if 0.5 ** len(ratios) >= TAIL_ALPHA:
+        row.note += (f"; {len(ratios)} rounds are too few to tell a tail from chance "
+                     f"(1 in {2 ** len(ratios)} at best)")
+        return row
+    control = control_ratios(ys, again)
+    seen, chance = tail_chance(ratios, control, at_least)
+    row.target = f">= {at_least}, A/A"
+    row.met = row.met and chance >= TAIL_ALPHA
+    if seen:
+        row.note += (f"; {seen} of {len(ratios)} pairs under {at_least} x fio's worst "
+                     f"second run ({at_least * min(control):.3f}), the worst "
+                     f"{min(ratios):.3f}: as many by chance {chance:.1%} of the time")
+    return row
