@@ -55,15 +55,15 @@ def test_a_signal_on_storage_that_stopped_answering(tmp_path: Path, iodepth: int
                                                     code: int, status: str, said: str) -> None:
     if iodepth > 1 and (why := depth.unavailable(iodepth)):
         pytest.skip(why)
-    results = tmp_path / "results"
-    with faultfs(tmp_path, "hang", after=200) as fs:
+    results, log = tmp_path / "results", tmp_path / "stderr"
+    with faultfs(tmp_path, "hang", after=200) as fs, open(log, "w") as stderr:
         proc = subprocess.Popen(
             [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target",
              str(fs.mount), "--results", str(results), "--clients", "2", "--duration", "600s",
              "--set", "prep.threads=2", "--set", "prep.read_share=1.0",
              "--set", "prep.file_size=16MiB", "--set", f"prep.iodepth={iodepth}",
              "--quiet", "--no-report", "--no-history"],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, text=True,
             start_new_session=True)
         try:
             _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
@@ -72,24 +72,41 @@ def test_a_signal_on_storage_that_stopped_answering(tmp_path: Path, iodepth: int
             else:
                 proc.send_signal(sig)
             # the clients are stuck in the kernel and removing the run's files waits too: the
-            # saved result already says why the run ended
-            _until(lambda: _status(results) != "running", "a result saying why the run ended")
+            # saved result already says why the run ended, and the console says it waits
+            _until(lambda: _status(results) != "running" and log.read_text().strip(),
+                   "a result saying why the run ended, and a line saying so")
             assert _status(results) == status
             assert proc.poll() is None  # still waiting on the storage
+            _says_the_storage_did_not_answer(log.read_text(), results, fs.mount)
             fs.release()  # the storage answers again (each held read with EIO)
-            _, err = proc.communicate(timeout=HANG_GUARD_S)
+            proc.wait(timeout=HANG_GUARD_S)
         finally:
             if proc.poll() is None:
                 fs.release()
                 proc.kill()
                 proc.wait()
         left = sorted(str(p.relative_to(fs.backing)) for p in fs.backing.glob("aiio/prep/*"))
+    err = log.read_text()
     assert proc.returncode == code, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert said in err and "partial result saved" in err and "not all removed" not in err, err
+    lines = err.strip().splitlines()  # the line said while it waited, then the run's own
+    assert len(lines) == 2 and "Traceback" not in err, err
+    assert said in lines[1] and "partial result saved" in lines[1], err
+    assert "not all removed" not in err, err
     (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
     assert saved["status"] == status and said in saved["error"]
+    # no client could send its figures: each is stuck in a read the storage never answered
+    assert saved["clients"] == [] and "stuck in the kernel" in saved["error"], saved["error"]
     assert left == [], "the run's folder stayed"
+
+
+def _says_the_storage_did_not_answer(err: str, results: Path, mount: Path) -> None:
+    """One line, while the run waits on the storage: what was saved, what may stay on the
+    target and how to remove it."""
+    (line,) = err.strip().splitlines()
+    (folder,) = results.iterdir()
+    for words in ("did not answer", "2 clients", str(folder), str(mount / "aiio"),
+                  f"aiio clean --target {mount}"):
+        assert words in line, line
 
 
 @pytest.mark.long
@@ -118,7 +135,9 @@ def test_a_mount_taken_down_under_a_stopped_run_keeps_the_runs_own_ending(tmp_pa
             raise
     _, err = proc.communicate(timeout=HANG_GUARD_S)  # the mount is gone
     assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith("aiio: interrupted by the user") and "not all removed" in err, err
+    lines = err.strip().splitlines()  # the line said while it waited, then the run's own
+    assert len(lines) == 2 and "did not answer" in lines[0] and "Traceback" not in err, err
+    assert lines[1].startswith("aiio: interrupted by the user"), err
+    assert "not all removed" in lines[1], err
     (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
     assert saved["status"] == "interrupted" and "not all removed" in saved["error"]
