@@ -171,8 +171,8 @@ def _waiting_on_storage(target: Any, clients: list[int], folder: Path, where: st
     saved, what may stay on the target, how to remove it."""
     return (f"the storage at {target.path} did not answer: {_clients(clients)} stuck in the "
             f"kernel, no figures from them; result saved in {folder}; the run's files below "
-            f"{target.root} go once the storage answers, else `aiio clean --target {where}` "
-            "then")
+            f"{target.root} may stay until it answers, and `aiio clean --target {where}` then "
+            "removes them")
 
 
 def _refusal(exc: BaseException, target: Any) -> bool:
