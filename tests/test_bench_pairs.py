@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import numpy as np
+
 from tools import pairs as bench
 
 
@@ -146,3 +148,25 @@ def test_too_few_rounds_for_the_tail_say_so():
 def test_without_a_control_the_row_says_it_is_judged_by_its_median():
     row = bench.paired_row("x", [0.5, 0.97, 1.0], [1.0] * 3, "MiB/s", 0.95)
     assert row.met and "median" in row.target
+
+
+def _exact_chance(ours: list[float], theirs: list[float]) -> float:
+    """`tail_chance`'s share worked out over every way of swapping, whatever the rounds."""
+    a, b = np.asarray(ours), np.asarray(theirs)
+    seen = int((a < b.min()).sum())
+    swap = (np.arange(2 ** len(a))[:, None] >> np.arange(len(a))) & 1 == 1
+    side_a, side_b = np.where(swap, b, a), np.where(swap, a, b)
+    return float(((side_a < side_b.min(axis=1, keepdims=True)).sum(axis=1) >= seen).mean())
+
+
+def test_beyond_16_rounds_the_drawn_swaps_give_the_share_of_every_swap():
+    # the 24-round rows draw their swaps: the share they give must be the exact one within
+    # the draw's own error, and never below the least chance can give (the row as run is
+    # one way of swapping): all 20 pairs under fio's worst is 1 in 2^20, not never
+    rng = random.Random(5)
+    theirs = [rng.uniform(0.85, 1.1) for _ in range(17)]
+    ours = [rng.uniform(0.75, 1.1) for _ in range(17)]
+    seen, chance = bench.tail_chance(ours, theirs, 1.0)
+    assert seen >= 3 and abs(chance - _exact_chance(ours, theirs)) < 0.005
+    seen, chance = bench.tail_chance([0.5] * 20, [1.0] * 20, 0.95)
+    assert seen == 20 and 0 < chance <= 2 / 2 ** bench.EXACT_ROUNDS
