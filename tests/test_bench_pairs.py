@@ -170,3 +170,30 @@ def test_beyond_16_rounds_the_drawn_swaps_give_the_share_of_every_swap():
     assert seen >= 3 and abs(chance - _exact_chance(ours, theirs)) < 0.005
     seen, chance = bench.tail_chance([0.5] * 20, [1.0] * 20, 0.95)
     assert seen == 20 and 0 < chance <= 2 / 2 ** bench.EXACT_ROUNDS
+
+
+def test_a_row_too_short_for_its_tail_to_fail_beside_a_met_median_says_it_is_judged_by_it():
+    # chance puts k pairs under fio's worst on aiio's side 1 time in 2^k whatever they read,
+    # so the tail fails only with 5 or more, and a met median leaves room for half the pairs:
+    # with 6 rounds a tool that read a tenth of fio in two of them met an "A/A" target
+    fio, again = [1.0] * 6, [1.0, 0.98, 1.02, 0.99, 1.01, 1.0]
+    row = bench.paired_row("x", [0.1, 0.1, 1.0, 1.0, 1.0, 1.0], fio, "MiB/s", 0.95,
+                           again=again)
+    assert row.met and "median" in row.target, row
+    assert "6 rounds are too few" in row.note and "1 time in 8" in row.note, row.note
+    # with 10 the tail can fail such a row: five pairs under, 1 time in 32
+    row = bench.paired_row("x", [0.8] * 5 + [1.15] * 5, [1.0] * 10, "MiB/s", 0.95,
+                           again=again + again[:4])
+    assert row.ratio >= 0.95 and not row.met and "A/A" in row.target, row
+
+
+def test_chance_never_gives_k_pairs_under_fios_worst_less_than_1_time_in_2_to_the_k():
+    # why a short row's tail cannot fail: the ways of swapping that leave those k pairs in
+    # place all give as many, however far under fio they read
+    rng = random.Random(11)
+    for _ in range(300):
+        rounds = rng.randint(5, 12)
+        ours = [rng.paretovariate(1.5) ** -1 for _ in range(rounds)]
+        theirs = [rng.lognormvariate(0, 0.1) for _ in range(rounds)]
+        seen, chance = bench.tail_chance(ours, theirs, 1.0)
+        assert chance >= 0.5 ** seen

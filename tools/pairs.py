@@ -103,6 +103,17 @@ def tail_chance(ratios: list[float], control: list[float], at_least: float
     return seen, float((counts >= seen).mean())
 
 
+def tail_room(rounds: int) -> int:
+    """How many pairs a met median leaves under the target: the tail can fail a row beside a
+    met median only when chance puts that many on aiio's side less than 1 time in 20. Each
+    way of swapping that leaves the k pairs under fio's worst where they are gives as many,
+    so `tail_chance` is never under 1 in 2^k, however far under they read: 5 pairs, which a
+    met median leaves room for from 10 rounds on. (The pairs are counted under the target
+    times fio's worst second run over its first; where that second run beat its first in
+    every round, more could be: 1 row in 2^rounds of a tool equal to fio.)"""
+    return rounds // 2
+
+
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
                at_least: float, again: list[float] | None = None) -> Row:
     """A row whose ratio is the median of the paired runs' ratios, with their min and max:
@@ -110,7 +121,8 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
     the target and, with fio's second runs of the same rounds (`again`, the A/A control),
     when no more pairs fall under the target times fio's worst second run than chance gives
     a tool at the target (`tail_chance`, 1 in 20). Without a control, or with too few rounds
-    for chance to be told from a tail, the median alone judges, and the target says so."""
+    for the tail to fail a row whose median met (`tail_room`: under 10), the median alone
+    judges, and the target says so."""
     ratios = [x / y for x, y in zip(xs, ys, strict=True)]
     mid = statistics.median(ratios)
     row = Row(name, statistics.median(xs), statistics.median(ys), unit, mid,
@@ -120,9 +132,11 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
         return row
     row.note = control_note(ys, again)
     row.runs["fio again"] = list(again)
-    if 0.5 ** len(ratios) >= TAIL_ALPHA:
-        row.note += (f"; {len(ratios)} rounds are too few to tell a tail from chance "
-                     f"(1 in {2 ** len(ratios)} at best)")
+    room = tail_room(len(ratios))
+    if 0.5 ** room >= TAIL_ALPHA:
+        row.note += (f"; {len(ratios)} rounds are too few for the tail to fail a row whose "
+                     f"median met: that leaves {room} pairs under the target at most, as "
+                     f"many as chance gives 1 time in {2 ** room}")
         return row
     control = control_ratios(ys, again)
     seen, chance = tail_chance(ratios, control, at_least)
