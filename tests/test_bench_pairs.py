@@ -197,3 +197,13 @@ def test_chance_never_gives_k_pairs_under_fios_worst_less_than_1_time_in_2_to_th
         theirs = [rng.lognormvariate(0, 0.1) for _ in range(rounds)]
         seen, chance = bench.tail_chance(ours, theirs, 1.0)
         assert chance >= 0.5 ** seen
+
+
+def test_every_row_with_an_a_a_control_runs_rounds_enough_for_its_tail_to_be_judged():
+    # the psync, io_uring and local-disk stream rows ran 6 rounds to show a tail, and 6
+    # leave room for 3 pairs under beside a met median: 1 time in 8
+    from tools import bench as rows
+
+    for rounds in (rows.CONTROL_ROUNDS, rows.STREAM_TMPFS_ROUNDS):
+        assert 0.5 ** bench.tail_room(rounds) < bench.TAIL_ALPHA, rounds
+        assert rounds % 3 == 0, rounds

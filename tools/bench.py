@@ -56,9 +56,10 @@ STREAM_TMPFS_LOOPS = 8
 # about one row of eight by the median alone. 24 rounds halve the variance; a multiple of the
 # two and the three sides a round runs (interleaved rounds up to one)
 STREAM_TMPFS_ROUNDS = 24
-# rounds of a row with the A/A control and runs of seconds: with 5 or more, a tail can be told
-# from chance at 1 in 20 (`tools.pairs.tail_chance`); 6, a multiple of its three sides
-CONTROL_ROUNDS = 6
+# rounds of a row with the A/A control and runs of seconds: its tail can fail beside a met
+# median from 10 on (`tools.pairs.tail_room`; with 6, only a row whose median had failed);
+# 12, a multiple of its three sides. Twice the runs of 6: a few minutes more of the bench
+CONTROL_ROUNDS = 12
 
 
 # --- storage to measure on -------------------------------------------------------------------
