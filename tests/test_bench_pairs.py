@@ -207,3 +207,24 @@ def test_every_row_with_an_a_a_control_runs_rounds_enough_for_its_tail_to_be_jud
     for rounds in (rows.CONTROL_ROUNDS, rows.STREAM_TMPFS_ROUNDS):
         assert 0.5 ** bench.tail_room(rounds) < bench.TAIL_ALPHA, rounds
         assert rounds % 3 == 0, rounds
+
+
+def test_a_run_without_a_figure_makes_the_row_not_met_and_says_which():
+    # fio reading 0 divided by zero; a second run of fio at 0 or NaN put fio's worst at
+    # nothing, and the tail passed whatever aiio read
+    twelve = [1.0] * 12
+    nan, inf = float("nan"), float("inf")
+    cases = [
+        (twelve, [*twelve[:3], 0.0, *twelve[4:]], twelve, "fio's run of round 4: 0"),
+        ([0.3] * 5 + [1.0] * 7, twelve, [0.0] + twelve[1:], "fio's second run of round 1: 0"),
+        ([0.3] * 5 + [1.0] * 7, twelve, twelve[1:] + [nan], "fio's second run of round 12: nan"),
+        ([inf] + twelve[1:], twelve, twelve, "aiio's run of round 1: inf"),
+        ([-1.0] + twelve[1:], twelve, twelve, "aiio's run of round 1: -1"),
+        ([], [], [], "no rounds"),
+        (twelve, twelve[1:], twelve, "12 runs of aiio, 11 of fio, 12 of fio's second"),
+    ]
+    for aiio, fio, again, why in cases:
+        row = bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again)
+        assert not row.met and why in row.note, (why, row.note)
+    row = bench.paired_row("x", twelve, twelve[:3], "MiB/s", 0.95)
+    assert not row.met and "12 runs of aiio, 3 of fio" in row.note

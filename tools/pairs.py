@@ -9,6 +9,7 @@ control), the row's lower tail is judged against fio's own: see `tail_chance`.
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,6 +115,35 @@ def tail_room(rounds: int) -> int:
     return rounds // 2
 
 
+def no_figure(xs: list[float], ys: list[float], again: list[float] | None) -> str:
+    """Why the runs make no row to judge, "" when they do: rounds that do not pair, or a run
+    whose figure is no speed (not finite; fio's not above 0, as each divides). A second run
+    of fio at 0 or NaN put fio's worst at nothing, and the tail passed whatever aiio read."""
+    # (side, its run, its figures, whether 0 is a figure: aiio's run may read nothing)
+    sides = [("aiio", "aiio's run", xs, True), ("fio", "fio's run", ys, False)]
+    if again is not None:
+        sides.append(("fio's second", "fio's second run", again, False))
+    counts = [len(figures) for _, _, figures, _ in sides]
+    if len(set(counts)) > 1:
+        return f"{counts[0]} runs of aiio, " + ", ".join(
+            f"{len(figures)} of {side}" for side, _, figures, _ in sides[1:])
+    if not counts[0]:
+        return "no rounds"
+    for _, run, figures, zero in sides:
+        for r, x in enumerate(figures):
+            if not math.isfinite(x) or x < 0 or (x == 0 and not zero):
+                return f"{run} of round {r + 1}: {x:g}"
+    return ""
+
+
+def _runs(xs: list[float], ys: list[float], again: list[float] | None) -> dict[str, list[float]]:
+    """Each side's figure per round, for --json."""
+    runs = {"aiio": list(xs), "fio": list(ys)}
+    if again is not None:
+        runs["fio again"] = list(again)
+    return runs
+
+
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
                at_least: float, again: list[float] | None = None) -> Row:
     """A row whose ratio is the median of the paired runs' ratios, with their min and max:
@@ -123,15 +153,19 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
     a tool at the target (`tail_chance`, 1 in 20). Without a control, or with too few rounds
     for the tail to fail a row whose median met (`tail_room`: under 10), the median alone
     judges, and the target says so."""
+    why = no_figure(xs, ys, again)
+    if why:
+        nan = float("nan")
+        return Row(name, nan, nan, unit, nan, f">= {at_least}", False,
+                   note=f"no ratio to judge: {why}", runs=_runs(xs, ys, again))
     ratios = [x / y for x, y in zip(xs, ys, strict=True)]
     mid = statistics.median(ratios)
     row = Row(name, statistics.median(xs), statistics.median(ys), unit, mid,
               f">= {at_least}, median", mid >= at_least, ratio_min=min(ratios),
-              ratio_max=max(ratios), runs={"aiio": list(xs), "fio": list(ys)})
+              ratio_max=max(ratios), runs=_runs(xs, ys, again))
     if again is None:
         return row
     row.note = control_note(ys, again)
-    row.runs["fio again"] = list(again)
     room = tail_room(len(ratios))
     if 0.5 ** room >= TAIL_ALPHA:
         row.note += (f"; {len(ratios)} rounds are too few for the tail to fail a row whose "
