@@ -44,10 +44,12 @@ def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list
     """`repeats` rounds of one run of each, so drifting storage speed hits all alike; a list
     of figures per callable, in round order. Each round starts one callable further on
     (a b c, b c a, c a b, ...): every side takes every place in a round equally often, so
-    what the run before leaves behind (the files just laid out, the other tool's caches)
-    falls on none of them alone. In a fixed order aiio always ran first in a round. The
-    rounds are `repeats` rounded up to a multiple of the callables: 3 rounds of two sides
-    put one first twice."""
+    what a place brings falls on none of them alone. In a fixed order aiio always ran first
+    in a round. What the run before leaves behind is not spread so: with aiio, fio and fio
+    again, aiio's run always follows one of fio's (fio's first follows aiio's in two rounds
+    of three, its second in one), and the first run after the files are laid out is
+    always the first callable's. The rounds are `repeats` rounded up to a multiple of the
+    callables: 3 rounds of two sides put one first twice."""
     figures: list[list[float]] = [[] for _ in runs]
     rounds = -(-repeats // len(runs)) * len(runs)
     for r in range(rounds):
@@ -87,11 +89,16 @@ def tail_chance(ratios: list[float], control: list[float], at_least: float
     """How many of aiio's pairs fall under `at_least` times fio's worst second run, and how
     often a tool running at exactly `at_least` times fio shows as many: the share of the ways
     of swapping, round by round, aiio's pair (scaled by 1 / `at_least`) with fio's second run
-    over its first that give as many or more. That tool's run and fio's second are
-    interchangeable within a round (the rotation gives each every place alike), so the share
-    is exact under that hypothesis, whatever the machine's spread. Holding the worst pair to
-    fio's worst alone failed such a tool about one row in two: the worst of the two sides is
-    either side's by chance."""
+    over its first that give as many or more. The share is exact, whatever the machine's
+    spread, when that tool's run and fio's second are interchangeable within each round: the
+    rotation spreads the places in a round over the sides but does not make them so round by
+    round, and what a run leaves behind falls on aiio's more (`interleaved`). On simulated
+    machines whose runs depended on their place, on the time or on heavy-tailed stalls the
+    share stayed under 1 in 20; where a run right after fio's second was held back, it did not
+    (docs/PERFORMANCE.md). The share is never under 1 in 2^k for k pairs under, however
+    far under they read (`tail_room`). Holding the worst pair to fio's worst alone failed a
+    tool at the target about one row in two: the worst of the two sides is either side's by
+    chance."""
     ours = np.asarray(ratios) / at_least
     theirs = np.asarray(control)
     seen = int((ours < theirs.min()).sum())
