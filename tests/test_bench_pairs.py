@@ -197,6 +197,7 @@ def test_chance_never_gives_k_pairs_under_fios_worst_less_than_1_time_in_2_to_th
         theirs = [rng.lognormvariate(0, 0.1) for _ in range(rounds)]
         seen, chance = bench.tail_chance(ours, theirs, 1.0)
         assert chance >= 0.5 ** seen
+        assert chance == _exact_chance(ours, theirs)
 
 
 def test_every_row_with_an_a_a_control_runs_rounds_enough_for_its_tail_to_be_judged():
