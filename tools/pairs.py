@@ -8,6 +8,7 @@ control), the row's lower tail is judged against fio's own: see `tail_chance`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import statistics
@@ -73,15 +74,19 @@ def control_note(first: list[float], again: list[float]) -> str:
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})")
 
 
+@functools.cache
 def _swaps(rounds: int) -> np.ndarray:
     """Which rounds swap aiio's run with fio's second, one row per way of swapping. Drawn
     swaps follow the row as run (no swap): it is one of the ways, so the share is never
     below 1 in the draws + 1; without it 20 pairs under fio's worst read "0.0 %" by chance
     where every way of swapping gives 1 in 2^20."""
     if rounds <= EXACT_ROUNDS:
-        return np.array(list(itertools.product((False, True), repeat=rounds)))
-    drawn = np.random.default_rng(0).random((2 ** EXACT_ROUNDS, rounds)) < 0.5
-    return np.vstack([np.zeros((1, rounds), dtype=bool), drawn])
+        swaps = np.array(list(itertools.product((False, True), repeat=rounds)))
+    else:
+        drawn = np.random.default_rng(0).random((2 ** EXACT_ROUNDS, rounds)) < 0.5
+        swaps = np.vstack([np.zeros((1, rounds), dtype=bool), drawn])
+    swaps.flags.writeable = False  # kept for every row of as many rounds
+    return swaps
 
 
 def tail_chance(ratios: list[float], control: list[float], at_least: float
