@@ -871,6 +871,21 @@ def print_rows(rows: list[Row]) -> None:
             print(f"    {r.note}")
 
 
+def rows_json(rows: list[Row]) -> str:
+    """The rows as JSON, a figure that is no number (NaN, infinite) as null: JSON has no
+    token for it, and Python's bare NaN made readers refuse the whole output."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return json.dumps([plain(asdict(r)) for r in rows], indent=1, allow_nan=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
     parser.add_argument("--only", action="append", choices=sorted(FIGURES),
@@ -887,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
         except AiioError as exc:  # fio failing, no space: one line, not a traceback
             raise SystemExit(f"aiio bench: {name}: {exc}") from None
     if opts.json:
-        print(json.dumps([asdict(r) for r in rows], indent=1))
+        print(rows_json(rows))
     else:
         print_rows(rows)
     return 0 if all(r.met for r in rows) else 1
