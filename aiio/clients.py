@@ -17,6 +17,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -316,6 +317,9 @@ class RunAborted(AiioError):
         self.results = results
         self.cause = cause
         self.exit_code = cause.exit_code
+        # the clients (numbers) that sent nothing and outlived a SIGKILL: a thread of theirs
+        # waits in the kernel on storage that does not answer (`stuck`)
+        self.stuck: list[int] = []
 
 
 def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
@@ -379,9 +383,20 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     finally:
         interrupted = _reap_or_kill(procs)
         shared.close()
+        aborted = sys.exc_info()[1]  # the RunAborted on its way out, if any
+        if isinstance(aborted, RunAborted):
+            aborted.stuck = stuck(procs, results, errors)
     if interrupted:  # every result is in: keep them, and still stop as asked
         raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
+
+
+def stuck(procs: list, results: dict, errors: dict) -> list[int]:
+    """The clients that sent nothing and are still there after the reap's SIGKILL: a thread
+    of theirs waits in a call the kernel cannot take back (a read handed to a FUSE daemon or
+    an NFS server that stopped answering) until the storage answers or the mount is aborted."""
+    return [p.ctx.index for i, p in enumerate(procs)
+            if i not in results and i not in errors and p.is_alive()]
 
 
 REHEARSAL_JOIN_S = 10.0  # how long the rehearsal's threads get to end once it is over

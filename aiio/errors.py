@@ -29,6 +29,14 @@ class RunFailed(AiioError):
     exit_code = 1
 
 
+class CleanFailed(AiioError):
+    """The storage would not let `aiio clean` remove something of aiio's (a file that may not
+    be removed, a folder a file appeared in). A failure of the storage, as a run's: exit
+    code 1."""
+
+    exit_code = 1
+
+
 class TargetChanged(RunFailed):
     """The target's path led to another directory or filesystem at the end of the run than
     at its start (unmounted, mounted over, replaced). Exit code 1."""

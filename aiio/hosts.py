@@ -343,6 +343,7 @@ def _stopped(live: _Live, exc: RunAborted, local: dict[int, dict]) -> RunAborted
         _drain_workers(live)
     entries = [p for _, (k, p) in sorted(comm.replied().items()) if k == "reply"]
     out = RunAborted(message, {}, cause)
+    out.stuck = exc.stuck  # this host's (the workers' say only what they measured)
     out.results = dict(enumerate(_merge(local, entries)))
     out.hosts = entries
     return out

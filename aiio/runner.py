@@ -127,10 +127,13 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         out["status"] = "ok"
     except RunAborted as exc:
         out["status"] = "interrupted" if exc.exit_code == 130 else "failed"
-        out["error"] = _cause(target, str(exc))
+        out["error"] = _cause(target, str(exc)) + _stuck(exc.stuck)
         out["clients"] = [exc.results[i] for i in sorted(exc.results)]
         here.update(status=out["status"], error=str(exc))
         out["hosts"] = _host_figures(phase, rc, args, [here, *getattr(exc, "hosts", [])], out)
+        if exc.stuck:  # removing the run's files waits on the same storage, for good maybe
+            _save(out, folder)
+            ui.alert(_waiting_on_storage(target, exc.stuck, folder, req.target))
         _finish(phase, rc, args, out, folder, req.on_saved)
         raise exc.cause(f"{out['error']}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
@@ -150,11 +153,32 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     return out, folder
 
 
+def _stuck(clients: list[int]) -> str:
+    """What the result says of clients that could send no figures, stuck in the kernel."""
+    if not clients:
+        return ""
+    return (f"; {_clients(clients)} sent no figures: stuck in the kernel on I/O the storage "
+            "did not answer")
+
+
+def _clients(numbers: list[int]) -> str:
+    return f"client {numbers[0]}" if len(numbers) == 1 else \
+        f"{len(numbers)} clients ({', '.join(map(str, numbers))})"
+
+
+def _waiting_on_storage(target: Any, clients: list[int], folder: Path, where: str) -> str:
+    """The one line said while the run waits on storage that does not answer: what was
+    saved, what may stay on the target, how to remove it."""
+    return (f"the storage at {target.path} did not answer: {_clients(clients)} stuck in the "
+            f"kernel, no figures from them; result saved in {folder}; the run's files below "
+            f"{target.root} may stay until it answers, and `aiio clean --target {where}` then "
+            "removes them")
+
+
 def _refusal(exc: BaseException, target: Any) -> bool:
-    """Bad input refused (exit code 2) while the run has written nothing on the target: it
-    ran nothing. An object store's target does not tell, and its results are kept."""
-    return isinstance(exc, AiioError) and exc.exit_code == 2 and isinstance(target, Target) \
-        and not target.written
+    """Bad input refused (exit code 2) while the run has written nothing on the target (a
+    directory or a bucket prefix): it ran nothing."""
+    return isinstance(exc, AiioError) and exc.exit_code == 2 and not target.written
 
 
 def _discard(phase: Any, rc: RunContext, args: Any, folder: Path) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 from aiio import __version__, owner
-from aiio.errors import SpaceError, TargetError
+from aiio.errors import CleanFailed, SpaceError, TargetError
 from aiio.locks import FolderLock, Note
 from aiio.ranks import THIS_HOST, Ranks
 from aiio.units import format_size
@@ -275,23 +275,33 @@ class Target:
                 lock.close()
             raise TargetError(f"refusing to clean {self.root}: another aiio run is using the "
                               "target; clean once it has ended")
+        marker = self.root / MARKER
         try:
             freed = tree_bytes(self.root)
-            kept = {lock.path for lock in held} | {self.root / MARKER}
+            kept = {lock.path for lock in held} | {marker}
             _remove_all_but(self.root, kept, self.root)
+        except OSError as exc:
+            raise self._clean_failed(exc) from None
         finally:
             for lock in held:
                 lock.close()
         # Only now the lock files, their folders and the marker last: a file removed while
         # open stays on FUSE and NFS, renamed, until it is closed, and its folder with it
         # (a clean that failed so had already removed the marker: no later one would run).
-        marker = self.root / MARKER
-        for path in kept - {marker}:
-            path.unlink(missing_ok=True)
-        _remove_all_but(self.root, {marker}, self.root)  # fails with the marker still there
-        marker.unlink()
-        self.root.rmdir()
+        try:
+            for path in kept - {marker}:
+                path.unlink(missing_ok=True)
+            _remove_all_but(self.root, {marker}, self.root)  # fails with the marker still there
+            _remove_marked(self.root, marker)
+        except OSError as exc:
+            raise self._clean_failed(exc) from None
         return freed
+
+    def _clean_failed(self, exc: OSError) -> CleanFailed:
+        """What clean could not remove and why, in one line; the marker stays for the next."""
+        what = exc.filename or self.root
+        return CleanFailed(f"could not remove {what}: {exc.strerror or exc}; {self.root} keeps "
+                           f"aiio's marker, so `aiio clean` can finish once that is fixed")
 
     def _kept_alone(self) -> list[FolderLock]:
         """The lock of every dataset and set of weights (kept for later runs; their readers
@@ -308,6 +318,19 @@ class Target:
                 raise TargetError(f"refusing to clean {self.root}: another aiio run uses "
                                   f"{lock.what} there; clean once it has ended")
         return held
+
+
+def _remove_marked(root: Path, marker: Path) -> None:
+    """Remove the marker, then its folder; the marker is put back when the folder will not
+    go (a file appeared in it meanwhile, a file held open on FUSE or NFS stays renamed), so
+    that what is left is still aiio's to clean."""
+    mark = marker.read_bytes()
+    marker.unlink()
+    try:
+        root.rmdir()
+    except OSError:
+        marker.write_bytes(mark)
+        raise
 
 
 def _silent(_line: str) -> None:
@@ -413,7 +436,9 @@ def _note_error(errors: list[OSError], func: object, path: str,
     removal goes on (a folder not yet empty must not keep the rest)."""
     err = exc if isinstance(exc, BaseException) else exc[1]
     if not isinstance(err, FileNotFoundError):
-        errors.append(err)
+        # the walk goes by descriptors: its errors name an entry without its folder
+        errors.append(OSError(err.errno, err.strerror, path) if isinstance(err, OSError)
+                      else err)
 
 
 def tree_bytes(path: Path) -> int:

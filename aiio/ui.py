@@ -10,6 +10,10 @@ class UI(Protocol):
     def note(self, message: str) -> None:
         """One line for the person watching (stderr on a terminal)."""
 
+    def alert(self, message: str) -> None:
+        """One line the person watching must see even with no progress shown (--quiet): why
+        the run cannot end yet."""
+
     def progress(self, label: str, done: int, total: int) -> None:
         """Progress of a preparation step (dataset generation, laying out files)."""
 
@@ -29,6 +33,9 @@ class QuietUI:
     """Shows nothing."""
 
     def note(self, message: str) -> None:
+        pass
+
+    def alert(self, message: str) -> None:
         pass
 
     def progress(self, label: str, done: int, total: int) -> None:

@@ -99,8 +99,9 @@ class FaultMount:
 
 
 @contextlib.contextmanager
-def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256) -> Iterator[FaultMount]:
-    """The faulty filesystem over a fresh tmpfs."""
+def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256,
+            name: str = "randrw-") -> Iterator[FaultMount]:
+    """The faulty filesystem over a fresh tmpfs; only reads of files named `name`... count."""
     from tests.oracle.mount import _daemon
     from tests.storage import small_tmpfs
 
@@ -108,7 +109,7 @@ def faultfs(tmp: Path, mode: str, after: int, size_mib: int = 256) -> Iterator[F
     mount.mkdir()
     log.touch()
     argv = [sys.executable, "-m", "tests.faultfs", "", str(mount), f"--mode={mode}",
-            f"--after={after}", f"--log={log}"]
+            f"--after={after}", f"--log={log}", f"--name={name}"]
     with small_tmpfs(tmp, size_mib) as backing:
         argv[3] = str(backing)
         with _daemon(argv, mount, "faultfs"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import numpy as np
+
 from tools import pairs as bench
 
 
@@ -146,3 +148,84 @@ def test_too_few_rounds_for_the_tail_say_so():
 def test_without_a_control_the_row_says_it_is_judged_by_its_median():
     row = bench.paired_row("x", [0.5, 0.97, 1.0], [1.0] * 3, "MiB/s", 0.95)
     assert row.met and "median" in row.target
+
+
+def _exact_chance(ours: list[float], theirs: list[float]) -> float:
+    """`tail_chance`'s share worked out over every way of swapping, whatever the rounds."""
+    a, b = np.asarray(ours), np.asarray(theirs)
+    seen = int((a < b.min()).sum())
+    swap = (np.arange(2 ** len(a))[:, None] >> np.arange(len(a))) & 1 == 1
+    side_a, side_b = np.where(swap, b, a), np.where(swap, a, b)
+    return float(((side_a < side_b.min(axis=1, keepdims=True)).sum(axis=1) >= seen).mean())
+
+
+def test_beyond_16_rounds_the_drawn_swaps_give_the_share_of_every_swap():
+    # the 24-round rows draw their swaps: the share they give must be the exact one within
+    # the draw's own error, and never below the least chance can give (the row as run is
+    # one way of swapping): all 20 pairs under fio's worst is 1 in 2^20, not never
+    rng = random.Random(5)
+    theirs = [rng.uniform(0.85, 1.1) for _ in range(17)]
+    ours = [rng.uniform(0.75, 1.1) for _ in range(17)]
+    seen, chance = bench.tail_chance(ours, theirs, 1.0)
+    assert seen >= 3 and abs(chance - _exact_chance(ours, theirs)) < 0.005
+    seen, chance = bench.tail_chance([0.5] * 20, [1.0] * 20, 0.95)
+    assert seen == 20 and 0 < chance <= 2 / 2 ** bench.EXACT_ROUNDS
+
+
+def test_a_row_too_short_for_its_tail_to_fail_beside_a_met_median_says_it_is_judged_by_it():
+    # chance puts k pairs under fio's worst on aiio's side 1 time in 2^k whatever they read,
+    # so the tail fails only with 5 or more, and a met median leaves room for half the pairs:
+    # with 6 rounds a tool that read a tenth of fio in two of them met an "A/A" target
+    fio, again = [1.0] * 6, [1.0, 0.98, 1.02, 0.99, 1.01, 1.0]
+    row = bench.paired_row("x", [0.1, 0.1, 1.0, 1.0, 1.0, 1.0], fio, "MiB/s", 0.95,
+                           again=again)
+    assert row.met and "median" in row.target, row
+    assert "6 rounds are too few" in row.note and "1 time in 8" in row.note, row.note
+    # with 10 the tail can fail such a row: five pairs under, 1 time in 32
+    row = bench.paired_row("x", [0.8] * 5 + [1.15] * 5, [1.0] * 10, "MiB/s", 0.95,
+                           again=again + again[:4])
+    assert row.ratio >= 0.95 and not row.met and "A/A" in row.target, row
+
+
+def test_chance_never_gives_k_pairs_under_fios_worst_less_than_1_time_in_2_to_the_k():
+    # why a short row's tail cannot fail: the ways of swapping that leave those k pairs in
+    # place all give as many, however far under fio they read
+    rng = random.Random(11)
+    for _ in range(300):
+        rounds = rng.randint(5, 12)
+        ours = [rng.paretovariate(1.5) ** -1 for _ in range(rounds)]
+        theirs = [rng.lognormvariate(0, 0.1) for _ in range(rounds)]
+        seen, chance = bench.tail_chance(ours, theirs, 1.0)
+        assert chance >= 0.5 ** seen
+        assert chance == _exact_chance(ours, theirs)
+
+
+def test_every_row_with_an_a_a_control_runs_rounds_enough_for_its_tail_to_be_judged():
+    # the psync, io_uring and local-disk stream rows ran 6 rounds to show a tail, and 6
+    # leave room for 3 pairs under beside a met median: 1 time in 8
+    from tools import bench as rows
+
+    for rounds in (rows.CONTROL_ROUNDS, rows.STREAM_TMPFS_ROUNDS):
+        assert 0.5 ** bench.tail_room(rounds) < bench.TAIL_ALPHA, rounds
+        assert rounds % 3 == 0, rounds
+
+
+def test_a_run_without_a_figure_makes_the_row_not_met_and_says_which():
+    # fio reading 0 divided by zero; a second run of fio at 0 or NaN put fio's worst at
+    # nothing, and the tail passed whatever aiio read
+    twelve = [1.0] * 12
+    nan, inf = float("nan"), float("inf")
+    cases = [
+        (twelve, [*twelve[:3], 0.0, *twelve[4:]], twelve, "fio's run of round 4: 0"),
+        ([0.3] * 5 + [1.0] * 7, twelve, [0.0] + twelve[1:], "fio's second run of round 1: 0"),
+        ([0.3] * 5 + [1.0] * 7, twelve, twelve[1:] + [nan], "fio's second run of round 12: nan"),
+        ([inf] + twelve[1:], twelve, twelve, "aiio's run of round 1: inf"),
+        ([-1.0] + twelve[1:], twelve, twelve, "aiio's run of round 1: -1"),
+        ([], [], [], "no rounds"),
+        (twelve, twelve[1:], twelve, "12 runs of aiio, 11 of fio, 12 of fio's second"),
+    ]
+    for aiio, fio, again, why in cases:
+        row = bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again)
+        assert not row.met and why in row.note, (why, row.note)
+    row = bench.paired_row("x", twelve, twelve[:3], "MiB/s", 0.95)
+    assert not row.met and "12 runs of aiio, 3 of fio" in row.note

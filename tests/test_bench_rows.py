@@ -76,3 +76,17 @@ def test_shares_that_could_not_be_measured_do_not_let_the_bench_pass(monkeypatch
     rows = bench.fairness_rows(1024)
     assert rows and not any(r.met for r in rows)
     assert "no /dev/fuse" in rows[0].note and "not measured" in rows[0].target
+
+
+def test_a_row_without_a_figure_prints_as_json_any_reader_takes():
+    # a run that read NaN (or a row of no ratio) printed the bare NaN token, which JSON does
+    # not have: jq and the browsers' parsers refuse the whole output
+    import json
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    row = bench.paired_row("x", [1.0] * 12, [float("nan")] + [1.0] * 11, "MiB/s", 0.95,
+                           again=[1.0] * 12)
+    (got,) = json.loads(bench.rows_json([row]), parse_constant=refuse)
+    assert got["ratio"] is None and got["runs"]["fio"][0] is None and not got["met"]

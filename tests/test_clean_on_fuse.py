@@ -13,6 +13,7 @@ import pytest
 
 from .conftest import TINY_DATA, run_cli
 from .oracle.mount import bindfs, can_bindfs
+from .test_clean_failures import one_line_exit_1
 
 
 @pytest.fixture
@@ -42,6 +43,19 @@ def test_a_clean_that_cannot_finish_keeps_the_marker_for_the_next(mount: Path) -
     with sample.open("rb"):
         failed = run_cli("clean", "--target", str(mount))
     assert failed.returncode != 0, failed.stdout
+    assert (mount / "aiio" / ".aiio-owned").exists()  # so that a clean may run again
+    again = run_cli("clean", "--target", str(mount))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (mount / "aiio").exists()
+
+
+def test_the_last_folder_that_cannot_go_keeps_the_marker(mount: Path) -> None:
+    # another program holds the target's run lock file open (without locking it): on FUSE
+    # the removed file stays, renamed, and aiio's folder is not empty once the marker is
+    # removed last
+    with (mount / "aiio" / ".runs.lock").open("rb"):
+        failed = run_cli("clean", "--target", str(mount))
+    one_line_exit_1(failed, str(mount / "aiio"), "Directory not empty", "aiio clean")
     assert (mount / "aiio" / ".aiio-owned").exists()  # so that a clean may run again
     again = run_cli("clean", "--target", str(mount))
     assert again.returncode == 0, again.stdout + again.stderr

@@ -11,18 +11,21 @@ answers again the run ends with its one line and exit code, and its files go."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from aiio import depth
-from tests.faultfs import events, faultfs
+from tests.faultfs import FaultMount, events, faultfs
 from tests.oracle.mount import can_mount_fuse
 
 from .conftest import REPO
@@ -47,6 +50,26 @@ def _status(results: Path) -> str | None:
     return json.loads(found[0].read_text())["status"] if found else None
 
 
+@contextlib.contextmanager
+def _randrw(fs: FaultMount, results: Path, stderr: IO[str],
+            *sets: str) -> Iterator[subprocess.Popen]:
+    """Two randrw clients reading their files on the mount for good; ended if the test ends
+    first, the storage let answer so that they can."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target", str(fs.mount),
+         "--results", str(results), "--clients", "2", "--duration", "600s",
+         "--set", "prep.read_share=1.0", "--set", "prep.file_size=16MiB", *sets,
+         "--quiet", "--no-report", "--no-history"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            fs.release()
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.long
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 @pytest.mark.parametrize("iodepth, sig, code, status, said", CASES,
@@ -55,41 +78,46 @@ def test_a_signal_on_storage_that_stopped_answering(tmp_path: Path, iodepth: int
                                                     code: int, status: str, said: str) -> None:
     if iodepth > 1 and (why := depth.unavailable(iodepth)):
         pytest.skip(why)
-    results = tmp_path / "results"
-    with faultfs(tmp_path, "hang", after=200) as fs:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aiio", "run", "--phase", "randrw", "--target",
-             str(fs.mount), "--results", str(results), "--clients", "2", "--duration", "600s",
-             "--set", "prep.threads=2", "--set", "prep.read_share=1.0",
-             "--set", "prep.file_size=16MiB", "--set", f"prep.iodepth={iodepth}",
-             "--quiet", "--no-report", "--no-history"],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            start_new_session=True)
-        try:
+    results, log = tmp_path / "results", tmp_path / "stderr"
+    with faultfs(tmp_path, "hang", after=200) as fs, open(log, "w") as stderr:
+        with _randrw(fs, results, stderr, "--set", "prep.threads=2",
+                     "--set", f"prep.iodepth={iodepth}") as proc:
             _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
             if sig == signal.SIGINT:
                 os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C: the whole group
             else:
                 proc.send_signal(sig)
             # the clients are stuck in the kernel and removing the run's files waits too: the
-            # saved result already says why the run ended
-            _until(lambda: _status(results) != "running", "a result saying why the run ended")
+            # saved result already says why the run ended, and the console says it waits
+            _until(lambda: _status(results) != "running" and log.read_text().strip(),
+                   "a result saying why the run ended, and a line saying so")
             assert _status(results) == status
             assert proc.poll() is None  # still waiting on the storage
+            _says_the_storage_did_not_answer(log.read_text(), results, fs.mount)
             fs.release()  # the storage answers again (each held read with EIO)
-            _, err = proc.communicate(timeout=HANG_GUARD_S)
-        finally:
-            if proc.poll() is None:
-                fs.release()
-                proc.kill()
-                proc.wait()
+            proc.wait(timeout=HANG_GUARD_S)
         left = sorted(str(p.relative_to(fs.backing)) for p in fs.backing.glob("aiio/prep/*"))
+    err = log.read_text()
     assert proc.returncode == code, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert said in err and "partial result saved" in err and "not all removed" not in err, err
+    lines = err.strip().splitlines()  # the line said while it waited, then the run's own
+    assert len(lines) == 2 and "Traceback" not in err, err
+    assert said in lines[1] and "partial result saved" in lines[1], err
+    assert "not all removed" not in err, err
     (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
     assert saved["status"] == status and said in saved["error"]
+    # no client could send its figures: each is stuck in a read the storage never answered
+    assert saved["clients"] == [] and "stuck in the kernel" in saved["error"], saved["error"]
     assert left == [], "the run's folder stayed"
+
+
+def _says_the_storage_did_not_answer(err: str, results: Path, mount: Path) -> None:
+    """One line, while the run waits on the storage: what was saved, what may stay on the
+    target and how to remove it."""
+    (line,) = err.strip().splitlines()
+    (folder,) = results.iterdir()
+    for words in ("did not answer", "2 clients", str(folder), str(mount / "aiio"),
+                  f"aiio clean --target {mount}"):
+        assert words in line, line
 
 
 @pytest.mark.long
@@ -118,7 +146,33 @@ def test_a_mount_taken_down_under_a_stopped_run_keeps_the_runs_own_ending(tmp_pa
             raise
     _, err = proc.communicate(timeout=HANG_GUARD_S)  # the mount is gone
     assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith("aiio: interrupted by the user") and "not all removed" in err, err
+    lines = err.strip().splitlines()  # the line said while it waited, then the run's own
+    assert len(lines) == 2 and "did not answer" in lines[0] and "Traceback" not in err, err
+    assert lines[1].startswith("aiio: interrupted by the user"), err
+    assert "not all removed" in lines[1], err
     (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
     assert saved["status"] == "interrupted" and "not all removed" in saved["error"]
+
+
+@pytest.mark.long
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+def test_the_clients_the_storage_still_answers_keep_their_figures(tmp_path: Path) -> None:
+    """Only client 0's file stops answering: at the SIGTERM client 1 sends what it measured
+    up to the stop, and the result keeps it beside the line naming client 0 as stuck."""
+    results, log = tmp_path / "results", tmp_path / "stderr"
+    with faultfs(tmp_path, "hang", after=200, name="randrw-00000") as fs, \
+            open(log, "w") as stderr:
+        with _randrw(fs, results, stderr) as proc:
+            _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
+            proc.send_signal(signal.SIGTERM)
+            _until(lambda: _status(results) != "running" and log.read_text().strip(),
+                   "a result saying why the run ended, and a line saying so")
+            (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
+            fs.release()
+            proc.wait(timeout=HANG_GUARD_S)
+    err = log.read_text()
+    assert proc.returncode == 1, err
+    assert "client 0 stuck in the kernel" in err.splitlines()[0], err
+    assert "client 0 sent no figures: stuck in the kernel" in saved["error"], saved["error"]
+    (kept,) = saved["clients"]
+    assert kept["client"] == 1 and kept["read"]["bytes"] > 0, kept

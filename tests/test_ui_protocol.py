@@ -9,7 +9,7 @@ import pytest
 from aiio.term.console import RichUI
 from aiio.ui import UI, QuietUI
 
-METHODS = ("note", "progress", "start", "tick", "stop")
+METHODS = ("note", "alert", "progress", "start", "tick", "stop")
 
 
 @pytest.mark.parametrize("cls", [QuietUI, RichUI])
@@ -22,6 +22,7 @@ def test_implementations_match_the_protocol(cls):
 def test_quiet_ui_accepts_a_whole_run_and_shows_nothing(capsys):
     ui: UI = QuietUI()
     ui.note("hello")
+    ui.alert("the storage did not answer")
     ui.progress("generating", 1, 2)
     ui.start("train demo", 10, 2, compute_s=0.1, hero={"test": "seqread", "fio_mib_s": 1.0})
     ui.tick([1, 2], [1, 1], 0.5)

@@ -56,9 +56,10 @@ STREAM_TMPFS_LOOPS = 8
 # about one row of eight by the median alone. 24 rounds halve the variance; a multiple of the
 # two and the three sides a round runs (interleaved rounds up to one)
 STREAM_TMPFS_ROUNDS = 24
-# rounds of a row with the A/A control and runs of seconds: with 5 or more, a tail can be told
-# from chance at 1 in 20 (`tools.pairs.tail_chance`); 6, a multiple of its three sides
-CONTROL_ROUNDS = 6
+# rounds of a row with the A/A control and runs of seconds: its tail can fail beside a met
+# median from 10 on (`tools.pairs.tail_room`; with 6, only a row whose median had failed);
+# 12, a multiple of its three sides. Twice the runs of 6: a few minutes more of the bench
+CONTROL_ROUNDS = 12
 
 
 # --- storage to measure on -------------------------------------------------------------------
@@ -870,6 +871,21 @@ def print_rows(rows: list[Row]) -> None:
             print(f"    {r.note}")
 
 
+def rows_json(rows: list[Row]) -> str:
+    """The rows as JSON, a figure that is no number (NaN, infinite) as null: JSON has no
+    token for it, and Python's bare NaN made readers refuse the whole output."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return json.dumps([plain(asdict(r)) for r in rows], indent=1, allow_nan=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
     parser.add_argument("--only", action="append", choices=sorted(FIGURES),
@@ -886,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
         except AiioError as exc:  # fio failing, no space: one line, not a traceback
             raise SystemExit(f"aiio bench: {name}: {exc}") from None
     if opts.json:
-        print(json.dumps([asdict(r) for r in rows], indent=1))
+        print(rows_json(rows))
     else:
         print_rows(rows)
     return 0 if all(r.met for r in rows) else 1

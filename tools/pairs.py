@@ -8,7 +8,9 @@ control), the row's lower tail is judged against fio's own: see `tail_chance`.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ REPEATS = 3
 # many pairs under fio's worst second run at most 1 time in 20
 TAIL_ALPHA = 0.05
 # rounds up to this many: every way of swapping aiio's run with fio's second (2^16 = 65,536);
-# beyond, as many swaps drawn at random from a fixed seed
+# beyond, the row as run and as many swaps drawn at random from a fixed seed
 EXACT_ROUNDS = 16
 
 
@@ -43,10 +45,12 @@ def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list
     """`repeats` rounds of one run of each, so drifting storage speed hits all alike; a list
     of figures per callable, in round order. Each round starts one callable further on
     (a b c, b c a, c a b, ...): every side takes every place in a round equally often, so
-    what the run before leaves behind (the files just laid out, the other tool's caches)
-    falls on none of them alone. In a fixed order aiio always ran first in a round. The
-    rounds are `repeats` rounded up to a multiple of the callables: 3 rounds of two sides
-    put one first twice."""
+    what a place brings falls on none of them alone. In a fixed order aiio always ran first
+    in a round. What the run before leaves behind is not spread so: with aiio, fio and fio
+    again, aiio's run always follows one of fio's (fio's first follows aiio's in two rounds
+    of three, its second in one), and the first run after the files are laid out is
+    always the first callable's. The rounds are `repeats` rounded up to a multiple of the
+    callables: 3 rounds of two sides put one first twice."""
     figures: list[list[float]] = [[] for _ in runs]
     rounds = -(-repeats // len(runs)) * len(runs)
     for r in range(rounds):
@@ -70,11 +74,19 @@ def control_note(first: list[float], again: list[float]) -> str:
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f})")
 
 
+@functools.cache
 def _swaps(rounds: int) -> np.ndarray:
-    """Which rounds swap aiio's run with fio's second, one row per way of swapping."""
+    """Which rounds swap aiio's run with fio's second, one row per way of swapping. Drawn
+    swaps follow the row as run (no swap): it is one of the ways, so the share is never
+    below 1 in the draws + 1; without it 20 pairs under fio's worst read "0.0 %" by chance
+    where every way of swapping gives 1 in 2^20."""
     if rounds <= EXACT_ROUNDS:
-        return np.array(list(itertools.product((False, True), repeat=rounds)))
-    return np.random.default_rng(0).random((2 ** EXACT_ROUNDS, rounds)) < 0.5
+        swaps = np.array(list(itertools.product((False, True), repeat=rounds)))
+    else:
+        drawn = np.random.default_rng(0).random((2 ** EXACT_ROUNDS, rounds)) < 0.5
+        swaps = np.vstack([np.zeros((1, rounds), dtype=bool), drawn])
+    swaps.flags.writeable = False  # kept for every row of as many rounds
+    return swaps
 
 
 def tail_chance(ratios: list[float], control: list[float], at_least: float
@@ -82,11 +94,16 @@ def tail_chance(ratios: list[float], control: list[float], at_least: float
     """How many of aiio's pairs fall under `at_least` times fio's worst second run, and how
     often a tool running at exactly `at_least` times fio shows as many: the share of the ways
     of swapping, round by round, aiio's pair (scaled by 1 / `at_least`) with fio's second run
-    over its first that give as many or more. That tool's run and fio's second are
-    interchangeable within a round (the rotation gives each every place alike), so the share
-    is exact under that hypothesis, whatever the machine's spread. Holding the worst pair to
-    fio's worst alone failed such a tool about one row in two: the worst of the two sides is
-    either side's by chance."""
+    over its first that give as many or more. The share is exact, whatever the machine's
+    spread, when that tool's run and fio's second are interchangeable within each round: the
+    rotation spreads the places in a round over the sides but does not make them so round by
+    round, and what a run leaves behind falls on aiio's more (`interleaved`). On simulated
+    machines whose runs depended on their place, on the time or on heavy-tailed stalls the
+    share stayed under 1 in 20; where a run right after fio's second was held back, it did not
+    (docs/PERFORMANCE.md). The share is never under 1 in 2^k for k pairs under, however
+    far under they read (`tail_room`). Holding the worst pair to fio's worst alone failed a
+    tool at the target about one row in two: the worst of the two sides is either side's by
+    chance."""
     ours = np.asarray(ratios) / at_least
     theirs = np.asarray(control)
     seen = int((ours < theirs.min()).sum())
@@ -99,6 +116,46 @@ def tail_chance(ratios: list[float], control: list[float], at_least: float
     return seen, float((counts >= seen).mean())
 
 
+def tail_room(rounds: int) -> int:
+    """How many pairs a met median leaves under the target: the tail can fail a row beside a
+    met median only when chance puts that many on aiio's side less than 1 time in 20. Each
+    way of swapping that leaves the k pairs under fio's worst where they are gives as many,
+    so `tail_chance` is never under 1 in 2^k, however far under they read: 5 pairs, which a
+    met median leaves room for from 10 rounds on. (The pairs are counted under the target
+    times fio's worst second run over its first; where that second run beat its first in
+    every round, more could be: 1 row in 2^rounds of a tool equal to fio.)"""
+    return rounds // 2
+
+
+def no_figure(xs: list[float], ys: list[float], again: list[float] | None) -> str:
+    """Why the runs make no row to judge, "" when they do: rounds that do not pair, or a run
+    whose figure is no speed (not finite; fio's not above 0, as each divides). A second run
+    of fio at 0 or NaN put fio's worst at nothing, and the tail passed whatever aiio read."""
+    # (side, its run, its figures, whether 0 is a figure: aiio's run may read nothing)
+    sides = [("aiio", "aiio's run", xs, True), ("fio", "fio's run", ys, False)]
+    if again is not None:
+        sides.append(("fio's second", "fio's second run", again, False))
+    counts = [len(figures) for _, _, figures, _ in sides]
+    if len(set(counts)) > 1:
+        return f"{counts[0]} runs of aiio, " + ", ".join(
+            f"{len(figures)} of {side}" for side, _, figures, _ in sides[1:])
+    if not counts[0]:
+        return "no rounds"
+    for _, run, figures, zero in sides:
+        for r, x in enumerate(figures):
+            if not math.isfinite(x) or x < 0 or (x == 0 and not zero):
+                return f"{run} of round {r + 1}: {x:g}"
+    return ""
+
+
+def _runs(xs: list[float], ys: list[float], again: list[float] | None) -> dict[str, list[float]]:
+    """Each side's figure per round, for --json."""
+    runs = {"aiio": list(xs), "fio": list(ys)}
+    if again is not None:
+        runs["fio again"] = list(again)
+    return runs
+
+
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
                at_least: float, again: list[float] | None = None) -> Row:
     """A row whose ratio is the median of the paired runs' ratios, with their min and max:
@@ -106,19 +163,26 @@ def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
     the target and, with fio's second runs of the same rounds (`again`, the A/A control),
     when no more pairs fall under the target times fio's worst second run than chance gives
     a tool at the target (`tail_chance`, 1 in 20). Without a control, or with too few rounds
-    for chance to be told from a tail, the median alone judges, and the target says so."""
+    for the tail to fail a row whose median met (`tail_room`: under 10), the median alone
+    judges, and the target says so."""
+    why = no_figure(xs, ys, again)
+    if why:
+        nan = float("nan")
+        return Row(name, nan, nan, unit, nan, f">= {at_least}", False,
+                   note=f"no ratio to judge: {why}", runs=_runs(xs, ys, again))
     ratios = [x / y for x, y in zip(xs, ys, strict=True)]
     mid = statistics.median(ratios)
     row = Row(name, statistics.median(xs), statistics.median(ys), unit, mid,
               f">= {at_least}, median", mid >= at_least, ratio_min=min(ratios),
-              ratio_max=max(ratios), runs={"aiio": list(xs), "fio": list(ys)})
+              ratio_max=max(ratios), runs=_runs(xs, ys, again))
     if again is None:
         return row
     row.note = control_note(ys, again)
-    row.runs["fio again"] = list(again)
-    if 0.5 ** len(ratios) >= TAIL_ALPHA:
-        row.note += (f"; {len(ratios)} rounds are too few to tell a tail from chance "
-                     f"(1 in {2 ** len(ratios)} at best)")
+    room = tail_room(len(ratios))
+    if 0.5 ** room >= TAIL_ALPHA:
+        row.note += (f"; {len(ratios)} rounds are too few for the tail to fail a row whose "
+                     f"median met: that leaves {room} pairs under the target at most, as "
+                     f"many as chance gives 1 time in {2 ** room}")
         return row
     control = control_ratios(ys, again)
     seen, chance = tail_chance(ratios, control, at_least)

@@ -1,5 +1,5 @@
 """The command line. The one error boundary: AiioError -> one line, its exit code (2 for bad
-input, 1 for a failed run, 130 for Ctrl-C); failed checks exit 1.
+input, 1 for a failed run or storage that refused, 130 for Ctrl-C); failed checks exit 1.
 
 Each command lives in its own module (aiio/cli/<name>.py) and is imported only when it runs,
 so `aiio run` does not pay for matplotlib or fio parsing at start-up.

@@ -13,6 +13,7 @@ def workloads(as_json: bool, wide: bool) -> None:
 
     from aiio.cli.common import emit_json
     from aiio.errors import ConfigError
+    from aiio.term.fit import fit
     from aiio.term.screen import out_console
     from aiio.workload import find_specs, workload_folders
 
@@ -23,11 +24,12 @@ def workloads(as_json: bool, wide: bool) -> None:
         emit_json({"datasets": rows, "models": models, "mixes": mixes, "specs": specs})
     else:
         console = out_console()
-        console.print(_datasets(rows, wide))
+        shown = fit if not wide else _as_asked
+        console.print(shown(_datasets(rows, wide)))
         if models:
-            console.print(_models(models, wide))
+            console.print(shown(_models(models, wide)))
         if mixes:
-            console.print(_mixes(mixes, wide))
+            console.print(shown(_mixes(mixes, wide)))
         console.print(f"acceptance specs (aiio accept NAME): {', '.join(specs) or 'none'}",
                       highlight=False)
         for source, folder in workload_folders():
@@ -81,6 +83,15 @@ def _training_row(name: str, w, where: dict) -> dict:
         **where}
 
 
+# Where the columns a narrow terminal leaves out are shown (aiio.term.fit)
+LEFT_OUT_WHERE = "aiio workloads --json shows every figure"
+
+
+def _as_asked(table):
+    """--wide: every column, however wide the terminal."""
+    return table
+
+
 def _columns(table, names: tuple[str, ...], left: tuple[str, ...]) -> None:
     for col in names:
         table.add_column(col, justify="left" if col in left else "right")
@@ -91,6 +102,7 @@ def _datasets(rows: list[dict], wide: bool):
     from rich import box
     from rich.table import Table
 
+    from aiio.term.fit import may_leave_out
     from aiio.units import format_size
 
     table = Table(title="training workloads (demand: MiB/s per accelerator at its default type)",
@@ -105,13 +117,15 @@ def _datasets(rows: list[dict], wide: bool):
         table.add_row(r["name"], r["format"], format_size(r["sample_size"]), f"{r['files']:,}",
                       format_size(r["dataset_bytes"]), *more,
                       f"{r['demand_mib_s']:,.0f} ({r['accelerator']})", r["source"])
-    return table
+    # 85 columns at least: at 80 a row wrapped its cells over two lines
+    return may_leave_out(table, ("from", "format", "files"), LEFT_OUT_WHERE)
 
 
 def _models(models: list[dict], wide: bool):
     from rich import box
     from rich.table import Table
 
+    from aiio.term.fit import may_leave_out
     from aiio.units import format_size
 
     table = Table(title="model workloads (checkpoint, load, sizing)", box=box.SIMPLE_HEAD)
@@ -123,13 +137,14 @@ def _models(models: list[dict], wide: bool):
         table.add_row(m["name"], f"{m['parameters'] / 1e9:,.1f} B",
                       format_size(m["checkpoint_bytes"]), str(m["ranks"] or "-"), *more,
                       m["source"])
-    return table
+    return may_leave_out(table, ("from",), LEFT_OUT_WHERE)
 
 
 def _mixes(mixes: list[dict], wide: bool):
     from rich import box
     from rich.table import Table
 
+    from aiio.term.fit import may_leave_out
     from aiio.units import format_size
 
     table = Table(title="random read/write mixes (aiio run --phase prep)", box=box.SIMPLE_HEAD)
@@ -141,4 +156,4 @@ def _mixes(mixes: list[dict], wide: bool):
         table.add_row(m["name"], format_size(m["file_size"]), format_size(m["block_size"]),
                       f"{m['read_share']:.0%}", str(m["threads"]), f"{m['duration']:g} s",
                       *more, m["source"])
-    return table
+    return may_leave_out(table, ("from", "duration", "threads"), LEFT_OUT_WHERE)

@@ -30,6 +30,9 @@ class S3Target:
         # aiio's own key prefix as a path, so plans that join names below it make keys.
         self.root = PurePosixPath(self.loc.own_key())
         self._client: Any = None
+        # Whether this run has written below the prefix (claimed it: every write of a run's
+        # comes after `claim`): a refusal before then leaves no result (runner._refusal)
+        self.written = False
 
     @property
     def client(self) -> Any:
@@ -112,14 +115,19 @@ class S3Target:
         return self._exists(self.loc.marker)
 
     def claim(self) -> str:
-        """Write the marker object (after the checks), or confirm it is there."""
+        """Write the marker object (after the checks), or confirm it is there; the run
+        writes from here (`written`)."""
         self.check_usable()
+        self.written = True
         if not self.is_owned():
             marker = {"tool": "aiio", "version": __version__, "host": socket.gethostname(),
                       "created": now_iso()}
             self._call("put", self.client.put_object, Bucket=self.loc.bucket,
                        Key=self.loc.marker, Body=(json.dumps(marker) + "\n").encode())
         return self.loc.own
+
+    def release(self) -> None:
+        """Nothing to let go of: a bucket prefix is held by no lock or descriptor."""
 
     # --- cleanup -----------------------------------------------------------------------
     def objects(self) -> Iterator[dict]:

@@ -72,6 +72,11 @@ class RichUI:
         if not self.quiet:
             self.console.print(message, highlight=False)
 
+    def alert(self, message: str) -> None:
+        """Said under --quiet too, as one line however narrow the terminal (a log keeps it
+        whole)."""
+        self.console.print(f"aiio: {message}", highlight=False, soft_wrap=True)
+
     def _new_bar(self) -> LiveProgress:
         return LiveProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),

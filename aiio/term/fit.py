@@ -3,6 +3,7 @@ words to an ellipsis, it is drawn as one block per row (column name, value) inst
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,10 +59,17 @@ def _a_line_a_row(console: Console, options: ConsoleOptions, table: Table) -> bo
     drawn = ["".join(seg.text for seg in line)
              for line in console.render_lines(table, options, pad=False)]
     under = next((i for i, line in enumerate(drawn) if line[:1] and line[:1] in "┡╞├"), None)
+    if under is not None:
+        body = [line for line in drawn[under + 1:] if line[:1] == "│"]
+        return len(body) <= table.row_count
+    # a table without side edges (box.SIMPLE_HEAD): its rows run from the rule under the
+    # header to the blank line of its bottom edge
+    under = next((i for i, line in enumerate(drawn) if line.strip()
+                  and set(line.strip()) <= set("─━═")), None)
     if under is None:  # no header line to count from: nothing to tell
         return True
-    body = [line for line in drawn[under + 1:] if line[:1] == "│"]
-    return len(body) <= table.row_count
+    body = itertools.takewhile(str.strip, drawn[under + 1:])
+    return sum(1 for _ in body) <= table.row_count
 
 
 def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
