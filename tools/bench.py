@@ -654,8 +654,12 @@ def _first_request_row(clients: int, started: list[list[float]],
 def _fair_rows(clients: int, pairs: list[tuple[list[float], list[float]]]) -> list[Row]:
     """The three rows over the pairs (aiio's shares, fio's shares): each row's ratio is the
     median of the pairs' ratios, with their min and max; met when that median met, but the
-    slowest client's row when every pair met: a client starved in one run of three is a
-    client starved, and the median of three pairs let it pass."""
+    slowest client's row when aiio's slowest in every run reached the target times fio's
+    slowest in any of its runs: a client starved in one run of three is a client starved,
+    and the median of three pairs let it pass. Pair by pair, fio's own slowest (0.78 to 0.86
+    of the stream rate between its runs on Dec 2) judged aiio: a tool equal to fio missed in
+    about 38 % of rows; held to fio's slowest in any run (and the median pair), about 11 %
+    (2,000 simulated rows, slowest shares 0.81 +- 0.028 for both tools)."""
     from aiio.stats import jain
 
     def inside(ours: list[float], theirs: list[float]) -> int:
@@ -674,8 +678,9 @@ def _fair_rows(clients: int, pairs: list[tuple[list[float], list[float]]]) -> li
         row = paired_row(name, [of(o) for o, _ in pairs], [of(t) for _, t in pairs], unit,
                          at_least)
         rule = "median"
-        if of is min:  # no starving: in every run
-            rule, row.met = "every pair", row.ratio_min is not None and row.ratio_min >= at_least
+        if of is min:  # no starving: every run of aiio's against fio's slowest in any run
+            rule = "every run, fio's slowest in any run"
+            row.met = row.met and min(row.runs["aiio"]) >= at_least * min(row.runs["fio"])
         rows.append(replace(row, target=f">= {at_least} x fio, {rule}",
                             note=note if not rows else ""))
     return rows
