@@ -175,3 +175,46 @@ def test_checkpoint_burst_fsyncs_its_folders_and_times_each_file_durable(tmp_pat
     assert fig["dir_fsync_s"] > 0 and fig["dir_fsync_latency"]["count"] == 2
     assert sorted(n for _, n in fig["durable"]) == sorted(plan.sizes(0))
     assert all(fig["start_s"] <= t <= fig["end_s"] for t, _ in fig["durable"])
+
+
+@pytest.mark.parametrize("size", [3 * 1024 * 1024, 3 * 1024 * 1024 + 5000])
+def test_a_payload_made_before_the_burst_is_the_bytes_made_call_by_call(tmp_path: Path,
+                                                                        size: int) -> None:
+    """A checkpoint's bytes exist before it is saved: the payload made ahead, whole, is the
+    same unique blocks the writer makes before each call, and writing it makes nothing."""
+    method = _method(tmp_path)
+    streamed, ahead = tmp_path / "s.bin", tmp_path / "a.bin"
+    wr = Writer(method, 1 << 20, OpLog(0), seed=5)
+    wr.write_file(str(streamed), size, tag=9)
+    wr.close()
+    wr = Writer(method, 1 << 20, OpLog(0), seed=5)
+    wr.premake(size, tag=9)
+    wr.stamper = None  # nothing may be made while writing: the payload is ready
+    assert wr.write_file(str(ahead), size, tag=9) == size
+    wr.drop_premade()
+    assert not wr.premade
+    assert ahead.read_bytes() == streamed.read_bytes()
+
+
+def test_checkpoint_payload_is_made_before_its_burst_when_it_fits(tmp_path: Path) -> None:
+    """The shard's payload is made before the burst's start when it fits the memory allowed,
+    and the burst says so; a shard larger than that is made inside the burst, said too."""
+    plan = _plan(tmp_path / "ck", 6 * (1 << 20), clients=2, files=3, method=METHOD_FADVISE)
+    plan.checksum = False
+    ctx = SimpleNamespace(index=0, add_bytes=lambda n: None, stop=threading.Event())
+    writers = shards.make_writers(plan, ctx)
+    os.makedirs(plan.folder)
+    assert shards.premake_payload(plan, 0, 0, writers, budget=1 << 20) is False
+    run_ns = time.monotonic_ns()
+    fig = shards.write_burst(plan, 0, 0, writers, run_ns, run_ns)
+    assert fig["payload"] == "in_burst"
+    assert shards.premake_payload(plan, 1, 0, writers) is True
+    fig = shards.write_burst(plan, 1, 0, writers, run_ns, run_ns)
+    assert fig["payload"] == "before_burst"
+    assert not writers[0].premade  # the memory is given back once the burst is done
+    for wr in writers:
+        wr.close()
+    data = [Path(plan.path(k, 0, f)).read_bytes() for k in (0, 1) for f in range(3)]
+    assert [len(d) for d in data] == plan.sizes(0) * 2
+    chunks = {d[i:i + 4096] for d in data for i in range(0, len(d), 4096)}
+    assert len(chunks) == sum(len(d) for d in data) // 4096  # every block unique, both ways
