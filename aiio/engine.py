@@ -580,10 +580,6 @@ class Writer:
 
     With `count_at_fsync` a file's bytes enter the byte series when its fsync returns, not when
     each write returns: bytes still in a cache are not yet persisted (checkpoints count those).
-
-    `premake(size, tag)` makes a file's whole payload ahead (the same blocks, keyed and
-    stamped), as a checkpoint's bytes exist in memory before it is saved; writing that file then
-    makes nothing between its calls. `premade` may be one dict shared by a client's writers.
     """
 
     def __init__(self, method: str, transfer_size: int, log: OpLog,
@@ -595,8 +591,9 @@ class Writer:
         self.transfer_size = transfer_size
         self.buf = aligned_buffer(transfer_size)
         self.view = memoryview(self.buf)
-        self.seed = seed
-        self.view[:] = self._random_payload()
+        rng = np.random.Generator(np.random.PCG64(seed))
+        words = rng.integers(0, 2**64, size=len(self.buf) // 8, dtype=np.uint64)
+        self.view[:] = words.view(np.uint8)
         self.log = log
         self.counter = counter
         self.checksum = checksum
@@ -605,37 +602,6 @@ class Writer:
         self.count_at_fsync = count_at_fsync
         self.synced_ns = 0  # when the last fsync returned (monotonic ns)
         self._buffered: set[int] = set()  # descriptors whose O_DIRECT was dropped for a tail
-        # tag -> (mapping, view) of a file's payload made before its burst
-        self.premade: dict[int, tuple[mmap.mmap, memoryview]] = {}
-
-    def _random_payload(self) -> np.ndarray:
-        """The writer's random payload, before any block is keyed: drawn from its seed."""
-        rng = np.random.Generator(np.random.PCG64(self.seed))
-        return rng.integers(0, 2**64, size=len(self.buf) // 8, dtype=np.uint64).view(np.uint8)
-
-    def premake(self, size: int, tag: int) -> None:
-        """Make the whole payload of the file tagged `tag` now: the blocks the writer would make
-        before each call (the random payload repeated every transfer, keyed and stamped per
-        block), in a mapping of the file's size."""
-        buf = aligned_buffer(align_up(size))
-        view = memoryview(buf)
-        base = self._random_payload()
-        step = len(base)
-        for at in range(0, len(buf), step):
-            n = min(step, len(buf) - at)
-            view[at:at + n] = base[:n]
-        blocks.Stamper(view, self.checksum).stamp(size, tag, 0)
-        self.premade[tag] = (buf, view)
-
-    def drop_premade(self) -> None:
-        """Give back the memory of the payloads made ahead (once their burst is done)."""
-        for buf, view in self.premade.values():
-            view.release()
-            try:
-                buf.close()
-            except BufferError:
-                pass  # a failed write's traceback still holds a slice: freed with it
-        self.premade.clear()
 
     def create(self, path: str) -> int:
         """Create (or truncate) a file for writing; timed as "create"."""
@@ -650,21 +616,21 @@ class Writer:
 
     def write_range(self, fd: int, path: str, offset: int, length: int, tag: int) -> int:
         """Write [offset, offset+length) in transfer-size calls; returns bytes written."""
-        size, log, counter, pwritev = self.transfer_size, self.log, self.counter, self.pwritev
-        ready = self.premade.get(tag)
+        view, size, log, counter, pwritev = (self.view, self.transfer_size, self.log,
+                                             self.counter, self.pwritev)
         pos, end, done = offset, offset + length, 0
         while pos < end:
             want = min(size, end - pos)
             if self.direct and (want % DIRECT_ALIGN or pos % DIRECT_ALIGN) \
                     and fd not in self._buffered:
                 self._drop_direct(fd)
-            if ready is None:
-                data = self._make(want, tag, pos)
-            else:
-                data = ready[1][pos:pos + want]
+            c0 = now_ns()
+            self.stamper.stamp(want, tag, pos)
+            if self.checksum:
+                log.add_timed("checksum", c0, now_ns(), 0)
             t0 = now_ns()
             try:
-                n = pwritev(fd, [data], pos)
+                n = pwritev(fd, [view[:want]], pos)
             except OSError as exc:
                 raise io_failure(exc, "writing", path, pos) from exc
             log.add_timed("write", t0, now_ns(), 0 if self.count_at_fsync else n)
@@ -679,15 +645,6 @@ class Writer:
             if self.stop is not None and self.stop.is_set():
                 break
         return done
-
-    def _make(self, want: int, tag: int, pos: int) -> memoryview:
-        """Key and stamp the buffer's first `want` bytes for file offset `pos` (--verify's
-        checksums timed as "checksum"); returns them."""
-        c0 = now_ns()
-        self.stamper.stamp(want, tag, pos)
-        if self.checksum:
-            self.log.add_timed("checksum", c0, now_ns(), 0)
-        return self.view[:want]
 
     def _drop_direct(self, fd: int) -> None:
         """O_DIRECT needs aligned lengths: the tail goes through the page cache (then fsync)."""
@@ -723,7 +680,6 @@ class Writer:
         return done
 
     def close(self) -> None:
-        self.drop_premade()
         self.stamper = None  # its numpy views hold the buffer
         self.view.release()
         self.buf.close()

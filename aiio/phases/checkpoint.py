@@ -36,7 +36,6 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     retention = OpLog(0)
     rounds: list[dict[str, Any]] = []
     try:
-        plan.premake(0, ctx.index, writers)  # before the common start: the bytes exist
         run = Window(ctx.ready_and_wait())
         cpu0 = cpu_seconds()
         for k in range(plan.count):
@@ -71,8 +70,6 @@ def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, 
     """Checkpoint k: write burst, then (after every client is durable) the restore burst.
     `bursts`: the (write, read) burst functions (object storage passes its own)."""
     write_burst, read_burst = bursts
-    if k > 0:
-        plan.premake(k, ctx.index, writers)  # before checkpoint k's common start
     burst_ns = run_ns if k == 0 else ctx.sync()
     if burst_ns is None:
         return False

@@ -17,10 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import psutil
-
 from aiio import blocks, engine, stats
-from aiio.engine import OpLog, Reader, Writer, align_up, io_failure
+from aiio.engine import OpLog, Reader, Writer, io_failure
 from aiio.errors import ConfigError, RunFailed
 from aiio.phases.base import RunContext, client_io_figures, io_aggregate
 from aiio.phases.rundata import split_sizes
@@ -31,9 +29,6 @@ from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
 SAME_START_S = 0.001  # bursts whose clients started within this count as one common start
-# Payloads made before a burst may take this share of the memory available when they are made,
-# split evenly among the run's clients (under MPI all hosts' clients: a smaller share).
-PREMADE_MEMORY_SHARE = 0.25
 
 
 def checkpoint_bytes(w: Workload) -> tuple[int, int, str]:
@@ -102,9 +97,6 @@ class CheckpointPlan:
     def make_writers(self, ctx: Any) -> list:
         return make_writers(self, ctx)
 
-    def premake(self, k: int, client: int, writers: list) -> bool:
-        return premake_payload(self, k, client, writers)
-
     def write_burst(self, k: int, client: int, writers: list, burst_ns: int,
                     run_ns: int) -> dict[str, Any]:
         return write_burst(self, k, client, writers, burst_ns, run_ns)
@@ -149,38 +141,16 @@ def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
 # --- the client side -----------------------------------------------------------------------
 
 def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Writer]:
-    """One Writer per thread, each with its own seeded payload; they share the payloads made
-    before a burst (any of them may write any file)."""
+    """One Writer per thread, each with its own seeded payload."""
     n = min(plan.threads, plan.files_per_client)
-    out: list[Writer] = []
+    out = []
     for i in range(n):
         wr = Writer(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes,
                     seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum,
                     count_at_fsync=True)
         wr.stop = PolledStop(ctx.stop)
-        if out:
-            wr.premade = out[0].premade
         out.append(wr)
     return out
-
-
-def premake_payload(plan: CheckpointPlan, k: int, client: int, writers: list[Writer],
-                    budget: int | None = None) -> bool:
-    """Make this client's payload of checkpoint k before its burst starts, as a real
-    checkpoint's tensors are in memory before it is saved; False (made inside the burst, call by
-    call) when it would take more than `budget` bytes (default: PREMADE_MEMORY_SHARE of the
-    available memory over the run's clients) or --verify is on (its checksums are timed in the
-    burst, and their cost stated)."""
-    if plan.checksum:
-        return False
-    if budget is None:
-        budget = int(psutil.virtual_memory().available * PREMADE_MEMORY_SHARE / plan.clients)
-    sizes = plan.sizes(client)
-    if sum(align_up(size) for size in sizes) > budget:
-        return False
-    for f, size in enumerate(sizes):
-        writers[0].premake(size, plan.tag(k, client, f))
-    return True
 
 
 def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Reader]:
@@ -209,16 +179,13 @@ def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer]
         done = wr.write_file(plan.path(k, client, f), size, plan.tag(k, client, f))
         durable.append([(wr.synced_ns - run_ns) / 1e9, done])
 
-    premade = bool(writers[0].premade)
     logs = run_parallel(items, writers, work, burst_ns)
     # New names are durable only once their folder is: ckpt-k's entries, and ckpt-k's own
     # entry in the run's folder (it may be new in this burst).
     writers[0].fsync_dir(folder)
     writers[0].fsync_dir(plan.folder)
     fig = burst_figures([*logs, meta], burst_ns, burst.close(), run_ns, "write", len(items))
-    writers[0].drop_premade()
     fig["durable"] = sorted(durable)
-    fig["payload"] = "before_burst" if premade else "in_burst"
     return fig
 
 
@@ -310,9 +277,6 @@ def burst_aggregate(entries: list[dict[str, Any]]) -> dict[str, Any]:
         durable = sum(n for e in entries for t, n in e["durable"] if t <= first)
         agg["first_done"] = _window(durable, first - start)
         agg["last_done"] = _window(agg["bytes"], last - start)
-    made = {e["payload"] for e in entries if "payload" in e}
-    if made:  # where the written payload was made: before the burst, inside it, or both
-        agg["payload"] = made.pop() if len(made) == 1 else "mixed"
     if max(e["start_s"] for e in entries) - start > SAME_START_S:
         # each client's series starts at its own burst start: their sum would mix instants
         del agg["series_mib_s"]

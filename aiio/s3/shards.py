@@ -34,11 +34,6 @@ class S3CheckpointPlan(CheckpointPlan):
                              checksum=self.checksum)
                 for i in range(min(self.threads, self.files_per_client))]
 
-    def premake(self, k: int, client: int, writers: list) -> bool:
-        """Objects are made as they are sent (a multipart object may not fit in memory) and
-        their making left out of `put` (docs/METHOD.md, object storage)."""
-        return False
-
     def write_burst(self, k: int, client: int, writers: list, burst_ns: int,
                     run_ns: int) -> dict[str, Any]:
         """PUT every object of this client's shard of checkpoint k; the burst ends when the
