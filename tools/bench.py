@@ -802,6 +802,24 @@ def _fio_mib_s(jobs: list[dict], direction: str) -> float:
     return nbytes / MiB / (max(j[direction]["runtime"] for j in jobs) / 1000)
 
 
+def checkpoint_fio_jobs(folder: Path, clients: int, shard: int, keep: bool = False) -> list[dict]:
+    """fio's counterpart of a checkpoint burst: one job and one fresh file per client, `shard`
+    bytes each; returns fio's per-job JSON (the files are removed unless `keep`).
+
+    `refill_buffers`: fio makes fresh random data before every write, as aiio's writer keys
+    its payload before every write (docs/METHOD.md, "Write payload"). By default fio writes
+    one buffer made once, a few bytes of each 512-byte sector changed: no data cost at all."""
+    paths = [folder / f"fio-ckpt-{i}.bin" for i in range(clients)]
+    jobs = fio_jobs([{"filename": str(p)} for p in paths],
+                    {"ioengine": "psync", "direct": "1", "rw": "write", "bs": "1M",
+                     "size": str(shard), "end_fsync": "1", "fallocate": "none",
+                     "refill_buffers": "1"})
+    if not keep:
+        for p in paths:
+            p.unlink()
+    return jobs
+
+
 def bench_checkpoint_vs_fio(where: str, folder: Path, clients: int = 2,
                             total: int = 1 * GiB, repeats: int = REPEATS) -> Row:
     """The checkpoint burst (every shard durable, last done) against fio writing the same bytes
@@ -816,12 +834,7 @@ def bench_checkpoint_vs_fio(where: str, folder: Path, clients: int = 2,
         return res["aggregate"]["write_mib_s"]
 
     def theirs() -> float:
-        jobs = fio_jobs([{"filename": str(folder / f"fio-ckpt-{i}.bin")} for i in range(clients)],
-                        {"ioengine": "psync", "direct": "1", "rw": "write", "bs": "1M",
-                         "size": str(shard), "end_fsync": "1", "fallocate": "none"})
-        for i in range(clients):
-            (folder / f"fio-ckpt-{i}.bin").unlink()
-        return _fio_mib_s(jobs, "write")
+        return _fio_mib_s(checkpoint_fio_jobs(folder, clients, shard), "write")
 
     a, f = interleaved(ours, theirs, repeats=repeats)
     return paired_row(f"checkpoint burst vs fio seq write+fsync, {clients} clients, {where}",
