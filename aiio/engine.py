@@ -518,15 +518,16 @@ class Reader:
             if t1:  # the open happened; the read raised, so it did not
                 log.add_timed("open", t0, t1, 0)
             raise
+        else:  # recorded before the close, which may fail (a FUSE flush) after both happened
+            if n <= 0:  # at end of file: no transfer, so no read to count
+                log.add_timed("open", t0, t1, 0)
+                return 0
+            log.add_pair("open", "read", t0, t1, t2, n)
+            if self.counter:
+                self.counter(n)
+            return n
         finally:
             os.close(fd)
-        if n <= 0:  # at end of file: no transfer, so no read to count
-            log.add_timed("open", t0, t1, 0)
-            return 0
-        log.add_pair("open", "read", t0, t1, t2, n)
-        if self.counter:
-            self.counter(n)
-        return n
 
     def _read_ranged(self, path: str, offset: int, length: int | None) -> int:
         """`read_file` of a range of several transfers, of the whole file, or with a check."""
