@@ -301,12 +301,23 @@ def test_a_close_that_fails_after_the_read_keeps_the_open_and_the_reads(tmp_path
     assert ops == 1 + reads and nbytes == series.total == sum(seen) == length
 
 
-def test_an_operation_that_ends_before_it_starts_is_refused():
-    """A negative latency is a bug of the caller's, never counted as an operation."""
+@pytest.mark.parametrize("record", [
+    ("add_timed", "read", 2_000, 1_000, 4096),               # ends before it starts
+    ("add_timed", "read", 1_000, 2_000, -1),                 # moved fewer than 0 bytes
+    ("add_pair", "open", "read", 1_000, 3_000, 2_000, 4096),  # the second ends first
+    ("add_pair", "open", "read", 3_000, 1_000, 2_000, 4096),  # the first ends first
+    ("add_pair", "open", "read", 1_000, 2_000, 3_000, -1),
+])
+def test_a_refused_record_leaves_the_log_as_it_was(record):
+    """A record a caller got wrong is refused whole: no part of it is counted, and the
+    records after it fold as they would have without it."""
     log = OpLog(start_ns=0)
+    log.add_timed("stat", 0, 500, 0)
+    method, *args = record
     with pytest.raises((ValueError, OverflowError)):
-        log.add_timed("read", 2_000, 1_000, 4096)
+        getattr(log, method)(*args)
         log.flush()
-    with pytest.raises((ValueError, OverflowError)):
-        log.add_pair("open", "read", 1_000, 3_000, 2_000, 4096)
-        log.flush()
+    log.add_pair("open", "read", 1_000, 2_000, 3_000, 4096)
+    hist, series, ops, nbytes = merge_logs([log])
+    assert {op: h.count for op, h in hist.items()} == {"stat": 1, "open": 1, "read": 1}
+    assert ops == 3 and nbytes == series.total == 4096
