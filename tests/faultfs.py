@@ -2,8 +2,8 @@
 or every read hangs, once the clients' files have been read `--after` times; or whose closes
 fail.
 
-Run as `python -m tests.faultfs BACKING MOUNT --mode fail|hang|close --after N --log FILE`; it stays
-in the foreground until unmounted. Only reads of files whose name starts with `--name`
+Run as `python -m tests.faultfs BACKING MOUNT --mode fail|hang|close --after N --log FILE`;
+it stays in the foreground until unmounted. Only reads of files whose name starts with `--name`
 (`randrw-` by default: a randrw client's file) count and go wrong, so a run's set-up (its
 target probe, writing its files) is served as by any passthrough.
 
