@@ -106,10 +106,15 @@ class OpLog:
     def add_timed(self, op: str, t0: int, t1: int, nbytes: int) -> None:
         """Record one operation that started at t0 and ended at t1 (`now_ns` readings)."""
         lat = self._lat[op]
-        lat.append(t1 - t0)
+        lat.append(t1 - t0)  # a negative one (a caller's bug) is refused: OverflowError
         if nbytes:
+            try:
+                self._bytes.append(nbytes)
+            except OverflowError:
+                # so is a negative byte count, whole: the series' times and bytes stay in step
+                del lat[-1]
+                raise
             self._end.append(t1)
-            self._bytes.append(nbytes)
             self.nbytes += nbytes
         self.ops += 1
         if len(lat) >= FLUSH_EVERY:
@@ -121,12 +126,18 @@ class OpLog:
         t1 moving no bytes, `second` from t1 to t2 moving `nbytes` (one reading ends the
         first and starts the second). One call where a sample's open and read cost two."""
         a, b = self._lat[first], self._lat[second]
-        a.append(t1 - t0)
-        b.append(t2 - t1)
-        if nbytes:
-            self._end.append(t2)
-            self._bytes.append(nbytes)
-            self.nbytes += nbytes
+        a.append(t1 - t0)  # a negative one (a caller's bug) is refused: OverflowError
+        try:
+            b.append(t2 - t1)
+            if nbytes:
+                self._bytes.append(nbytes)
+                self._end.append(t2)
+                self.nbytes += nbytes
+        except OverflowError:  # refused whole: the parts already kept go
+            del a[-1]
+            if t2 >= t1:  # the second's latency was kept; its byte count was refused
+                del b[-1]
+            raise
         self.ops += 2
         if len(a) >= FLUSH_EVERY or len(b) >= FLUSH_EVERY:
             self.flush()
@@ -518,15 +529,16 @@ class Reader:
             if t1:  # the open happened; the read raised, so it did not
                 log.add_timed("open", t0, t1, 0)
             raise
+        else:  # recorded before the close, which may fail (a FUSE flush) after both happened
+            if n <= 0:  # at end of file: no transfer, so no read to count
+                log.add_timed("open", t0, t1, 0)
+                return 0
+            log.add_pair("open", "read", t0, t1, t2, n)
+            if self.counter:
+                self.counter(n)
+            return n
         finally:
             os.close(fd)
-        if n <= 0:  # at end of file: no transfer, so no read to count
-            log.add_timed("open", t0, t1, 0)
-            return 0
-        log.add_pair("open", "read", t0, t1, t2, n)
-        if self.counter:
-            self.counter(n)
-        return n
 
     def _read_ranged(self, path: str, offset: int, length: int | None) -> int:
         """`read_file` of a range of several transfers, of the whole file, or with a check."""

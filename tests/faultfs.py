@@ -1,8 +1,9 @@
 """A passthrough FUSE filesystem whose reads go wrong on cue: one thread's reads fail with EIO,
-or every read hangs, once the clients' files have been read `--after` times.
+or every read hangs, once the clients' files have been read `--after` times; or whose closes
+fail.
 
-Run as `python -m tests.faultfs BACKING MOUNT --mode fail|hang --after N --log FILE`; it stays
-in the foreground until unmounted. Only reads of files whose name starts with `--name`
+Run as `python -m tests.faultfs BACKING MOUNT --mode fail|hang|close --after N --log FILE`;
+it stays in the foreground until unmounted. Only reads of files whose name starts with `--name`
 (`randrw-` by default: a randrw client's file) count and go wrong, so a run's set-up (its
 target probe, writing its files) is served as by any passthrough.
 
@@ -15,6 +16,8 @@ target probe, writing its files) is served as by any passthrough.
   until the file `.release` appears in BACKING (`FaultMount.release`: the storage answers
   again, each held read with EIO); the log gets one line `hung T`. Ending the daemon aborts
   them (ENOTCONN).
+- `close`: every read is served, and every close of a matching file fails with EIO (FUSE's
+  flush, whose error close(2) returns: storage that reports a failure only at the close).
 """
 
 from __future__ import annotations
@@ -49,8 +52,13 @@ class FaultFS(RateFS):
         self.failing: int | None = None  # the thread whose reads fail
         self.release_path = os.path.join(backing, RELEASE)
 
+    def flush(self, path, fi):
+        if self.mode == "close" and os.path.basename(path).startswith(self.name):
+            raise fuse.FuseOSError(errno.EIO)
+        return super().flush(path, fi)
+
     def read(self, path, size, offset, fi):
-        if not os.path.basename(path).startswith(self.name):
+        if self.mode == "close" or not os.path.basename(path).startswith(self.name):
             return super().read(path, size, offset, fi)
         tid = fuse.fuse_get_context()[2]
         with self.guard:
@@ -77,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("backing")
     ap.add_argument("mount")
-    ap.add_argument("--mode", choices=("fail", "hang"), required=True)
+    ap.add_argument("--mode", choices=("fail", "hang", "close"), required=True)
     ap.add_argument("--after", type=int, default=100)
     ap.add_argument("--name", default="randrw-")
     ap.add_argument("--log", required=True)

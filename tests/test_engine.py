@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import resource
@@ -21,6 +22,8 @@ from aiio.engine import (
     now_ns,
 )
 from aiio.target import probe_direct_io
+from tests.faultfs import faultfs
+from tests.oracle.mount import can_mount_fuse
 
 
 def _file(folder, size: int) -> str:
@@ -275,12 +278,46 @@ def test_a_file_shorter_than_its_range_counts_what_it_returned(tmp_path, method)
     assert hist["read"].count == (2 if method == METHOD_NULL else 1)
 
 
-def test_an_operation_that_ends_before_it_starts_is_refused():
-    """A negative latency is a bug of the caller's, never counted as an operation."""
+@pytest.mark.skipif(can_mount_fuse() is not None, reason=can_mount_fuse() or "")
+@pytest.mark.parametrize("length", [64 * 1024, 3 * 2**20])
+def test_a_close_that_fails_after_the_read_keeps_the_open_and_the_reads(tmp_path, length):
+    """Storage that reports an error only at the close (a FUSE flush): the open and the reads
+    happened and moved their bytes before it, so they are counted, whether the range is one
+    transfer or several; the error still reaches the caller."""
+    log, seen = OpLog(start_ns=0), []
+    with faultfs(tmp_path, "close", after=0, name="sample") as fs:
+        (fs.backing / "sample.bin").write_bytes(os.urandom(length))  # not closed through it
+        path = fs.mount / "sample.bin"
+        reader = Reader(METHOD_NONE, 2**20, log, counter=seen.append)
+        try:
+            with pytest.raises(OSError) as raised:
+                reader.read_file(str(path), 0, length)
+        finally:
+            reader.close()
+    assert raised.value.errno == errno.EIO
+    hist, series, ops, nbytes = merge_logs([log])
+    reads = -(-length // 2**20)
+    assert {op: h.count for op, h in hist.items()} == {"open": 1, "read": reads}
+    assert ops == 1 + reads and nbytes == series.total == sum(seen) == length
+
+
+@pytest.mark.parametrize("record", [
+    ("add_timed", "read", 2_000, 1_000, 4096),               # ends before it starts
+    ("add_timed", "read", 1_000, 2_000, -1),                 # moved fewer than 0 bytes
+    ("add_pair", "open", "read", 1_000, 3_000, 2_000, 4096),  # the second ends first
+    ("add_pair", "open", "read", 3_000, 1_000, 2_000, 4096),  # the first ends first
+    ("add_pair", "open", "read", 1_000, 2_000, 3_000, -1),
+])
+def test_a_refused_record_leaves_the_log_as_it_was(record):
+    """A record a caller got wrong is refused whole: no part of it is counted, and the
+    records after it fold as they would have without it."""
     log = OpLog(start_ns=0)
+    log.add_timed("stat", 0, 500, 0)
+    method, *args = record
     with pytest.raises((ValueError, OverflowError)):
-        log.add_timed("read", 2_000, 1_000, 4096)
+        getattr(log, method)(*args)
         log.flush()
-    with pytest.raises((ValueError, OverflowError)):
-        log.add_pair("open", "read", 1_000, 3_000, 2_000, 4096)
-        log.flush()
+    log.add_pair("open", "read", 1_000, 2_000, 3_000, 4096)
+    hist, series, ops, nbytes = merge_logs([log])
+    assert {op: h.count for op, h in hist.items()} == {"stat": 1, "open": 1, "read": 1}
+    assert ops == 3 and nbytes == series.total == 4096
