@@ -103,23 +103,22 @@ def stamp(buf: memoryview, nbytes: int, tag: int, offset: int, checksum: bool) -
 
 
 class Stamper:
-    """stamp() for one buffer that is written again and again: the views, the magic and the
-    per-block offsets are prepared once, so a 1 MiB call costs a few microseconds."""
+    """stamp() for one buffer that is written again and again: the views and the per-block
+    offsets are prepared once, so a 1 MiB call costs a pass over the buffer and little more."""
 
     def __init__(self, buf: memoryview, checksum: bool) -> None:
         self.buf, self.checksum = buf, checksum
         self.u32, self.u64, self.full = _views(buf, len(buf))
         self.steps = np.arange(self.full, dtype=np.uint64) * BLOCK
-        self.u32[:, 1] = MAGIC
-        self.u32[:, 0] = 0
-        self.tag: int | None = None
         self.keys = np.zeros(self.full, dtype=np.uint64)  # the key each block now carries
 
     def rekey(self, nbytes: int, tag: int, offset: int) -> None:
-        """XOR the payload of the blocks in buf[:nbytes] from their old key to the new one."""
+        """XOR the blocks in buf[:nbytes] from their old key to the new one: the whole blocks,
+        header words too (one contiguous pass; a pass over the payload words alone, strided,
+        took twice the time), so the caller writes every header of them again."""
         n = min(-(-nbytes // BLOCK), self.full)  # a short last block: XOR it whole, it is ours
         new = block_keys(tag, offset, n)
-        self.u64[:n, HEADER_WORDS:] ^= (self.keys[:n] ^ new)[:, None]
+        self.u64[:n] ^= (self.keys[:n] ^ new)[:, None]
         self.keys[:n] = new
 
     def stamp(self, nbytes: int, tag: int, offset: int) -> None:
@@ -128,11 +127,9 @@ class Stamper:
         full = nbytes // BLOCK
         if full == 0 or nbytes - full * BLOCK:
             stamp(self.buf, nbytes, tag, offset, self.checksum)  # short or ragged: the general way
-            self.tag = None
             return
-        if tag != self.tag:
-            self.u64[:, 1] = tag
-            self.tag = tag
+        self.u64[:full, 0] = np.uint64(MAGIC << 32)  # no checksum yet, and the magic
+        self.u64[:full, 1] = tag
         np.add(self.steps[:full], np.uint64(offset), out=self.u64[:full, 2])
         if self.checksum:
             self.u32[:full, 0] = _crcs(self.buf, full)

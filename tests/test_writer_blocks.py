@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from aiio import blocks
@@ -175,3 +176,32 @@ def test_checkpoint_burst_fsyncs_its_folders_and_times_each_file_durable(tmp_pat
     assert fig["dir_fsync_s"] > 0 and fig["dir_fsync_latency"]["count"] == 2
     assert sorted(n for _, n in fig["durable"]) == sorted(plan.sizes(0))
     assert all(fig["start_s"] <= t <= fig["end_s"] for t, _ in fig["durable"])
+
+
+@pytest.mark.parametrize("size", [3 * 1024 * 1024, 2 * 1024 * 1024 + 4096 + 100])
+def test_each_block_written_is_its_header_and_the_keyed_random_payload(tmp_path: Path,
+                                                                       size: int) -> None:
+    """What the writer's keying must give, computed block by block apart from it: the header
+    (no checksum, the magic, the file's tag, the block's offset), then the writer's random
+    payload at that place of its buffer XORed with the block's key, whatever way the writer
+    gets there."""
+    transfer, tag = 1 << 20, 77
+    wr = Writer(METHOD_FADVISE, transfer, OpLog(0), seed=6)
+    base = np.random.Generator(np.random.PCG64(6)).integers(
+        0, 2**64, size=transfer // 8, dtype=np.uint64).reshape(-1, blocks.BLOCK // 8)
+    path = tmp_path / "k.bin"
+    wr.write_file(str(path), size, tag)
+    wr.close()
+    data = path.read_bytes()
+    assert len(data) == size
+    full = size // blocks.BLOCK
+    keys = blocks.block_keys(tag, 0, full + 1)
+    for i in range(full + 1):
+        block = data[i * blocks.BLOCK:(i + 1) * blocks.BLOCK]
+        if len(block) < blocks.HEADER:
+            continue
+        want = base[i % len(base)].copy()
+        want[3:] ^= keys[i]
+        want[0] = blocks.MAGIC << 32
+        want[1], want[2] = tag, i * blocks.BLOCK
+        assert block == want.tobytes()[:len(block)], i
