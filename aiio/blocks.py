@@ -10,7 +10,8 @@ starts with a 24-byte header followed by random payload:
 
 The header lets a reader tell a corrupt block (checksum), a misdirected one (wrong tag or
 offset) and an unwritten one (no magic) apart. A file's last block may be short; its checksum
-covers what is there, and a tail shorter than the header carries no header and is not checked.
+covers what is there, and a tail shorter than the header holds the header's first bytes (no
+checksum) and is not checked.
 
 The payload is random, drawn once per writer, and before each write every 8-byte word of a
 block's payload is XORed with a 64-bit key mixed from the file's tag and the block's offset
@@ -47,7 +48,9 @@ def _views(buf: memoryview, nbytes: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(uint32 view, uint64 view) of the whole blocks in buf, and how many there are."""
     full = nbytes // BLOCK
     arr = np.frombuffer(buf, dtype=np.uint8, count=full * BLOCK)
-    return arr.view(np.uint32).reshape(full, BLOCK // 4), arr.view(np.uint64).reshape(
+    # little-endian views, as the header's format ("<IIQQ") is: the machine's own order on
+    # x86-64 and arm64, and on a big-endian machine numpy swaps instead of writing it wrong
+    return arr.view("<u4").reshape(full, BLOCK // 4), arr.view("<u8").reshape(
         full, BLOCK // 8), full
 
 
@@ -83,11 +86,7 @@ def stamp(buf: memoryview, nbytes: int, tag: int, offset: int, checksum: bool) -
     """Write the header of every block in buf[:nbytes], which lands at file offset `offset`."""
     if nbytes <= SMALL:
         for start in range(0, nbytes, BLOCK):
-            end = min(start + BLOCK, nbytes)
-            if end - start >= HEADER:
-                struct.pack_into("<IIQQ", buf, start, 0, MAGIC, tag, offset + start)
-                if checksum:
-                    struct.pack_into("<I", buf, start, crc32c.crc32c(buf[start + 4:end]))
+            _header(buf, start, min(start + BLOCK, nbytes), tag, offset + start, checksum)
         return
     u32, u64, full = _views(buf, nbytes)
     if full:
@@ -95,11 +94,19 @@ def stamp(buf: memoryview, nbytes: int, tag: int, offset: int, checksum: bool) -
         u64[:, 1] = tag
         u64[:, 2] = offset + np.arange(full, dtype=np.uint64) * BLOCK
         u32[:, 0] = _crcs(buf, full) if checksum else 0
-    start = full * BLOCK
-    if nbytes - start >= HEADER:
-        struct.pack_into("<IIQQ", buf, start, 0, MAGIC, tag, offset + start)
-        if checksum:
-            struct.pack_into("<I", buf, start, crc32c.crc32c(buf[start + 4:nbytes]))
+    if nbytes > full * BLOCK:
+        _header(buf, full * BLOCK, nbytes, tag, offset + full * BLOCK, checksum)
+
+
+def _header(buf: memoryview, start: int, end: int, tag: int, offset: int, checksum: bool) -> None:
+    """Write the header of the one block buf[start:end]; a block shorter than a header gets
+    its first bytes (no checksum), so it holds nothing left over from earlier writes."""
+    if end - start < HEADER:
+        buf[start:end] = struct.pack("<IIQQ", 0, MAGIC, tag, offset)[:end - start]
+        return
+    struct.pack_into("<IIQQ", buf, start, 0, MAGIC, tag, offset)
+    if checksum:
+        struct.pack_into("<I", buf, start, crc32c.crc32c(buf[start + 4:end]))
 
 
 class Stamper:
@@ -128,7 +135,8 @@ class Stamper:
         if full == 0 or nbytes - full * BLOCK:
             stamp(self.buf, nbytes, tag, offset, self.checksum)  # short or ragged: the general way
             return
-        self.u64[:full, 0] = np.uint64(MAGIC << 32)  # no checksum yet, and the magic
+        # one word: bytes 0-3 no checksum yet, 4-7 the magic (the view is little-endian)
+        self.u64[:full, 0] = np.uint64(MAGIC << 32)
         self.u64[:full, 1] = tag
         np.add(self.steps[:full], np.uint64(offset), out=self.u64[:full, 2])
         if self.checksum:

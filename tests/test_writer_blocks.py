@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 import threading
 import time
 import zlib
@@ -205,3 +206,23 @@ def test_each_block_written_is_its_header_and_the_keyed_random_payload(tmp_path:
         want[0] = blocks.MAGIC << 32
         want[1], want[2] = tag, i * blocks.BLOCK
         assert block == want.tobytes()[:len(block)], i
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+@pytest.mark.parametrize("tail", [1, 8, 23])
+@pytest.mark.parametrize("full", [2, 200])  # stamp()'s two ways: block by block, and numpy
+def test_a_tail_shorter_than_a_header_is_the_start_of_its_header_whatever_came_before(
+        checksum: bool, tail: int, full: int) -> None:
+    """A file's last few bytes, too few for a header, hold its first bytes (no checksum, the
+    magic, the tag, the offset), the same from a fresh buffer as from one that wrote other
+    files first: not what the buffer held, keyed or not."""
+    transfer, tag, pos = 1 << 20, 0xA5A5, 3 << 20
+    nbytes = full * blocks.BLOCK + tail
+    want = struct.pack("<IIQQ", 0, blocks.MAGIC, tag, pos + full * blocks.BLOCK)[:tail]
+    for history in ([], [(transfer, 5, 0), (transfer, 5, transfer), (5000, 6, 0)]):
+        buf = memoryview(bytearray(np.random.Generator(np.random.PCG64(3)).bytes(transfer)))
+        st = blocks.Stamper(buf, checksum)
+        for n, t, p in history:
+            st.stamp(n, t, p)
+        st.stamp(nbytes, tag, pos)
+        assert bytes(buf[nbytes - tail:nbytes]) == want, history
