@@ -22,3 +22,15 @@ def test_the_checkpoint_rows_fio_writes_fresh_data_in_every_call(tmp_path: Path)
     assert len(data) == 8 * bench.MiB
     pieces = np.frombuffer(data, dtype=np.uint8).reshape(-1, PIECE)
     assert len(np.unique(pieces.view(f"V{PIECE}").ravel())) == len(pieces)
+
+
+def test_the_checkpoint_note_says_which_fio_is_judged_and_what_making_data_cost_fio() -> None:
+    """fio's user CPU is its whole loop, not only its data: the note gives what refill_buffers
+    adds over fio's default buffer in the same rounds, and names the judged reference."""
+    plain = bench.paired_row("", [900.0, 1000.0], [1200.0, 1250.0], "MiB/s", 0.9)
+    note = bench.checkpoint_note(fresh_cpu=[0.25, 0.23, 0.24], plain_cpu=[0.02, 0.01, 0.03],
+                                 keying_ms=0.11, plain=plain)
+    assert "judged against fio with refill_buffers=1" in note
+    assert "fio 0.220 ms" in note and "0.240 with refill_buffers, 0.020 without" in note
+    assert "aiio's keying 0.110 ms" in note
+    assert f"not judged, against fio's default buffer: {plain.ratio:.3f}" in note
