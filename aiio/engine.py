@@ -303,9 +303,13 @@ class Reader:
         """
         t0 = now_ns()
         fd = os.open(path, self._flags)
-        if self.method == METHOD_FADVISE:
+        if self._fadvise:
             # Drop whatever the page cache holds of this file so the reads reach the storage.
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            except BaseException:  # the caller never sees the descriptor: close it here
+                os.close(fd)
+                raise
         self.log.add_timed("open", t0, now_ns(), 0)
         return fd
 

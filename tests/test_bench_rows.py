@@ -124,3 +124,18 @@ def test_a_row_without_a_figure_prints_as_json_any_reader_takes():
                            again=[1.0] * 12)
     (got,) = json.loads(bench.rows_json([row]), parse_constant=refuse)
     assert got["ratio"] is None and got["runs"]["fio"][0] is None and not got["met"]
+
+
+def test_a_shares_row_without_a_ratio_says_why():
+    # fio's slowest client at 0: the pairing said "no ratio to judge", and the shares rows
+    # replaced that note with their own, leaving a row not met without its reason
+    rows = bench._fair_rows(8, [(_shares(0.8, 8), _shares(0.0, 8))] * 3)
+    slowest = _slowest(rows)
+    assert not slowest.met and "no ratio to judge" in slowest.note
+
+
+def test_a_crosscheck_row_without_a_ratio_says_why():
+    out = {"aiio_mib_s": 1000.0, "fio_mib_s": 0.0, "ratio": float("inf"), "agree": False,
+           "rounds": 3, "aiio_runs_mib_s": [1000.0] * 3, "fio_runs_mib_s": [1000.0, 0.0, 990.0]}
+    row = bench.crosscheck_row(out)
+    assert not row.met and "no ratio to judge" in row.note and "3 rounds" in row.note

@@ -6,6 +6,7 @@ import errno
 import mmap
 import os
 import resource
+import threading
 
 import pytest
 
@@ -321,3 +322,19 @@ def test_a_refused_record_leaves_the_log_as_it_was(record):
     hist, series, ops, nbytes = merge_logs([log])
     assert {op: h.count for op, h in hist.items()} == {"stat": 1, "open": 1, "read": 1}
     assert ops == 3 and nbytes == series.total == 4096
+
+
+def test_an_open_whose_cache_drop_fails_closes_its_descriptor(tmp_path):
+    # fadvise on a pipe fails (ESPIPE) after the open succeeded: the descriptor stayed open,
+    # one a sample for as long as the client ran
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)))
+    writer.start()
+    reader = Reader(METHOD_FADVISE, 4096, OpLog(0))
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError):
+        reader.open(str(fifo))
+    writer.join()
+    reader.close()
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -682,8 +682,13 @@ def _fair_rows(clients: int, pairs: list[tuple[list[float], list[float]]]) -> li
             rule = "every run, fio's slowest in any run"
             row.met = row.met and min(row.runs["aiio"]) >= at_least * min(row.runs["fio"])
         rows.append(replace(row, target=f">= {at_least} x fio, {rule}",
-                            note=note if not rows else ""))
+                            note=_notes(row.note, "" if rows else note)))
     return rows
+
+
+def _notes(*notes: str) -> str:
+    """A row's notes in one: the pairing's own (why it has no ratio) first, kept."""
+    return "; ".join(n for n in notes if n)
 
 
 FIGURES: dict[str, Callable[[], list[Row]]] = {}
@@ -770,7 +775,7 @@ def crosscheck_row(out: Mapping[str, Any]) -> Row:
             f"{', '.join(f'{x:,.0f}' for x in ours)}; fio {', '.join(f'{x:,.0f}' for x in theirs)}")
     # within the tolerance either way: an engine that reads faster than fio is as wrong
     return replace(row, target=f"within {crosscheck.TOLERANCE * 100:.0f} %, median",
-                   met=abs(row.ratio - 1) <= crosscheck.TOLERANCE, note=runs)
+                   met=abs(row.ratio - 1) <= crosscheck.TOLERANCE, note=_notes(row.note, runs))
 
 
 @figure("fairness-oracle")
