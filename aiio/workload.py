@@ -463,7 +463,7 @@ def validate(w: Workload) -> None:
     if not MIN_PART_SIZE <= w.s3.part_size <= MAX_PART_SIZE:
         raise ConfigError(f"s3.part_size = {format_size(w.s3.part_size)}: S3 takes parts of "
                           "5 MiB to 5 GiB (--part-size)")
-    if w.s3.part_size % 4096:
+    if w.s3.part_size % (4 * KiB):  # aiio.blocks.BLOCK, not imported: config loads no numpy
         # each part is stamped as whole 4 KiB blocks from its start: a part ending mid-block
         # would put every later part's headers at the wrong offsets (--verify: all corrupt)
         raise ConfigError(f"s3.part_size = {w.s3.part_size} B must be a multiple of 4 KiB "

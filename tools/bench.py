@@ -110,6 +110,12 @@ def fio_jobs(jobs: list[dict[str, str]], common: dict[str, str]) -> list[dict]:
     return jobs_of(run_text(text))
 
 
+def fio_cpu_s(job: Mapping[str, Any], system: bool = True) -> float:
+    """A fio job's CPU in seconds: its user (and system) share of its runtime."""
+    share = job["usr_cpu"] + (job["sys_cpu"] if system else 0)
+    return share / 100 * job["job_runtime"] / 1000
+
+
 def fio_seq_read(files: list[str], loops: int = 1) -> float:
     """Aggregate MiB/s (all bytes over the slowest job, as aiio's last done) of one psync
     O_DIRECT 1 MiB sequential reader per file, reading it `loops` times."""
@@ -186,7 +192,7 @@ def fio_rand_read_iops(path: str, seconds: float) -> float:
            "rw": "randread", "bs": "4k", "time_based": "1", "runtime": f"{int(seconds * 1000)}ms",
            "norandommap": "1", "randrepeat": "0"}
     (out,) = fio_jobs([job], {})
-    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    cpu_s = fio_cpu_s(out)
     CPU_US.setdefault("fio", []).append(cpu_s / out["read"]["total_ios"] * 1e6)
     return out["read"]["iops"]
 
@@ -231,7 +237,7 @@ def fio_depth_iops(path: str, seconds: float, depth: int, engine: str) -> float:
            "direct": "1", "rw": "randread", "bs": "4k", "time_based": "1",
            "runtime": f"{int(seconds * 1000)}ms", "norandommap": "1", "randrepeat": "0"}
     (out,) = fio_jobs([job], {})
-    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    cpu_s = fio_cpu_s(out)
     CPU_US.setdefault("fio", []).append(cpu_s / out["read"]["total_ios"] * 1e6)
     return out["read"]["iops"]
 
@@ -275,7 +281,7 @@ def fio_small_files(folder: Path, count: int) -> float:
     text = render({}, [("small", job)])
     (out,) = jobs_of(run_text(text))
     files = out["read"]["io_bytes"] / SMALL_FILE
-    cpu_s = (out["usr_cpu"] + out["sys_cpu"]) / 100 * out["job_runtime"] / 1000
+    cpu_s = fio_cpu_s(out)
     CPU_US.setdefault("fio", []).append(cpu_s / files * 1e6)
     return files / (out["read"]["runtime"] / 1000)
 
@@ -869,14 +875,14 @@ def bench_checkpoint_vs_fio(where: str, folder: Path, clients: int = 2,
     row = paired_row(f"checkpoint burst vs fio seq write+fsync, {clients} clients, {where}",
                      a, f, "MiB/s", 0.9)
     plain = paired_row("", a, same, "MiB/s", 0.9)
-    row.note = "; ".join(x for x in (
-        checkpoint_note(fresh_cpu, plain_cpu, keying_ms_per_mib(), plain), row.note) if x)
+    row.note = _notes(checkpoint_note(fresh_cpu, plain_cpu, keying_ms_per_mib(), plain),
+                      row.note)
     return row
 
 
 def fio_user_ms_per_mib(jobs: list[dict]) -> float:
     """fio's user CPU per MiB written, over its jobs, in ms (its whole loop, not only data)."""
-    spent = sum(j["usr_cpu"] / 100 * j["job_runtime"] for j in jobs)
+    spent = sum(fio_cpu_s(j, system=False) for j in jobs) * 1000
     return spent / (sum(j["write"]["io_bytes"] for j in jobs) / MiB)
 
 
