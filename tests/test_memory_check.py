@@ -174,3 +174,22 @@ def test_a_count_beyond_the_host_is_refused_before_anything_is_written(tmp_path,
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{count} clients need about" in lines[0], done.stderr
     assert list(target.iterdir()) == [] and not results.exists()
+
+
+def test_a_sweep_checks_its_largest_point_as_the_points_run_it(tmp_path):
+    # An hour-long training point keeps up to 200,000 step records a client; the sweep took
+    # the estimate of the workload as written (its epochs, not the points' duration) and
+    # started a sweep whose largest point cannot fit.
+    long = load_workload("demo", [("train", "duration", "1h")])
+    each = memcheck.client_bytes(long, "train", 1)
+    usable = memcheck.USABLE * psutil.virtual_memory().available - memcheck.PARENT_BYTES
+    largest = int(usable // each) + 1
+    short = memcheck.client_bytes(load_workload("demo"), "train", largest)
+    assert largest * short < usable, "the workload as written fits: no case to test"
+    results = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "aiio", "scale", "--target", str(tmp_path),
+                           "--results", str(results), "--clients", f"1,{largest}",
+                           "--duration", "1h", "-q"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"{largest} clients need about" in done.stderr and not results.exists()
