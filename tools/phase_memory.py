@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -84,14 +85,14 @@ def _sample_once(root: psutil.Process, got: Sample) -> None:
 
 
 def measure(phase: str, clients: int, target: str, duration: str,
-            env: dict[str, str] | None = None) -> Sample:
+            env: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> Sample:
     """Run one phase at `clients` clients and sample it to its end."""
     got = Sample(phase, clients)
     with tempfile.TemporaryDirectory(prefix="aiio-mem-") as reports:
         # only training is time-based; the other phases do a fixed amount of work
         timed = ("--duration", duration) if phase == "train" else ()
         cmd = [sys.executable, "-m", "aiio", "run", *PHASES[phase], "--target", str(target),
-               "--clients", str(clients), *timed, "--quiet", "--no-report", "--no-history",
+               "--clients", str(clients), *timed, *extra, "--quiet", "--no-report", "--no-history",
                "--results", reports]
         # output to a file: a pipe nobody drains while we sample would block the run
         with tempfile.TemporaryFile("w+") as out:
@@ -141,6 +142,9 @@ def main() -> None:
     ap.add_argument("--phase", nargs="+", choices=list(PHASES), default=list(PHASES))
     ap.add_argument("--duration", default="10s", help="of the train runs")
     ap.add_argument("--target", type=Path, help="a folder (default: a new one in /var/tmp)")
+    ap.add_argument("--run-args", default="", help="more arguments for every aiio run, e.g. "
+                    "'--reader native --set dataset.format=hdf5' (the buffers counted stay "
+                    "the demo's)")
     ap.add_argument("--s3", action="store_true",
                     help="against a bucket of a local SeaweedFS S3 service instead")
     ap.add_argument("--json", action="store_true")
@@ -155,7 +159,8 @@ def main() -> None:
         out = []
         for phase in opts.phase:
             for clients in opts.clients:
-                s = measure(phase, clients, target, opts.duration, env)
+                s = measure(phase, clients, target, opts.duration, env,
+                            tuple(shlex.split(opts.run_args)))
                 out.append(s)
                 print(line(s), flush=True)
         if opts.json:
