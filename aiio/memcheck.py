@@ -9,19 +9,20 @@ the phase a run runs needs
 
     MARGIN x (the phase's base + its I/O buffers + its I/O threads + its step log)
 
-- the base (BASES, OBJECT_BASE): the largest client USS measured in the phase less the
-  buffers counted for it; its threads' pages and its steps' records are in it, and counted
-  again below: an upper bound, not a second guess;
+- the base (BASES, OBJECT_BASE, NATIVE_BASES): the largest client USS measured in the phase
+  less the buffers counted for it; its threads' pages and its steps' records are in it, and
+  counted again below: an upper bound, not a second guess;
 - the buffers, from the workload at their full size (a dataset of large files needs it), of
   the phase that runs: a train run does not count the checkpoint phase's (unless it
-  checkpoints), a checkpoint run not the loader's;
+  checkpoints), a checkpoint run not the loader's; a native reader's thread holds a sample;
 - THREAD_BYTES per I/O thread (its stack pages and operation log);
 - a training client's step log: STEP_RECORD_BYTES per step up to the cap, its steps bounded
   by its share of the epochs' batches, or by the duration over the compute time per batch.
   A margin does not cover it: a one-hour demo run keeps 200,000 records, 100 MiB a client.
-MARGIN is for what runs of 10 s do not show: the byte series of a client's op logs grow by
-8 bytes per 0.1 s each (about 1.1 MiB an hour for a demo training client: 0.25 of its 4.4
-MiB), and other formats' readers (--reader native) hold their libraries' objects.
+MARGIN is for what the runs measured do not pin down: the largest client of one phase moved
+by up to 16 % from run to run (randrw: 5.23 to 6.04 MiB), and the byte series of a client's
+op logs grow by 8 bytes per 0.1 s each (about 1.1 MiB an hour for a demo training client, a
+quarter of its 4.4 MiB), where the runs lasted 10 s.
 A client of an s3:// target holds its own boto3 client: the object phases' base is its own,
 measured the same way against a local SeaweedFS service.
 """
@@ -51,6 +52,14 @@ BASES = {
     "checkpoint": 4.5 * MiB,     # 6.01 MiB at 256 (5.82 at 4, 5.90 at 64) - 2 MiB
     "load": 4 * MiB,             # 4.95 MiB at 64 (3.26 at 4, 3.73 at 256) - 1 MiB
 }
+# A training client with --reader native reads each sample through its format's library and
+# holds the sample whole (counted below); its base, measured the same way at 4 and 64
+# clients (the largest client less its buffers: the loader's 1 MiB and two 640 KiB samples).
+NATIVE_BASES = {
+    "npz": 6 * MiB,              # 8.09 MiB at 64 clients (8.07 at 4) - 2.25 MiB
+    "hdf5": 8 * MiB,             # 9.80 MiB at 64 clients (9.52 at 4) - 2.25 MiB
+    "tfrecord": 5.5 * MiB,       # 7.70 MiB at 4 clients (6.24 at 64) - 2.25 MiB
+}
 # Against a bucket every client holds its own boto3 client (models, endpoint rules, pool):
 # 30.80 MiB at 4 clients in a load run less its 1 MiB reader (train 30.36 at 4 less 2 MiB;
 # 16 and 64 clients of each object phase less), rounded up.
@@ -71,6 +80,8 @@ def _train(w: Workload, on_s3: bool, checkpoints: bool) -> tuple[int, int]:
     t = w.train
     # On a mount a client's loader threads read into one buffer; an object reader each.
     buffers = (t.read_threads if on_s3 else 1) * t.transfer_size
+    if t.reader == "native":  # each thread holds the sample it reads, at most 2 stdev long
+        buffers += t.read_threads * (w.dataset.sample_size + 2 * w.dataset.sample_size_stdev)
     if not checkpoints:
         return buffers, t.read_threads
     # --checkpoint-every: the checkpoint writers; training does not restore
@@ -155,9 +166,15 @@ def _stages(phase: str, w: Workload) -> tuple[str, ...]:
     return tuple(BASES)  # a phase these figures do not know: the largest of the known ones
 
 
-def _base(stage: str, on_s3: bool) -> int:
-    """The measured base of a client of `stage`, in whole bytes (some figures are halves)."""
-    return int(OBJECT_BASE if on_s3 else BASES[stage])
+def _base(stage: str, w: Workload, on_s3: bool) -> int:
+    """The measured base of a client of `stage`, in whole bytes (some figures are halves):
+    a training client's native reader adds what its format's library holds."""
+    base = OBJECT_BASE if on_s3 else BASES[stage]
+    if stage == "train" and w.train.reader == "native":
+        # a format not measured (raw): the largest of the measured ones
+        native = NATIVE_BASES.get(w.dataset.format, max(NATIVE_BASES.values()))
+        base += native - BASES["train"]
+    return int(base)
 
 
 def client_bytes(w: Workload, phase: str = "train", clients: int | None = None) -> int:
@@ -166,7 +183,7 @@ def client_bytes(w: Workload, phase: str = "train", clients: int | None = None) 
     on_s3 = phase.startswith(OBJECT_PREFIX)
     name = phase.removeprefix(OBJECT_PREFIX)
     clients = w.run.clients if clients is None else clients
-    need = max(_base(stage, on_s3) + _io_bytes(stage, w, clients, on_s3, name == "all")
+    need = max(_base(stage, w, on_s3) + _io_bytes(stage, w, clients, on_s3, name == "all")
                for stage in _stages(name, w))
     return int(MARGIN * need)
 
