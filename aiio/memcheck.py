@@ -35,11 +35,11 @@ from collections.abc import Callable
 import psutil
 
 from aiio.errors import AiioError
+from aiio.phases import OBJECT_PREFIX
+from aiio.phases.train import MAX_STEP_RECORDS
 from aiio.s3.location import is_s3
 from aiio.units import KiB, MiB, format_size
 from aiio.workload import Workload
-
-OBJECT_PREFIX = "s3:"  # aiio.phases.OBJECT_PREFIX: the phase run against an s3:// target
 
 # A client's USS besides the I/O buffers counted from the workload, per phase: the largest
 # client USS of the demo runs at 4, 64 and 256 clients (docs/PERFORMANCE.md, "Memory per
@@ -67,9 +67,8 @@ OBJECT_BASE = 30 * MiB
 THREAD_BYTES = 256 * KiB     # one I/O thread's stack pages and operation log
 # One training step's record: 261 B measured in the client (a list of six numbers, 200,000
 # of them built in CPython 3.11), and the same again in the parent once it holds the client's
-# result; aiio.phases.train keeps at most MAX_STEP_RECORDS of them.
+# result; a training client keeps at most MAX_STEP_RECORDS of them.
 STEP_RECORD_BYTES = 2 * 272
-MAX_STEP_RECORDS = 200_000   # aiio.phases.train.MAX_STEP_RECORDS
 PARENT_BYTES = 160 * MiB     # the parent process (measured up to 133 MiB PSS), once per host
 MARGIN = 1.25                # over the measured figures, for what a short run does not show
 USABLE = 0.8                 # share of the available memory a run may plan to use
