@@ -16,9 +16,10 @@ the phase a run runs needs
   the phase that runs: a train run does not count the checkpoint phase's (unless it
   checkpoints), a checkpoint run not the loader's; a native reader's thread holds a sample;
 - THREAD_BYTES per I/O thread (its stack pages and operation log);
-- a training client's step log: STEP_RECORD_BYTES per step up to the cap, its steps bounded
-  by its share of the epochs' batches, or by the duration over the compute time per batch.
-  A margin does not cover it: a one-hour demo run keeps 200,000 records, 100 MiB a client.
+- a training client's step log: STEP_RECORD_BYTES per step up to its share of the run's
+  step records (aiio.phases.train.step_log_cap), its steps bounded by its share of the
+  epochs' batches, or by the duration over the compute time per batch. A margin does not
+  cover it: a one-hour demo run of one client keeps 200,000 records, 100 MiB.
 MARGIN is for what the runs measured do not pin down: the largest client of one phase moved
 by up to 16 % from run to run (randrw: 5.23 to 6.04 MiB), and the byte series of a client's
 op logs grow by 8 bytes per 0.1 s each (about 1.1 MiB an hour for a demo training client, a
@@ -36,7 +37,7 @@ import psutil
 
 from aiio.errors import AiioError
 from aiio.phases import OBJECT_PREFIX
-from aiio.phases.train import MAX_STEP_RECORDS
+from aiio.phases.train import MAX_STEP_RECORDS, step_log_cap
 from aiio.s3.location import is_s3
 from aiio.units import KiB, MiB, format_size
 from aiio.workload import Workload
@@ -67,7 +68,7 @@ OBJECT_BASE = 30 * MiB
 THREAD_BYTES = 256 * KiB     # one I/O thread's stack pages and operation log
 # One training step's record: 261 B measured in the client (a list of six numbers, 200,000
 # of them built in CPython 3.11), and the same again in the parent once it holds the client's
-# result; a training client keeps at most MAX_STEP_RECORDS of them.
+# result; a training client keeps at most step_log_cap(clients) of them.
 STEP_RECORD_BYTES = 2 * 272
 PARENT_BYTES = 160 * MiB     # the parent process (measured up to 133 MiB PSS), once per host
 MARGIN = 1.25                # over the measured figures, for what a short run does not show
@@ -97,7 +98,7 @@ def _step_log(w: Workload, clients: int) -> int:
     else:
         samples = w.dataset.num_files * w.dataset.samples_per_file
         steps = t.epochs * math.ceil(math.ceil(samples / max(1, clients)) / t.batch_size)
-    return int(min(steps, MAX_STEP_RECORDS)) * STEP_RECORD_BYTES
+    return int(min(steps, step_log_cap(clients))) * STEP_RECORD_BYTES
 
 
 def _object_writer(part_size: int) -> int:

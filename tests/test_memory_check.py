@@ -140,6 +140,18 @@ def test_a_long_training_run_counts_its_step_log():
     assert few < short
 
 
+def test_an_hour_of_1024_training_clients_fits_the_step_budget_of_a_run():
+    # The clients of a run share one budget of step records: an hour at 1,024 clients counts
+    # a client's share of it (about 0.5 MiB), not 200,000 records each (136 MiB a client,
+    # which refused 1,024 clients of a ten-minute run on a 24 GiB host).
+    hour = memcheck.client_bytes(load_workload("demo", [("train", "duration", "1h")]),
+                                 "train", 1024)
+    short = memcheck.client_bytes(load_workload("demo", [("train", "duration", "10s")]),
+                                  "train", 1024)
+    assert hour - short <= memcheck.MARGIN * 1000 * memcheck.STEP_RECORD_BYTES
+    memcheck.check_need(hour, 1024, available=24 * GiB)
+
+
 def test_the_randrw_depth_buffers_are_counted():
     # A randrw reader holds iodepth buffers of block_size per thread, populated at once: 2
     # threads at depth 1,024 of 16 MiB blocks are 32 GiB a client, and the estimate counted
@@ -193,15 +205,26 @@ def test_a_count_beyond_the_host_is_refused_before_anything_is_written(tmp_path,
 
 
 def test_a_sweep_checks_its_largest_point_as_the_points_run_it(tmp_path):
-    # An hour-long training point keeps up to 200,000 step records a client; the sweep took
-    # the estimate of the workload as written (its epochs, not the points' duration) and
-    # started a sweep whose largest point cannot fit.
+    # An hour-long training point keeps more step records a client (its share of the run's
+    # budget) than the workload as written (its epochs); the sweep took the estimate of the
+    # workload as written, not the points' duration, and started a sweep whose largest point
+    # cannot fit. The count tried lies midway between where each estimate stops fitting.
     long = load_workload("demo", [("train", "duration", "1h")])
-    each = memcheck.client_bytes(long, "train", 1)
+    short_w = load_workload("demo")
     usable = memcheck.USABLE * psutil.virtual_memory().available - memcheck.PARENT_BYTES
-    largest = int(usable // each) + 1
-    short = memcheck.client_bytes(load_workload("demo"), "train", largest)
-    assert largest * short < usable, "the workload as written fits: no case to test"
+
+    def first_beyond(w) -> int:
+        """The smallest client count whose estimate does not fit."""
+        lo, hi = 1, 1 << 20
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if mid * memcheck.client_bytes(w, "train", mid) <= usable \
+                else (lo, mid)
+        return lo
+
+    beyond_long, beyond_short = first_beyond(long), first_beyond(short_w)
+    assert beyond_long + 20 < beyond_short, "the two estimates are too close to test"
+    largest = (beyond_long + beyond_short) // 2
     results = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "aiio", "scale", "--target", str(tmp_path),
                            "--results", str(results), "--clients", f"1,{largest}",

@@ -266,3 +266,37 @@ def test_free_space_check_covers_the_sizes_really_drawn(stdev):
     params = ds.DatasetParams.from_workload(w)
     drawn = sum(int(params.sample_sizes(i).sum()) for i in range(params.num_files))
     assert params.expected_bytes() >= drawn
+
+
+def test_a_full_step_log_keeps_every_kth_step_over_the_whole_run():
+    # The log kept the first `log_cap` steps and dropped the rest: an hour-long run's
+    # wait-per-step chart ended where the cap was reached, with nothing saying so. Full, it
+    # now drops every other record and keeps every second step from then on: an even sample
+    # of the whole run, never more than the cap, with its stride in the figures.
+    totals = StepTotals(0.1, log_cap=4, in_flight=2)
+    for step in range(20):
+        totals.record(0, step, step * 1.0, step + 0.5, step + 1.0, 2, 100)
+    got = totals.figures(compute_asked_s=0.5, batch_size=2)
+    assert [r[1] for r in got["step_log"]] == [0, 8, 16]
+    assert got["step_log_stride"] == 8
+    assert got["steps"] == 20  # totals never come from the log
+
+
+def test_a_short_step_log_is_every_step():
+    totals = StepTotals(0.1, log_cap=10, in_flight=2)
+    for step in range(7):
+        totals.record(0, step, step * 1.0, step + 0.5, step + 1.0, 2, 100)
+    got = totals.figures(compute_asked_s=0.5, batch_size=2)
+    assert [r[1] for r in got["step_log"]] == list(range(7))
+    assert got["step_log_stride"] == 1
+
+
+def test_the_step_records_of_a_run_are_shared_among_its_clients():
+    # Every client kept up to 200,000 records (544 B each in the client and the parent): a
+    # one-hour run of 1,024 clients at 10 ms a batch could hold 100 GiB of them, and its
+    # result.json 10 GB. The run shares one budget; each client keeps a floor for its chart.
+    from aiio.phases.train import MAX_STEP_RECORDS, MIN_STEP_RECORDS, RUN_STEP_RECORDS, step_log_cap
+    assert step_log_cap(1) == MAX_STEP_RECORDS
+    assert step_log_cap(1024) == max(MIN_STEP_RECORDS, RUN_STEP_RECORDS // 1024)
+    assert all(step_log_cap(n) * n <= max(RUN_STEP_RECORDS, n * MIN_STEP_RECORDS)
+               for n in (1, 2, 5, 64, 1000, 4096))

@@ -55,6 +55,19 @@ def test_totals_stay_exact_past_the_step_log_cap(target, results):
     assert agg["samples_per_s"] == pytest.approx(2 * SAMPLES / elapsed)
 
 
+def test_a_thinned_step_log_spans_the_run_and_the_report_says_which_steps(target, results):
+    # Past its cap a client's log kept the first steps alone; it now keeps an even sample of
+    # them all, and the wait-per-step chart names the share of steps it draws.
+    from aiio.report import render
+    res = _run_with_cap(target, results, 3, *RAW)
+    for c in res["clients"]:
+        assert c["step_log_stride"] >= 2 and len(c["step_log"]) <= 3
+        # the last record is one of the client's last steps, not of its first three
+        last = c["step_log"][-1]
+        assert (last[0], last[1]) > (c["step_log"][0][0], 2)
+    assert "one step in " in render(res)
+
+
 def test_au_during_checkpoints_counts_every_step_past_the_cap(target, results):
     res = _run_with_cap(target, results, 2, *RAW, "--checkpoint-every", "2steps",
                         "--set", "checkpoint.size=1MiB")

@@ -49,8 +49,12 @@ from aiio.timing import NEVER, Deadline, StepClock, Window, cpu_seconds
 from aiio.units import mib_per_s
 from aiio.workload import Workload
 
-# Steps per client kept in the step log for timelines; totals never come from it.
+# Step records kept for timelines (totals never come from them), 544 B each in a client and
+# in the parent: a run's clients share RUN_STEP_RECORDS, each keeping at least MIN_STEP_RECORDS
+# and at most MAX_STEP_RECORDS; a full log thins to an even sample of the run (StepTotals).
 MAX_STEP_RECORDS = 200_000
+RUN_STEP_RECORDS = 1_000_000
+MIN_STEP_RECORDS = 1_000
 COMPUTE_OVERSHOOT = 1.02  # measured compute per step more than 2 % above the asked time warns
 
 
@@ -79,6 +83,11 @@ class TrainArgs:
     # Makes each loader thread's reader, (method, transfer_size, log, counter) -> reader;
     # None reads files. Object storage passes its own (aiio.s3).
     reader: Any = None
+
+
+def step_log_cap(clients: int) -> int:
+    """The step records one of `clients` clients keeps: its share of the run's budget."""
+    return min(MAX_STEP_RECORDS, max(MIN_STEP_RECORDS, RUN_STEP_RECORDS // max(1, clients)))
 
 
 def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
@@ -291,7 +300,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     loader.prepare()
     wake_on_stop(ctx, loader.ready)
     hook = train_checkpoints.checkpointer(ctx, args)
-    totals = StepTotals(ByteSeries().bucket_s, MAX_STEP_RECORDS,
+    totals = StepTotals(ByteSeries().bucket_s, step_log_cap(ctx.count),
                         w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     # The loader threads wait for the start instant; this thread next waits for a batch.
     run = Window(ctx.ready())

@@ -73,7 +73,8 @@ class StepTotals:
         self.busy = BusySeries(bucket_s)        # every step's compute, warm-up included
         self.consumed = ByteSeries(bucket_s)    # sample bytes, when the accelerator took them
         self.log: list[list] = []
-        self.log_cap = log_cap
+        self.log_cap = max(2, log_cap)
+        self.log_stride = 1  # the log holds the steps whose index is a multiple of it
         # With compute time 0 the loop's own overhead is no compute: the busy series stays empty.
         self.computes = computes
         # Batches are read ahead at most `in_flight` deep, so an epoch older than that many
@@ -106,9 +107,15 @@ class StepTotals:
             self.measured += 1
             self.compute_s += t2 - t1
             self.wait_s += t1 - t0
-        if len(self.log) < self.log_cap:
+        if (self.steps - 1) % self.log_stride == 0:
             self.log.append([epoch, step, round(t0, 6), round(t1 - t0, 6), round(t2 - t1, 6),
                              samples])
+            if len(self.log) >= self.log_cap:
+                # Full: keep every other record and log every other step from now on, so the
+                # log stays an even sample of the whole run (a chart of waits over time then
+                # spans the run, not its first part) in at most log_cap records.
+                del self.log[1::2]
+                self.log_stride *= 2
 
     def au(self, compute_asked_s: float, batch_size: int) -> tuple[float | None, str | None]:
         """AU over measured steps, or None and why it cannot be given."""
@@ -130,6 +137,7 @@ class StepTotals:
             "warmup_wait_s": self.warmup_wait_s, "compute_all_s": self.compute_all_s, "au": au,
             "consumed_bytes": self.consumed_bytes, "consumed_series": self.consumed.to_dict(),
             "busy": self.busy.to_dict(), "step_log": self.log,
+            "step_log_stride": self.log_stride,
         }
         if note:
             out["au_note"] = note

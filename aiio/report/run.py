@@ -349,6 +349,10 @@ def _wait_chart(clients: Sequence[ClientFigures]) -> Html | None:
         lines.append((f"client {c.client if c.client is not None else '?'}",
                       [s.start_s for s in steps], [s.wait_s * 1000 for s in steps]))
     cut = "" if len(logs) == len(shown) else f" (the {len(shown)} lowest-AU clients of {len(logs)})"
+    strides = sorted({int(c.figures.get("step_log_stride") or 1) for c, _ in shown})
+    if strides[-1] > 1:  # a long run's log is an even sample of its steps (StepTotals)
+        every = f"{strides[0]}" if len(strides) == 1 else f"{strides[0]} to {strides[-1]}"
+        cut += f"; one step in {every} of each client, as its log kept"
     return charts.time_lines(lines, title="time each step waited for data",
                              xlabel="step start since the common start (s)",
                              ylabel="wait per step (ms)",
