@@ -54,6 +54,7 @@ def base_key(target: S3Target, params: ds.DatasetParams) -> str:
 def check(target: S3Target, io: ObjectIO, w: Any) -> tuple[S3Dataset | None, str]:
     """(dataset, '') when a complete, matching dataset is in the bucket, else (None, why)."""
     params = ds.DatasetParams.from_workload(w)
+    ds._check_layout(params)  # before any request or note: neither could be used
     base = base_key(target, params)
     try:
         got = io.client.get_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json")
@@ -74,6 +75,7 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
     params = ds.DatasetParams.from_workload(w)
     base = base_key(target, params)
     part_size = w.s3.part_size
+    ds._check_layout(params)  # the index a mount could not hold, the bucket cannot either
     # sample sizes are clipped at mean + 2 sd; each upload checks its real size again
     check_parts(params.samples_per_file * (params.sample_size + 2 * params.sample_size_stdev),
                 part_size, "a dataset file")
