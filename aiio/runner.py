@@ -140,6 +140,10 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         _finish(phase, rc, args, out, folder, req.on_saved)
         raise exc.cause(f"{out['error']}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
+        if not started and not target.written:  # e.g. waiting for another run's lock
+            _discard(phase, rc, args, folder)
+            raise RunInterrupted("interrupted by the user before the run wrote anything on "
+                                 "the target; no result saved") from None
         out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
         _finish(phase, rc, args, out, folder)
         raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None

@@ -264,10 +264,11 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
 
 
 def _ran_nothing(exc: AiioError, folder: Path, out: dict[str, Any]) -> bool:
-    """A refusal of bad input (exit code 2) at the first point that left no point result
-    (`runner._refusal`): the sweep ran nothing either."""
+    """A refusal of bad input (exit code 2), or a Ctrl-C before the run wrote anything (130,
+    e.g. while it waited for another run's lock), at the first point that left no point
+    result (`runner._refusal`): the sweep ran nothing either."""
     points = folder / "points"
-    return exc.exit_code == 2 and not out["points"] and not (
+    return exc.exit_code in (2, 130) and not out["points"] and not (
         points.is_dir() and any(points.iterdir()))
 
 
