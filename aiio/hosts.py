@@ -104,6 +104,7 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
         results = {share.first + i: r for i, r in exc.results.items()}
         status = "interrupted" if exc.exit_code == RunInterrupted.exit_code else "failed"
         entry.update(status=status, error=str(exc))
+        entry["stuck"] = exc.stuck  # numbered as the run numbers them (the clients' index)
     except AiioError as exc:
         entry.update(status="failed", error=str(exc))
     entry["monitor"] = monitor.finish()
@@ -341,12 +342,26 @@ def _stopped(live: _Live, exc: RunAborted, local: dict[int, dict]) -> RunAborted
         origin = str(exc) if str(exc).startswith("host ") else f"{comm.where(0)}: {exc}"
         message, cause = origin, exc.cause
         _drain_workers(live)
+        message += _unheard(comm)
     entries = [p for _, (k, p) in sorted(comm.replied().items()) if k == "reply"]
     out = RunAborted(message, {}, cause)
-    out.stuck = exc.stuck  # this host's (the workers' say only what they measured)
+    # every host's clients stuck in the kernel, this one's and those each worker reaped
+    out.stuck = sorted({*exc.stuck, *(n for e in entries for n in e.pop("stuck", []))})
     out.results = dict(enumerate(_merge(local, entries)))
     out.hosts = entries
     return out
+
+
+def _unheard(comm: Any) -> str:
+    """What the result cannot say of the hosts that sent no reply within the drain and are
+    not lost (a lost one is named as such): which of their clients are stuck, if any."""
+    replied = {r for r, (kind, _) in comm.replied().items() if kind == "reply"}
+    silent = [r for r in range(1, comm.size) if r not in replied and r not in comm.lost]
+    if not silent:
+        return ""
+    names = ", ".join(comm.where(r) for r in silent)
+    return (f"; {names} sent no reply within {STOP_DRAIN_S:g} s: its clients' figures, and "
+            "which of them are stuck in the kernel, could not be learnt")
 
 
 def _drain_workers(live: _Live) -> None:

@@ -7,7 +7,7 @@ with `aiio clean`. A lock is held until it is closed or its process ends, whatev
 The folders kept for later runs each have one (a dataset's, aiio.dataset.ensure; the model
 weights', aiio.phases.load.ensure_weights), and the target has its run lock
 (aiio.target.Target.hold), which every run that writes holds shared; `aiio clean` takes them
-all alone.
+all alone. A sweep keeps them all from its first point to its last (Target.kept).
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ class RunRequest:
     # The fio results the run is set against (fio.hero.Pairing). None: no hero in the live view
     # and no `hero` field in the result.
     hero: Hero | None = None
+    # The directory target when the caller holds it across several runs (a sweep's points,
+    # `Target.kept`): the run uses it, and its locks stay taken after the run's end.
+    held: Target | None = None
 
 
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
@@ -70,7 +73,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     each = memcheck.client_bytes(w, phase_name, clients)  # this phase's buffers, no other's
     memcheck.check_need(each, split[0])
     procsetup.allow_open_files(split[0])  # refused here, not once the files are written
-    target, info, method = open_target(req.target, req.options, req.method)
+    target, info, method = open_target(req.target, req.options, req.method, req.held)
     if isinstance(target, Target):
         target.note = ui.note  # the run lock's wait and warning (Target.hold)
     # asked here, before measuring: the fio results are read once, and what lands meanwhile
@@ -138,6 +141,10 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         _finish(phase, rc, args, out, folder, req.on_saved)
         raise exc.cause(f"{out['error']}; partial result saved in {folder}") from None
     except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
+        if not started and not target.written:  # e.g. waiting for another run's lock
+            _discard(phase, rc, args, folder)
+            raise RunInterrupted("interrupted by the user before the run wrote anything on "
+                                 "the target; no result saved") from None
         out["status"], out["error"] = "interrupted", "interrupted by the user before measuring"
         _finish(phase, rc, args, out, folder)
         raise RunInterrupted(f"{out['error']}; partial result saved in {folder}") from None
@@ -199,14 +206,14 @@ def _cause(target: Any, error: str) -> str:
     return f"{moved} ({error})" if moved and moved not in error else error
 
 
-def open_target(where: str, options: RunOptions = RunOptions(),
-                method: str = "auto") -> tuple[Any, TargetInfo, str]:
-    """The checked target, what it is, and how reads avoid a cache: a directory, or an
-    s3:// bucket prefix (aiio.s3)."""
+def open_target(where: str, options: RunOptions = RunOptions(), method: str = "auto",
+                held: Target | None = None) -> tuple[Any, TargetInfo, str]:
+    """The checked target, what it is, and how reads avoid a cache: a directory (`held`,
+    when the caller holds it across runs), or an s3:// bucket prefix (aiio.s3)."""
     if is_s3(where):
         from aiio.s3 import backend
         return backend.open_target(where, options)
-    target = Target(where)
+    target = held or Target(where)
     target.check_usable()
     info = probe(target)
     return target, info, choose_method(info.o_direct, method)

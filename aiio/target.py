@@ -18,7 +18,7 @@ import stat
 import sys
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -75,6 +75,7 @@ class Target:
         self._fd: int | None = None  # the directory a run started on, held open (pin)
         self._locks: dict[Path, FolderLock] = {}  # held until release (aiio.locks)
         self.note: Note = _silent  # where the run lock's wait and warning are said
+        self._kept = False  # held across several runs (`kept`): their ends let go of nothing
 
     # --- identity ----------------------------------------------------------------------
     def pin(self) -> None:
@@ -84,10 +85,24 @@ class Target:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[Target]:
+        """Hold this target across several runs (a sweep's points): each run's end lets go
+        of nothing, so its run lock and its dataset's lock stay taken between them (no
+        `aiio clean`, no regeneration in a gap), and all goes when the last has ended."""
+        self._kept = True
+        try:
+            yield self
+        finally:
+            self._kept = False
+            self.release()
+
     def release(self) -> None:
-        """Let go of the pinned directory and of every lock taken through `lock`; never
-        fails (the kernel frees a descriptor whatever its close says, e.g. ENOTCONN on a
-        FUSE mount whose daemon is gone)."""
+        """Let go of the pinned directory and of every lock taken through `lock` (not while
+        `kept`); never fails (the kernel frees a descriptor whatever its close says, e.g.
+        ENOTCONN on a FUSE mount whose daemon is gone)."""
+        if self._kept:
+            return
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)

@@ -168,21 +168,26 @@ def test_a_filesystem_without_locks_generates_with_a_one_line_warning(target, mo
     assert not generated and again.num_files == 24
 
 
+@pytest.mark.parametrize("command", [("run",), ("scale", "--clients", "1,2", "--no-charts")])
 def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target, tmp_path,
-                                                                          start):
+                                                                          start, command):
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
     pause_generating(first, target)
-    second = start(logs[1], "run", "-t", str(target), "--results", str(tmp_path / "results"),
-                   "--no-report", "--no-history", *BIG_DATA)
+    second = start(logs[1], *command, "-t", str(target), "--results",
+                   str(tmp_path / "results"), "--no-report", "--no-history", *BIG_DATA)
     try:
         wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
         os.killpg(second.pid, signal.SIGINT)
         code2, said2 = finish(second, logs[1])
     finally:
         os.killpg(first.pid, signal.SIGCONT)  # the first generates on from where it was
+    # it never started its I/O: one line, exit 130 and no result, as a refusal (it kept one
+    # saved "interrupted", a run in the history that had measured nothing)
     assert code2 == 130 and "Traceback" not in said2, said2
-    assert saved_result(tmp_path / "results")["status"] == "interrupted"
+    assert said2.strip().splitlines()[-1].startswith("aiio: interrupted"), said2
+    assert "no result" in said2.strip().splitlines()[-1], said2
+    assert not list((tmp_path / "results").rglob("result.json"))
     code1, said1 = finish(first, logs[0])
     assert code1 == 0, said1
     assert_complete(target, big_workload())

@@ -29,6 +29,7 @@ from tests.faultfs import FaultMount, events, faultfs
 from tests.oracle.mount import can_mount_fuse
 
 from .conftest import REPO
+from .mpi import end_job, mpi_start, needs_mpi, ranks_of, tree_pids
 
 REASON = can_mount_fuse()
 HANG_GUARD_S = 120  # a guard against a hang, not a timing
@@ -176,3 +177,32 @@ def test_the_clients_the_storage_still_answers_keep_their_figures(tmp_path: Path
     assert "client 0 sent no figures: stuck in the kernel" in saved["error"], saved["error"]
     (kept,) = saved["clients"]
     assert kept["client"] == 1 and kept["read"]["bytes"] > 0, kept
+
+
+@pytest.mark.long
+@pytest.mark.skipif(REASON is not None, reason=REASON or "")
+@needs_mpi
+def test_stuck_clients_of_every_rank_are_named(tmp_path: Path) -> None:
+    """Two ranks, one client each, on a mount that stops answering; Ctrl-C at rank 0. Each
+    rank's client is stuck in the kernel; the result named only rank 0's (client 0): rank 1
+    reaped its own and said nothing of them."""
+    results = tmp_path / "results"
+    with faultfs(tmp_path, "hang", after=200) as fs:
+        proc = mpi_start(2, "run", "--phase", "randrw", "--target", str(fs.mount), "--results",
+                         str(results), "--clients", "2", "--duration", "600s",
+                         "--set", "prep.read_share=1.0", "--set", "prep.file_size=16MiB",
+                         "--set", "prep.threads=1", "--quiet", "--no-report", "--no-history")
+        pids: list[int] = []
+        try:
+            _until(lambda: any(e[0] == "hung" for e in events(fs.log)), "the hang")
+            pids = tree_pids(proc)
+            ranks_of(proc)[0].send_signal(signal.SIGINT)  # rank 0 stops every host
+            _until(lambda: _status(results) not in (None, "running"),
+                   "a result saying why the run ended")
+            (saved,) = [json.loads(p.read_text()) for p in results.glob("*/result.json")]
+        finally:
+            fs.release()
+            end_job(proc, pids)
+    assert saved["status"] == "interrupted", saved["error"]
+    assert "2 clients (0, 1) sent no figures: stuck in the kernel" in saved["error"], \
+        saved["error"]

@@ -133,3 +133,16 @@ def test_the_bucket_suite_result_starts_as_every_result_does():
     doc = skeleton(req, {"path": "s3://bucket/p"}, "s3", "fio-3.38")
     assert set(result.new("fio", "id", "started", phase=None)) <= set(doc)
     assert doc["writer"]["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize("args,count", [(("--object-size", "1"), "2,147,483,648"),
+                                        (("--size", "1TiB", "--object-size", "4KiB"),
+                                         "536,870,912")])
+def test_an_enormous_number_of_objects_is_refused_before_any_request(fio_http, s3_server,
+                                                                     s3_bucket, args, count):
+    """fio's http engine makes one object per I/O unit: 1 B objects of the default 1 GiB per
+    client planned two billion PUTs, laid out one by one for days; refused in one line naming
+    the count and the fix, and nothing reached the bucket."""
+    one_line_exit_2(call_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", fio_http,
+                             *args), f"{count} objects", "--object-size", "--size")
+    assert keys(s3_server, s3_bucket) == set()

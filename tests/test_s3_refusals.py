@@ -65,3 +65,12 @@ def test_a_refusal_after_a_write_keeps_its_result(s3_server, s3_bucket, results)
     assert proc.returncode == 2, proc.stderr
     assert "partial result saved in" in proc.stderr
     assert saved_result(results)["status"] == "failed"
+
+
+def test_a_dataset_whose_index_cannot_be_held_is_refused_as_on_a_mount(s3_server, s3_bucket):
+    """A billion samples of varying size: a mount refuses them in one line before writing;
+    the bucket went on to upload them, its memory growing by gigabytes a minute."""
+    proc = call_cli("datagen", "--target", f"s3://{s3_bucket}/big", "--set",
+                    "dataset.num_files=1000000000")
+    one_line_exit_2(proc, "per-sample index too large")
+    assert keys(s3_server, s3_bucket) == set()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiio.s3.localserver import free_ports
+from aiio.s3.localserver import READER_KEY, READER_SECRET, free_ports
 from aiio.s3.location import parse
 from aiio.s3.target import S3Target
 from tests.conftest import TINY_ARGS, call_cli
@@ -49,6 +49,23 @@ def test_clean_refuses_a_prefix_without_marker(s3_server, s3_bucket):
     proc = call_cli("clean", "--target", f"s3://{s3_bucket}/p")
     one_line_exit_2(proc, "marker")
     assert keys(s3_server, s3_bucket) == {"p/aiio/precious"}
+
+
+def test_clean_that_the_service_refuses_is_a_failure_naming_what_remains(s3_server, s3_bucket):
+    """The service refused the deletes (credentials that may read but not delete): exit 1
+    in one line naming what remains, as a mount's clean for what it could not remove; it
+    exited 2, as if the command had been mistyped."""
+    S3Target(f"s3://{s3_bucket}/data").claim()
+    c = s3_server.client()
+    for key in ("data/aiio/datasets/a/f1", "data/aiio/datasets/a/f2"):
+        c.put_object(Bucket=s3_bucket, Key=key, Body=b"ours")
+    reader = {"AWS_ACCESS_KEY_ID": READER_KEY, "AWS_SECRET_ACCESS_KEY": READER_SECRET}
+    proc = call_cli("clean", "--target", f"s3://{s3_bucket}/data", env=reader)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "AccessDenied" in lines[0] and "3 objects remain" in lines[0], lines[0]
+    assert len(keys(s3_server, s3_bucket)) == 3
 
 
 def test_claim_writes_the_marker_under_the_prefix(s3_server, s3_bucket):

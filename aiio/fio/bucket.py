@@ -30,6 +30,11 @@ from aiio.wallclock import now_iso, now_unix
 
 FOLDER = ("fio", "hero")
 MAX_PUT = 5 * GiB  # the largest object one PUT may carry
+# The most objects a suite lays out. fio PUTs them one request at a time, then aiio lists and
+# deletes them: a million is minutes on a service of a few thousand PUTs/s (64 clients of
+# 100 GiB in the default 8 MiB objects are 819,200); --object-size 1 of the default 1 GiB
+# per client planned two billion, days of PUTs before the first figure.
+MAX_OBJECTS = 1_000_000
 S3_TESTS = {t.name: t for t in (
     HeroTest("seq_write", "write", 0, "PUT of whole objects, each once"),
     HeroTest("seq_read", "read", 0, "GET of the objects seq_write made, each once"),
@@ -65,6 +70,12 @@ class S3SuiteRequest:
         if self.size < self.object_size or self.size % self.object_size:
             raise ConfigError(f"--size {format_size(self.size)} must be a whole number of "
                               f"--object-size {format_size(self.object_size)} objects")
+        if self.objects > MAX_OBJECTS:
+            raise ConfigError(
+                f"--size {format_size(self.size)} in --object-size "
+                f"{format_size(self.object_size)} objects for {self.clients} client(s) plans "
+                f"{self.objects:,} objects, one PUT each; aiio lays out at most "
+                f"{MAX_OBJECTS:,}: raise --object-size or lower --size or --clients")
 
     @property
     def objects(self) -> int:

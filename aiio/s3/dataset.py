@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from aiio.timing import Window
 from aiio.wallclock import now_iso
 
 UPLOAD_STREAMS = 8
+QUEUED = 4 * UPLOAD_STREAMS  # uploads queued ahead of the ones in flight, no more
 
 
 class S3Dataset(ds.Dataset):
@@ -54,6 +56,7 @@ def base_key(target: S3Target, params: ds.DatasetParams) -> str:
 def check(target: S3Target, io: ObjectIO, w: Any) -> tuple[S3Dataset | None, str]:
     """(dataset, '') when a complete, matching dataset is in the bucket, else (None, why)."""
     params = ds.DatasetParams.from_workload(w)
+    ds._check_layout(params)  # before any request or note: neither could be used
     base = base_key(target, params)
     try:
         got = io.client.get_object(Bucket=target.loc.bucket, Key=f"{base}/manifest.json")
@@ -74,6 +77,7 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
     params = ds.DatasetParams.from_workload(w)
     base = base_key(target, params)
     part_size = w.s3.part_size
+    ds._check_layout(params)  # the index a mount could not hold, the bucket cannot either
     # sample sizes are clipped at mean + 2 sd; each upload checks its real size again
     check_parts(params.samples_per_file * (params.sample_size + 2 * params.sample_size_stdev),
                 part_size, "a dataset file")
@@ -95,10 +99,14 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
                 ranges[i] = np.asarray(got, np.int64)
             path.unlink()
 
-        with ThreadPoolExecutor(UPLOAD_STREAMS) as pool:
-            for n, _ in enumerate(pool.map(upload, range(params.num_files)), 1):
+        pool = ThreadPoolExecutor(UPLOAD_STREAMS)
+        try:
+            for n in _in_order(pool, upload, params.num_files, QUEUED):
                 if progress:
                     progress(n, int(sizes.sum()))
+        finally:
+            # a Ctrl-C or SIGTERM: the uploads in flight end, the queued ones never start
+            pool.shutdown(wait=True, cancel_futures=True)
         ds._write_index(stage, params, sizes, ranges)
         io.client.upload_file(str(stage / "index.npz"), target.loc.bucket, f"{base}/index.npz")
         manifest = {"schema": ds.SCHEMA, "params": asdict(params), "complete": True,
@@ -117,6 +125,23 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
         raise
     generating.close()
     return S3Dataset(stage, params, manifest, base), _upload_figures(logs, generating.elapsed_s)
+
+
+def _in_order(pool: ThreadPoolExecutor, fn: Callable[[int], None], count: int,
+              ahead: int) -> Iterator[int]:
+    """fn(0) .. fn(count - 1) on the pool, at most `ahead` queued at a time; yields how many
+    have ended, in order. `pool.map` queued all of them at once: ten million files took
+    gigabytes and minutes before the first was counted, and a signal meanwhile left them all
+    queued, to be uploaded before the command could end."""
+    pending: deque[Future] = deque()
+    done = queued = 0
+    while done < count:
+        while queued < count and len(pending) < ahead:
+            pending.append(pool.submit(fn, queued))
+            queued += 1
+        pending.popleft().result()
+        done += 1
+        yield done
 
 
 def _upload_figures(logs: list[OpLog], seconds: float) -> dict:

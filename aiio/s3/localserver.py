@@ -21,6 +21,9 @@ from aiio.errors import AiioError, ToolMissing
 
 ACCESS_KEY = "aiiotestkey"
 SECRET_KEY = "aiiotestsecret"
+# A second identity that may list and read but not write or delete: what a service that
+# refuses a request answers (403 AccessDenied), for the tests of such refusals.
+READER_KEY, READER_SECRET = "aiioreaderkey", "aiioreadersecret"
 START_TIMEOUT_S = 120.0  # a loaded shared machine starts it slowly
 START_ATTEMPTS = 5       # new ports each time weed finds one taken
 PORT_TAKEN = "address already in use"
@@ -98,7 +101,10 @@ class SeaweedServer:
         self.grpc_ports = [mgrpc, vgrpc, fgrpc, s3grpc]
         identity = {"identities": [{"name": "aiio-tests", "credentials": [
             {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+            {"name": "aiio-reader", "credentials": [
+                {"accessKey": READER_KEY, "secretKey": READER_SECRET}],
+             "actions": ["Read", "List"]}]}
         config = self.dir / "s3.json"
         config.write_text(json.dumps(identity))
         data = self.data

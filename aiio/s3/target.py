@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiio import __version__
-from aiio.errors import TargetError
+from aiio.errors import CleanFailed, TargetError
 from aiio.options import Access
 from aiio.s3 import location
 from aiio.s3.connect import make_client
@@ -152,10 +152,24 @@ class S3Target:
             if obj["Key"] != self.loc.marker and obj["Key"].startswith(self.loc.own):
                 keys.append(obj["Key"])
                 nbytes += obj.get("Size", 0)
-        self.delete(keys)
-        uploads = self.abort_uploads()
-        self.delete([self.loc.marker])
+        try:
+            self.delete(keys)
+            uploads = self.abort_uploads()
+            self.delete([self.loc.marker])
+        except TargetError as exc:
+            raise self._clean_failed(exc) from None
         return len(keys) + 1, nbytes, uploads
+
+    def _clean_failed(self, exc: TargetError) -> CleanFailed:
+        """The service refused (or failed) a delete: a failure of the storage, as a mount's
+        clean that could not remove a file, in one line naming what remains."""
+        try:
+            left = f"{sum(1 for _ in self.objects()):,} objects remain"
+        except Exception:  # noqa: BLE001 - the service that failed the delete may fail this
+            left = "objects remain"
+        return CleanFailed(f"{str(exc).rstrip('.')}; {left} below {self.loc.url}/"
+                           f"{location.OWN_DIR}/, the marker with them, so `aiio clean` can "
+                           "finish once that is fixed")
 
     def abort_uploads(self) -> int:
         """Abort the multipart uploads a killed run left below aiio's prefix (their parts

@@ -25,6 +25,7 @@ from aiio.stats import spread
 from aiio.sweep import per_point
 from aiio.sweep.verdict import Point, consistency, efficiency, judge
 from aiio.sysinfo import collect_environment
+from aiio.target import Target
 from aiio.ui import UI, QuietUI
 from aiio.wallclock import now_iso, now_unix
 from aiio.workload import Workload
@@ -206,7 +207,9 @@ def sweep(req: SweepRequest, ui: UI | None = None,
     row), save, judge and chart; raises SweepStopped after saving a partial."""
     ui = ui or QuietUI()
     base, seconds = plan(req)
-    out = _skeleton(req, base, seconds)
+    target, info, _method = runner.open_target(req.target, req.options, req.method)
+    held = target if isinstance(target, Target) else None
+    out = _skeleton(req, base, seconds, info)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
     result.save(out, folder)  # a sweep killed outright still leaves its skeleton
     stop: tuple[str, int] | None = None
@@ -214,30 +217,33 @@ def sweep(req: SweepRequest, ui: UI | None = None,
     def measure(n: int) -> dict[str, Any]:
         nonlocal stop
         for r in range(req.repeat):
-            stop = _run_point(req, with_clients(base, n), r, folder, out, ui)
+            stop = _run_point(req, with_clients(base, n), r, folder, out, ui, held)
             if stop:
                 raise _PointStopped
         return _row(n, [p["result"] for p in out["points"] if p["clients"] == n], req.phase)
 
-    try:
-        driver(req, measure, out)
-    except _PointStopped:
-        pass
-    except KeyboardInterrupt:  # between points, or before the clients started
-        stop = _stopped(out, "interrupted", "interrupted by the user",
-                        RunInterrupted.exit_code)
-    except BaseException as exc:  # an unforeseen error still leaves a finished result
-        if isinstance(exc, AiioError) and _ran_nothing(exc, folder, out):
-            _discard(folder)  # one line, exit 2, as `aiio run` refused
+    # The points hold the target as one run does, from the first to the last: no other
+    # aiio process removes or regenerates what they use in the gap between two of them.
+    with held.kept() if held else contextlib.nullcontext():
+        try:
+            driver(req, measure, out)
+        except _PointStopped:
+            pass
+        except KeyboardInterrupt:  # between points, or before the clients started
+            stop = _stopped(out, "interrupted", "interrupted by the user",
+                            RunInterrupted.exit_code)
+        except BaseException as exc:  # an unforeseen error still leaves a finished result
+            if isinstance(exc, AiioError) and _ran_nothing(exc, folder, out):
+                _discard(folder)  # one line, exit 2, as `aiio run` refused
+                raise
+            _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
+            _save_final(out, folder)
             raise
-        _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
-        _save_final(out, folder)
-        raise
     return _finish(req, out, folder, stop)
 
 
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
-               out: dict[str, Any], ui: UI) -> tuple[str, int] | None:
+               out: dict[str, Any], ui: UI, held: Target | None) -> tuple[str, int] | None:
     """One point; appends it and saves. Returns (message, exit code) when the sweep must end."""
     n, total = w.run.clients, _planned(req)
     seconds = out["sweep"]["duration_s"]
@@ -248,7 +254,7 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                                 req.options,
                                 # the points sit in <sweep>/points/, the fio results in the
                                 # folder the sweep was given
-                                hero=hero.Pairing(req.results_dir))
+                                hero=hero.Pairing(req.results_dir), held=held)
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:
@@ -267,10 +273,11 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
 
 
 def _ran_nothing(exc: AiioError, folder: Path, out: dict[str, Any]) -> bool:
-    """A refusal of bad input (exit code 2) at the first point that left no point result
-    (`runner._refusal`): the sweep ran nothing either."""
+    """A refusal of bad input (exit code 2), or a Ctrl-C before the run wrote anything (130,
+    e.g. while it waited for another run's lock), at the first point that left no point
+    result (`runner._refusal`): the sweep ran nothing either."""
     points = folder / "points"
-    return exc.exit_code == 2 and not out["points"] and not (
+    return exc.exit_code in (2, 130) and not out["points"] and not (
         points.is_dir() and any(points.iterdir()))
 
 
@@ -291,8 +298,8 @@ def _stopped(out: dict[str, Any], status: str, message: str, code: int) -> tuple
     return message, code
 
 
-def _skeleton(req: SweepRequest, w: Workload, seconds: float | None) -> dict[str, Any]:
-    _target, info, _method = runner.open_target(req.target, req.options, req.method)
+def _skeleton(req: SweepRequest, w: Workload, seconds: float | None,
+              info: Any) -> dict[str, Any]:
     lo, hi = req.clients[0], req.clients[-1]
     return result.new(
         "sweep", result.new_id("scale", req.phase, w.name, f"c{lo}-{hi}"), now_iso(),
