@@ -189,6 +189,7 @@ def test_the_cross_check_row_on_noisy_storage_is_not_judged():
            "fio_again_runs_mib_s": [720.0, 900.0, 1000.0, 1100.0, 1170.0]}
     row = bench.crosscheck_row(out)
     assert not row.judged and not row.met and "storage noise" in row.note
+    assert "fio again 720, 900, 1,000, 1,100, 1,170" in row.note, row.note
     out["fio_again_runs_mib_s"] = [1000.0, 1010.0, 990.0, 1000.0, 1005.0]
     row = bench.crosscheck_row(out)
     assert row.judged and not row.met
