@@ -149,6 +149,10 @@ class _Shared:
     def open_gate(self) -> None:
         """Wake every client waiting for the start (the parent, once; later calls do nothing)."""
         if self.gate_w >= 0:
+            if not self.start_ns.value:
+                # A stop opens the gate before any start was fixed: the clients' windows begin
+                # now, or a client that measured nothing reads the time since boot as elapsed.
+                self.start_ns.value = time.monotonic_ns()
             os.close(self.gate_w)
             self.gate_w = -1
 

@@ -67,7 +67,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     clients = w.run.clients
     phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
-    memcheck.check_need(memcheck.client_bytes(w), split[0])
+    each = memcheck.client_bytes(w, phase_name, clients)  # this phase's buffers, no other's
+    memcheck.check_need(each, split[0])
     procsetup.allow_open_files(split[0])  # refused here, not once the files are written
     target, info, method = open_target(req.target, req.options, req.method)
     if isinstance(target, Target):
@@ -109,7 +110,7 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         started = True
         try:
             per_client, others, start_ns = hosts.run_everywhere(
-                phase_name, args, str(target.path), split, memcheck.client_bytes(w), on_tick)
+                phase_name, args, str(target.path), split, each, on_tick)
         finally:
             ui.stop()
         out["timing"] = {"command_to_first_io_s": _since_process_start(start_ns)}

@@ -277,3 +277,29 @@ def test_a_client_killed_by_a_signal_without_a_name_is_named_by_its_number():
     with pytest.raises(RunAborted, match=rf"client 1 \(pid \d+\) was killed by signal "
                                          rf"{int(signal.SIGRTMIN) + 6}"):
         run_clients(3, _killed_by_a_real_time_signal, None)
+
+
+def _stop_before_the_start() -> None:
+    """on_ready that stops the run as a Ctrl-C would: every client is ready, no start fixed."""
+    raise KeyboardInterrupt
+
+
+def test_clients_stopped_before_the_start_measure_from_the_stop_not_from_boot(target):
+    # A Ctrl-C or SIGTERM while the clients got ready released them through the start gate
+    # before any start instant was fixed: they read 0 ns as their start, and each train
+    # client saved the host's uptime as its elapsed time (69,627 s for a run stopped in its
+    # first seconds), which the report then drew as a day of empty buckets per client.
+    from aiio.clients import RunAborted
+    from aiio.phases.train import run_client
+
+    from .test_rehearsal import _train_args
+    args = _train_args(target)
+    t0 = time.monotonic()
+    with pytest.raises(RunAborted) as aborted:
+        run_clients(3, run_client, args, on_ready=_stop_before_the_start)
+    wall = time.monotonic() - t0
+    results = aborted.value.results
+    assert results, "the stopped clients sent their figures"
+    for r in results.values():
+        assert 0 <= r["elapsed_s"] <= wall, r["elapsed_s"]
+        assert r["bytes"] == 0 and r["steps"] == 0

@@ -64,7 +64,9 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     if junit_path:
         _check_junit(Path(junit_path))
     for check in checks:  # refuse what cannot fit before anything runs
-        memcheck.check_need(memcheck.client_bytes(check.workload), max(check.clients))
+        largest = max(check.clients)
+        memcheck.check_need(memcheck.target_bytes(check.workload, check.phase, target, largest),
+                            largest)
     history = None if no_history else History(default_history(results, history_path))
     ui = RichUI(quiet=quiet or as_json)
 

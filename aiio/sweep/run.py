@@ -142,13 +142,13 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
     if not 0 < req.threshold <= 1:
         raise ConfigError(f"--threshold {req.threshold}: must be above 0 and at most 1 "
                           "(the share of linear scaling that still counts as linear)")
-    memcheck.check_need(memcheck.client_bytes(req.workload), max(req.clients))
     phase.variant(req.workload).validate(req.workload, req.options)  # before any point
     key = duration_key(req.phase, req.workload)
     if key is None:
         if req.duration_s is not None:
             raise ConfigError(f"--duration: phase {req.phase} does a fixed amount of work per "
                               "point and is not time-based; leave --duration out")
+        _check_memory(req, req.workload)
         return req.workload, None
     current = getattr(getattr(req.workload, key[0]), key[1])
     seconds = req.duration_s if req.duration_s is not None else (current or DEFAULT_DURATION_S)
@@ -156,7 +156,16 @@ def plan(req: SweepRequest) -> tuple[Workload, float | None]:
     if seconds < floor:
         raise ConfigError(f"--duration {seconds:g}s is too short to measure: a point needs at "
                           f"least {floor:g} s ({_floor_reason(req.phase, req.workload)})")
-    return with_value(req.workload, key[0], key[1], seconds), seconds
+    timed = with_value(req.workload, key[0], key[1], seconds)
+    _check_memory(req, timed)
+    return timed, seconds
+
+
+def _check_memory(req: SweepRequest, w: Workload) -> None:
+    """Refuse, before the first point, a largest point the host cannot hold; the workload
+    as the points run it (a training point's step log grows with its duration)."""
+    largest = max(req.clients)
+    memcheck.check_need(memcheck.target_bytes(w, req.phase, req.target, largest), largest)
 
 
 def _floor_reason(phase: str, w: Workload) -> str:
