@@ -167,10 +167,13 @@ def test_a_row_not_judged_does_not_fail_the_bench_and_the_summary_names_it(capsy
 
 
 def test_a_row_not_judged_says_so_in_json():
+    # stdout holds the JSON alone; the summary line goes to stderr, as in the table
     import json
 
     got = json.loads(bench.rows_json(_noisy_disk_rows()))
     assert [r["judged"] for r in got] == [True, False]
+    assert bench.unjudged_line(_noisy_disk_rows()) == "1 row not judged: noisy row"
+    assert bench.unjudged_line(_noisy_disk_rows()[:1]) == ""
 
 
 def test_throttled_rows_that_cannot_be_built_say_why_and_are_not_judged(monkeypatch):

@@ -1025,9 +1025,16 @@ def print_rows(rows: list[Row]) -> None:
               f"{spread:>13} {r.target:>16}  {met}")
         if r.note:
             print(f"    {r.note}")
-    if unjudged := [r.name for r in rows if not r.judged]:
-        print(f"{len(unjudged)} row{'s' * (len(unjudged) > 1)} not judged: "
-              + "; ".join(unjudged))
+    if line := unjudged_line(rows):
+        print(line)
+
+
+def unjudged_line(rows: list[Row]) -> str:
+    """The bench's summary of the rows not judged, each named; "" when every row was."""
+    names = [r.name for r in rows if not r.judged]
+    if not names:
+        return ""
+    return f"{len(names)} row{'s' * (len(names) > 1)} not judged: " + "; ".join(names)
 
 
 def exit_code(rows: list[Row]) -> int:
@@ -1068,6 +1075,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"aiio bench: {name}: {exc}") from None
     if opts.json:
         print(rows_json(rows))
+        if line := unjudged_line(rows):
+            print(line, file=sys.stderr)
     else:
         print_rows(rows)
     return exit_code(rows)
