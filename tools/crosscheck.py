@@ -94,8 +94,12 @@ def make_files(folder: Path, count: int, size: int, seed: int = 7) -> list[str]:
 
 def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: int = 3,
             direct: bool = True, max_repeats: int | None = None,
-            budget_s: float | None = None, realtime: bool = False) -> dict[str, Any]:
+            budget_s: float | None = None, realtime: bool = False,
+            control: bool = False) -> dict[str, Any]:
     """Best of `repeats` alternating runs of each side; ratio = aiio / fio.
+
+    With `control`, fio runs a second time after aiio in each round (fio_again_runs_mib_s):
+    fio against itself, the A/A control that says how far the storage alone moved.
 
     With `max_repeats`, rounds continue past `repeats` while the two disagree, until
     max_repeats rounds or `budget_s` seconds: interference from other processes only ever
@@ -105,10 +109,13 @@ def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: in
     method = METHOD_DIRECT if direct else METHOD_FADVISE
     aiio_runs: list[dict[str, Any]] = []
     fio_runs: list[dict[str, Any]] = []
+    again: list[float] = []
     t0 = time.monotonic()
     while True:
         fio_runs.append(fio_seq_read(files, block_size, direct, loops, realtime))
         aiio_runs.append(engine_seq_read(files, block_size, method, loops, realtime))
+        if control:
+            again.append(fio_seq_read(files, block_size, direct, loops, realtime)["mib_s"])
         out = _best(aiio_runs, fio_runs)
         rounds = len(aiio_runs)
         if rounds < repeats:
@@ -123,6 +130,8 @@ def compare(files: list[str], block_size: int = MiB, loops: int = 1, repeats: in
                 "median_round_ratio": _median_ratio(aiio_runs, fio_runs),
                 "aiio_runs_mib_s": [r["mib_s"] for r in aiio_runs],
                 "fio_runs_mib_s": [r["mib_s"] for r in fio_runs]})
+    if control:
+        out["fio_again_runs_mib_s"] = again
     return out
 
 
@@ -143,7 +152,8 @@ def _median_ratio(aiio_runs: list[dict[str, Any]], fio_runs: list[dict[str, Any]
 
 def run_on_target(target_path: str | os.PathLike, clients: int = 2, size: int = 128 * MiB,
                   loops: int = 8, repeats: int = 3, max_repeats: int | None = None,
-                  budget_s: float | None = None, realtime: bool = False) -> dict[str, Any]:
+                  budget_s: float | None = None, realtime: bool = False,
+                  control: bool = False) -> dict[str, Any]:
     """Make the files in TARGET/aiio/crosscheck, compare, and remove them again."""
     target = Target(target_path)
     target.check_usable()
@@ -152,7 +162,8 @@ def run_on_target(target_path: str | os.PathLike, clients: int = 2, size: int = 
     try:
         files = make_files(folder, clients, size)
         direct, _ = probe_direct_io(folder)
-        out = compare(files, MiB, loops, repeats, direct, max_repeats, budget_s, realtime)
+        out = compare(files, MiB, loops, repeats, direct, max_repeats, budget_s, realtime,
+                      control)
         out["direct"] = direct
         return out
     finally:

@@ -24,6 +24,9 @@ TAIL_ALPHA = 0.05
 # rounds up to this many: every way of swapping aiio's run with fio's second (2^16 = 65,536);
 # beyond, the row as run and as many swaps drawn at random from a fixed seed
 EXACT_ROUNDS = 16
+# storage of unknown speed: a row is judged when this many standard errors of its median
+# (read from fio against itself) fit within its margin (`storage_noise`)
+NOISE_Z = 2.0
 
 
 @dataclass
@@ -39,6 +42,9 @@ class Row:
     ratio_min: float | None = None  # over the rounds: each aiio run against its round's fio run
     ratio_max: float | None = None
     runs: dict[str, list[float]] | None = None  # each side's figure per round, in round order
+    # False: the row's storage moved by more than its margin (`storage_noise`); it neither
+    # meets nor fails, and the bench names it in its summary
+    judged: bool = True
 
 
 def interleaved(*runs: Callable[[], float], repeats: int = REPEATS) -> list[list[float]]:
@@ -156,15 +162,64 @@ def _runs(xs: list[float], ys: list[float], again: list[float] | None) -> dict[s
     return runs
 
 
+def storage_noise(control: list[float], at_least: float) -> bool:
+    """Whether fio against itself (the A/A control) moved by more than a row's margin can
+    resolve: fio's own median (its second run over its first) misses the target or its
+    mirror 1 / `at_least`, or the median of the row's pairs is too unsure for the margin.
+    A tool equal to fio reads ratios spread as fio's second runs over its first; the median
+    of n of them moves by about 1.25 sigma / sqrt(n), sigma read from the control's
+    quartiles (in logs: one stall in twelve rounds moves them little, as it moves the
+    median little). The row is judged when `NOISE_Z` times that is within the margin:
+    beyond, a tool equal to fio misses the median more than 1 time in 40 by chance. The
+    false rates are in docs/PERFORMANCE.md, the simulations in tests/test_bench_pairs.py."""
+    mid = statistics.median(control)
+    low, _, high = statistics.quantiles([math.log(c) for c in control], n=4,
+                                        method="inclusive")
+    unsure = NOISE_Z * 1.2533 * (high - low) / 1.349 / math.sqrt(len(control))
+    return not at_least <= mid <= 1 / at_least or unsure > -math.log(at_least)
+
+
+def _on_unknown_storage(row: Row, control: list[float], at_least: float) -> Row:
+    """A row on storage of unknown speed whose A/A control moved more than its margin: not
+    judged, with its figures, unless its median lies under what the noise can explain (the
+    target times fio's worst second run over its first): then judged and not met. Read from
+    fio's runs alone, so that no figure of aiio's can take its row out of judgement."""
+    if not storage_noise(control, at_least):
+        return row
+    spread = (f"fio against itself spread {min(control):.3f}..{max(control):.3f}, median "
+              f"{statistics.median(control):.3f}")
+    floor = at_least * min(control)
+    if row.ratio < floor:
+        row.met = False
+        row.note += (f"; beyond the storage's noise ({spread}): the median {row.ratio:.3f} is "
+                     f"under {at_least} x fio's worst ({floor:.3f})")
+        return row
+    row.met, row.judged = False, False
+    row.note = f"not judged: storage noise ({spread}); {row.note}"
+    return row
+
+
 def paired_row(name: str, xs: list[float], ys: list[float], unit: str,
-               at_least: float, again: list[float] | None = None) -> Row:
+               at_least: float, again: list[float] | None = None,
+               unknown_speed: bool = False) -> Row:
     """A row whose ratio is the median of the paired runs' ratios, with their min and max:
     the best of each side hid how much a single run could miss. Met when the median meets
     the target and, with fio's second runs of the same rounds (`again`, the A/A control),
     when no more pairs fall under the target times fio's worst second run than chance gives
     a tool at the target (`tail_chance`, 1 in 20). Without a control, or with too few rounds
     for the tail to fail a row whose median met (`tail_room`: under 10), the median alone
-    judges, and the target says so."""
+    judges, and the target says so. `unknown_speed`: storage whose speed moves on its own (a
+    virtual disk): with a control that moved more than the margin, the row is not judged
+    (`storage_noise`)."""
+    row = _paired(name, xs, ys, unit, at_least, again)
+    if unknown_speed and again is not None and math.isfinite(row.ratio):
+        return _on_unknown_storage(row, control_ratios(ys, again), at_least)
+    return row
+
+
+def _paired(name: str, xs: list[float], ys: list[float], unit: str, at_least: float,
+            again: list[float] | None) -> Row:
+    """`paired_row` on any storage: the median and, with a control, the tail."""
     why = no_figure(xs, ys, again)
     if why:
         nan = float("nan")
