@@ -283,13 +283,13 @@ def test_a_row_whose_own_control_moved_more_than_its_margin_is_not_judged_and_sa
 
 def test_aiio_can_never_take_its_row_out_of_judgement():
     # whether the storage was noisy is read from fio's runs alone: on noisy storage no aiio
-    # figure makes the row met, and one under fio's own worst makes it judged (not met); on
+    # figure makes the row met, and one beyond the noise makes it judged (not met); on
     # steady storage every figure is judged
     rng = random.Random(21)
     for _ in range(200):
         _, fio, again = _noisy_rounds(rng, 12)
         control = bench.control_ratios(fio, again)
-        floor = 0.95 * min(control)
+        floor, _ = bench.noise_bounds(control, 0.95)
         for s in (0.3, 0.6, 0.9, 1.0, 1.2, 2.0):
             row = bench.paired_row("x", [f * s for f in fio], fio, "MiB/s", 0.95,
                                    again=again, unknown_speed=True)
@@ -343,10 +343,10 @@ def test_on_noisy_storage_an_equal_tool_is_not_judged_and_never_failed():
     equal = _verdicts(1000, 34, _noisy_rounds)
     assert equal["not judged"] >= 0.99 * 1000, equal
     assert equal["not met"] <= 0.01 * 1000, equal
-    # a tool at 0.6 of fio on the same storage: not met where it lies under fio's own worst
-    # (about half the rows), not judged, and named so, in the others
+    # a tool at 0.6 of fio on the same storage: not met where it lies beyond the noise
+    # (seven rows in ten), not judged, and named so, in the others
     slow = _verdicts(1000, 35, _noisy_rounds, slower=0.6)
-    assert slow["not met"] >= 0.4 * 1000, slow
+    assert slow["not met"] >= 0.65 * 1000, slow
     assert slow["met"] == 0, slow
 
 
@@ -364,3 +364,37 @@ def test_every_row_on_storage_of_unknown_speed_runs_rounds_enough_to_be_judged()
             unjudged += not bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again,
                                              unknown_speed=True).judged
         assert unjudged <= 0.05 * 500, (rounds, unjudged)
+
+
+def test_on_noisy_storage_a_tool_well_under_fio_is_caught_by_the_median_s_own_spread():
+    # the guard held the median to the target times fio's single worst second run: on the
+    # virtual-disk model a tool at 0.6 of fio was not met in 47 % of rows and not judged (the
+    # bench exiting 0) in 53 %; a tool at 0.7 was not met in 15 %. The median of 12 pairs
+    # falls far less than fio's worst of 12: held to the control's median and its standard
+    # error, most such rows are judged
+    slow = _verdicts(1000, 37, _noisy_rounds, slower=0.6)
+    assert slow["not met"] >= 0.65 * 1000, slow
+    assert slow["met"] == 0, slow
+    slow = _verdicts(1000, 39, _noisy_rounds, slower=0.7)
+    assert slow["not met"] >= 0.25 * 1000, slow
+
+
+def test_on_noisy_storage_a_row_judged_both_ways_catches_a_tool_far_over_fio():
+    # the engine cross-check fails a tool faster than fio as one slower (reads served from
+    # memory): on noisy storage a tool at 3 times fio was never judged
+    rng = random.Random(38)
+    seen: Counter = Counter()
+    for _ in range(200):
+        aiio, fio, again = _noisy_rounds(rng, 12, slower=3.0)
+        row = bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again,
+                               unknown_speed=True, both_sides=True)
+        seen["not judged" if not row.judged else "met" if row.met else "not met"] += 1
+    assert seen["not met"] >= 0.99 * 200, seen
+    # and an equal tool is as seldom failed from above as from below
+    equal = Counter()
+    for _ in range(1000):
+        aiio, fio, again = _noisy_rounds(rng, 12)
+        row = bench.paired_row("x", aiio, fio, "MiB/s", 0.95, again=again,
+                               unknown_speed=True, both_sides=True)
+        equal["not judged" if not row.judged else "met" if row.met else "not met"] += 1
+    assert equal["not met"] <= 0.02 * 1000, equal

@@ -852,7 +852,8 @@ def crosscheck_row(out: Mapping[str, Any]) -> Row:
     ours, theirs = out["aiio_runs_mib_s"], out["fio_runs_mib_s"]
     row = paired_row("engine vs fio, seq read 1 MiB O_DIRECT, 2 clients, local disk", ours,
                      theirs, "MiB/s", 1 - crosscheck.TOLERANCE,
-                     again=out.get("fio_again_runs_mib_s"), unknown_speed=True)
+                     again=out.get("fio_again_runs_mib_s"), unknown_speed=True,
+                     both_sides=True)
     sides = [("aiio", ours), ("fio", theirs), ("fio again", out.get("fio_again_runs_mib_s"))]
     runs = (f"{out['rounds']} rounds, best of each {out['ratio']:.3f}: " + "; ".join(
         f"{side} {', '.join(f'{x:,.0f}' for x in figures)}" for side, figures in sides
