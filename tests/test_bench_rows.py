@@ -209,3 +209,25 @@ def test_the_cross_check_row_on_noisy_storage_fails_an_engine_far_faster_than_fi
     row = bench.crosscheck_row(out)
     assert row.judged and not row.met, row
     assert "beyond the storage's noise" in row.note, row.note
+
+
+def test_the_compute_row_weighs_every_step_not_every_kept_record():
+    # a long client's log thins to one step in k (StepTotals): the mean over the kept records
+    # gave its steps 1/k the weight of a short client's, and the row read 1.167 where the
+    # run's steps computed 1.05 times the asked time on average, the figure aiio's own
+    # compute_ran_long warning reads
+    from aiio.phases.train_steps import StepTotals
+
+    clients = []
+    for index, (steps, per_step) in enumerate(((4000, ASKED), (999, 1.25 * ASKED))):
+        totals = StepTotals(0.1, 1000, 4)
+        t = 0.0
+        for step in range(steps):
+            totals.record(0, step, t, t, t + per_step, 1, 1)
+            t += per_step
+        clients.append({"client": index, **totals.figures(ASKED, 1)})
+    assert clients[0]["step_log_stride"] == 8 and clients[1]["step_log_stride"] == 1
+    res = {"workload": {"train": {"accelerator": "h100", "compute_time": {"h100": ASKED}}},
+           "clients": clients, "warnings": []}
+    every_step = (4000 * 1.0 + 999 * 1.25) / 4999
+    assert abs(bench._compute_fidelity(res) - every_step) < 1e-9, bench._compute_fidelity(res)

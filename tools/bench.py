@@ -570,12 +570,20 @@ def _result_file(results: Path) -> Path:
 
 
 def _compute_fidelity(res: Mapping[str, Any]) -> float | None:
-    """Mean measured compute per step over every recorded step, divided by the asked time;
-    None when no step was recorded or no time asked."""
+    """Mean measured compute per step over every step of the run, divided by the asked time;
+    None when no step was recorded or no time asked. From the clients' exact totals, as
+    aiio's compute_ran_long warning reads them: a long client's step log keeps one step in
+    `step_log_stride`, so a mean over the records gave its steps less weight than a short
+    client's. The records only where a result has no totals."""
     train = res["workload"]["train"]
     asked = train["compute_time"][train["accelerator"]]
-    steps = [s[4] for c in res["clients"] for s in c.get("step_log", [])]
-    return sum(steps) / len(steps) / asked if steps and asked else None
+    clients = res["clients"]
+    if clients and all(c.get("steps") and "compute_all_s" in c for c in clients):
+        total, steps = sum(c["compute_all_s"] for c in clients), sum(c["steps"] for c in clients)
+    else:
+        logged = [s[4] for c in clients for s in c.get("step_log", [])]
+        total, steps = sum(logged), len(logged)
+    return total / steps / asked if steps and asked else None
 
 
 def _peak_pss(proc: subprocess.Popen) -> int:
