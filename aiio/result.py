@@ -629,6 +629,16 @@ class ClientFigures:
         return self._number("load_s")
 
     @property
+    def step_log_stride(self) -> int | None:
+        """Which steps the step log kept: those whose index is a multiple of it; 1 for a
+        result written before logs thinned, None for a value that is no whole count."""
+        got = self.figures.get("step_log_stride", 1)
+        value = number(got)
+        if isinstance(got, bool) or value is None or value < 1 or value != int(value):
+            return None
+        return int(value)
+
+    @property
     def step_log(self) -> tuple[Step, ...]:
         """A training client's steps as recorded: epoch, step, start, wait, compute, batch."""
         got = self.figures.get("step_log")

@@ -244,3 +244,18 @@ def test_a_run_too_short_for_a_step_is_not_blamed_on_the_dataset(target, results
     assert proc.returncode == 0, proc.stderr
     note = json.loads(proc.stdout)["aggregate"]["au_note"]
     assert "dataset of" not in note and "--duration" in note, note
+
+
+def test_a_result_whose_step_log_stride_is_not_a_count_still_renders(target, results):
+    # a result edited by hand or written by another program: the stride only names the share
+    # of steps the wait chart draws, and a value int() refused ended the report in a traceback
+    from aiio.report import render
+    res = _run_with_cap(target, results, 3, *RAW)
+    for bad in ("two", [2], float("nan"), float("inf"), 0, -4, 2.5, True):
+        for c in res["clients"]:
+            c["step_log_stride"] = bad
+        html = render(res)
+        assert "time each step waited for data" in html, bad
+    for c in res["clients"]:
+        del c["step_log_stride"]  # a result written before the log was thinned
+    assert "one step in " not in render(res)

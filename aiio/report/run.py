@@ -349,7 +349,8 @@ def _wait_chart(clients: Sequence[ClientFigures]) -> Html | None:
         lines.append((f"client {c.client if c.client is not None else '?'}",
                       [s.start_s for s in steps], [s.wait_s * 1000 for s in steps]))
     cut = "" if len(logs) == len(shown) else f" (the {len(shown)} lowest-AU clients of {len(logs)})"
-    strides = sorted({int(c.figures.get("step_log_stride") or 1) for c, _ in shown})
+    # a stride that is no whole count (a damaged result) names no share, and costs no chart
+    strides = sorted({s for c, _ in shown if (s := c.step_log_stride) is not None} or {1})
     if strides[-1] > 1:  # a long run's log is an even sample of its steps (StepTotals)
         every = f"{strides[0]}" if len(strides) == 1 else f"{strides[0]} to {strides[-1]}"
         cut += f"; one step in {every} of each client, as its log kept"
