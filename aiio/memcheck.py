@@ -74,8 +74,11 @@ def check_need(each: int, clients: int, host: str | None = None,
         # the share is named: "need 19 GiB but only 21 GiB is available" read as no reason
         where = f" on {host}" if host else ""
         fits = max(0, int((usable - PARENT_BYTES) // each))
+        # with none fitting, neither fewer clients nor more hosts help: the sizes must shrink
+        advice = (f"at most {fits} clients fit; use fewer clients or more hosts (MPI)" if fits
+                  else "not even one client fits: use smaller transfer, block, shard or part "
+                       "sizes")
         raise AiioError(f"{clients} clients need about {format_size(need)} of memory{where} "
                         f"({format_size(each)} each) but a run plans on at most "
                         f"{USABLE * 100:.0f} % of the {format_size(avail)} available "
-                        f"({format_size(int(usable))}): at most {fits} clients fit; use "
-                        "fewer clients or more hosts (MPI)")
+                        f"({format_size(int(usable))}): {advice}")

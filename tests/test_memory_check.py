@@ -247,3 +247,18 @@ def test_estimate_covers_a_lone_randrw_client_of_a_longer_run(demo_target, tmp_p
     peak = _peak_client_uss(cmd)
     w = load_workload("demo", [("prep", "duration", "30s")])
     assert peak <= memcheck.client_bytes(w, "randrw", 1), peak
+
+
+def test_a_client_larger_than_the_host_is_refused_for_its_sizes_not_its_count(tmp_path):
+    # a 1 TiB transfer size makes one client need 1.25 TiB: the line said "at most 0 clients
+    # fit; use fewer clients or more hosts", and neither can help
+    target = tmp_path / "target"
+    target.mkdir()
+    done = subprocess.run([sys.executable, "-m", "aiio", "run", "--target", str(target),
+                           "--results", str(tmp_path / "reports"), "--clients", "2", "--set",
+                           "train.transfer_size=1TiB"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "not even one client fits" in line, line
+    assert "fewer clients" not in line and "transfer" in line, line
