@@ -26,7 +26,7 @@ def can_build_storage() -> str | None:
         return "needs root for loop devices, mounts and blkio throttles"
     if not (BLKIO / "blkio.throttle.read_bps_device").exists():
         return "no cgroup-v1 blkio controller with throttling at /sys/fs/cgroup/blkio"
-    for tool in ("losetup", "mkfs.ext4", "mount"):
+    for tool in ("losetup", "mkfs.ext4", "mount", "lsblk"):  # lsblk: the device's numbers
         if subprocess.run(["which", tool], capture_output=True).returncode:
             return f"{tool} is not installed"
     return None
