@@ -57,3 +57,27 @@ def test_a_tool_whose_reads_bypass_the_throttle_does_not_meet_the_row(monkeypatc
     for row in rows:
         assert row.judged and not row.met, row
         assert "faster than the throttle" in row.note, row.note
+
+
+def test_a_stop_with_a_process_still_on_the_device_tears_everything_down():
+    # a Ctrl-C reaches the bench and its fio jobs at once: the device was taken down while a
+    # job still ran on it, its umount failed unsaid, and the tmpfs under it then could not
+    # be removed: an OSError in place of the stop, a mounted loop device, a cgroup and a
+    # tmpfs left behind
+    import subprocess
+
+    from tools.storage import _blkio_cgroup
+
+    home = _blkio_cgroup()
+    with pytest.raises(KeyboardInterrupt):
+        with bench.tmpfs_dir(300 * MiB) as base, \
+                throttled_disk(base, 40 * MiB, size_mib=128) as disk, disk.joined():
+            cgroup, device, mount = disk.cgroup, disk.device, disk.mount
+            subprocess.Popen(["sleep", "60"], cwd=mount)  # a job that has not ended yet
+            raise KeyboardInterrupt
+    assert _blkio_cgroup() == home
+    assert not cgroup.exists()
+    mounts = open("/proc/mounts").read()
+    assert str(mount) not in mounts and str(base) not in mounts and not base.exists()
+    assert device not in subprocess.run(["losetup", "-a"], capture_output=True,
+                                        text=True).stdout

@@ -80,7 +80,10 @@ def tmpfs_dir(size: int) -> Iterator[Path]:
         yield base
     finally:
         if mounted:
-            subprocess.run(["umount", str(base)], capture_output=True)
+            # busy (a loop device on a file in it, not yet let go): lazily, so the stop or
+            # the error on its way out is not replaced by this one
+            if subprocess.run(["umount", str(base)], capture_output=True).returncode:
+                subprocess.run(["umount", "-l", str(base)], capture_output=True)
             base.rmdir()
         else:
             shutil.rmtree(base, ignore_errors=True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,11 +111,35 @@ def throttled_disk(tmp: Path, read_bps: int, size_mib: int = 512,
                 f"{major_minor} {write_bps}\n")
         yield ThrottledDisk(mount, device, cgroup, read_bps, write_bps)
     finally:
-        subprocess.run(["umount", str(mount)], capture_output=True)
+        # A Ctrl-C reaches the tools' processes as it reaches this one: one still reading
+        # kept the filesystem busy, its umount failed, and the device, the cgroup and the
+        # tmpfs under them stayed. The cgroup's processes are the ones run on the device.
+        _end_members(cgroup)
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True)
         subprocess.run(["losetup", "-d", device], capture_output=True)
         if cgroup.exists():
             with contextlib.suppress(OSError):
                 cgroup.rmdir()
+
+
+MEMBERS_GONE_S = 10.0  # how long the cgroup's killed processes get to leave it
+
+
+def _end_members(cgroup: Path) -> None:
+    """Kill every process left in the throttled cgroup (but this one) and wait until it is
+    empty, so that its filesystem can be unmounted."""
+    procs = cgroup / "cgroup.procs"
+    deadline = time.monotonic() + MEMBERS_GONE_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            pids = [int(p) for p in procs.read_text().split() if int(p) != os.getpid()]
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager
