@@ -214,7 +214,7 @@ def test_the_cross_check_row_on_noisy_storage_fails_an_engine_far_faster_than_fi
 
 def test_the_compute_row_weighs_every_step_not_every_kept_record():
     # a long client's log thins to one step in k (StepTotals): the mean over the kept records
-    # gave its steps 1/k the weight of a short client's, and the row read 1.167 where the
+    # gave its steps 1/k the weight of a short client's, and the row read 1.125 where the
     # run's steps computed 1.05 times the asked time on average, the figure aiio's own
     # compute_ran_long warning reads
     from aiio.phases.train_steps import StepTotals
@@ -227,7 +227,7 @@ def test_the_compute_row_weighs_every_step_not_every_kept_record():
             totals.record(0, step, t, t, t + per_step, 1, 1)
             t += per_step
         clients.append({"client": index, **totals.figures(ASKED, 1)})
-    assert clients[0]["step_log_stride"] == 8 and clients[1]["step_log_stride"] == 1
+    assert clients[0]["step_log_stride"] == 4 and clients[1]["step_log_stride"] == 1
     res = {"workload": {"train": {"accelerator": "h100", "compute_time": {"h100": ASKED}}},
            "clients": clients, "warnings": []}
     every_step = (4000 * 1.0 + 999 * 1.25) / 4999

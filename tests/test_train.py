@@ -300,3 +300,17 @@ def test_the_step_records_of_a_run_are_shared_among_its_clients():
     assert step_log_cap(1024) == max(MIN_STEP_RECORDS, RUN_STEP_RECORDS // 1024)
     assert all(step_log_cap(n) * n <= max(RUN_STEP_RECORDS, n * MIN_STEP_RECORDS)
                for n in (1, 2, 5, 64, 1000, 4096))
+
+
+def test_a_step_log_thins_only_when_a_record_would_not_fit():
+    # The log thinned as soon as it reached its cap: a client with as many steps as its
+    # share of the run's records kept half of them, and every thinned log ended with between
+    # half its cap and one less than it.
+    totals = StepTotals(0.1, log_cap=4, in_flight=2)
+    for step in range(4):
+        totals.record(0, step, step * 1.0, step + 0.5, step + 1.0, 2, 100)
+    got = totals.figures(compute_asked_s=0.5, batch_size=2)
+    assert [r[1] for r in got["step_log"]] == [0, 1, 2, 3] and got["step_log_stride"] == 1
+    totals.record(0, 4, 4.0, 4.5, 5.0, 2, 100)  # one more: no room, every other step kept
+    got = totals.figures(compute_asked_s=0.5, batch_size=2)
+    assert [r[1] for r in got["step_log"]] == [0, 2, 4] and got["step_log_stride"] == 2

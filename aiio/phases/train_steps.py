@@ -107,15 +107,19 @@ class StepTotals:
             self.measured += 1
             self.compute_s += t2 - t1
             self.wait_s += t1 - t0
-        if (self.steps - 1) % self.log_stride == 0:
-            self.log.append([epoch, step, round(t0, 6), round(t1 - t0, 6), round(t2 - t1, 6),
-                             samples])
-            if len(self.log) >= self.log_cap:
-                # Full: keep every other record and log every other step from now on, so the
-                # log stays an even sample of the whole run (a chart of waits over time then
-                # spans the run, not its first part) in at most log_cap records.
-                del self.log[1::2]
-                self.log_stride *= 2
+        if (self.steps - 1) % self.log_stride:
+            return
+        if len(self.log) >= self.log_cap:
+            # Full: keep every other record and log every other step from now on, so the log
+            # stays an even sample of the whole run (a chart of waits over time then spans the
+            # run, not its first part) in at most log_cap records. Only when a record would
+            # not fit: thinning on reaching the cap left a client half its share.
+            del self.log[1::2]
+            self.log_stride *= 2
+            if (self.steps - 1) % self.log_stride:
+                return
+        self.log.append([epoch, step, round(t0, 6), round(t1 - t0, 6), round(t2 - t1, 6),
+                         samples])
 
     def au(self, compute_asked_s: float, batch_size: int) -> tuple[float | None, str | None]:
         """AU over measured steps, or None and why it cannot be given."""
