@@ -73,7 +73,9 @@ def _one_round(ctx: ClientContext, plan: CheckpointPlan, k: int, writers: list, 
     """Checkpoint k: write burst, then (after every client is durable) the restore burst.
     `bursts`: the (write, read) burst functions (object storage passes its own)."""
     write_burst, read_burst = bursts
-    burst_ns = run_ns if k == 0 else ctx.sync()
+    # sync() says None once the run must stop; the first burst asks too: a stop while the
+    # clients got ready released them at once, and each wrote its first transfer after it
+    burst_ns = (None if ctx.stop.is_set() else run_ns) if k == 0 else ctx.sync()
     if burst_ns is None:
         return False
     entry = {"n": k, "write": write_burst(plan, k, ctx.index, writers, burst_ns, run_ns)}
