@@ -12,6 +12,7 @@ import pytest
 
 from aiio import memcheck
 from aiio.errors import AiioError
+from aiio.phases.train import STEP_RECORD_BYTES
 from aiio.units import GiB, MiB
 from aiio.workload import load_workload
 
@@ -148,7 +149,7 @@ def test_an_hour_of_1024_training_clients_fits_the_step_budget_of_a_run():
                                  "train", 1024)
     short = memcheck.client_bytes(load_workload("demo", [("train", "duration", "10s")]),
                                   "train", 1024)
-    assert hour - short <= memcheck.MARGIN * 1000 * memcheck.STEP_RECORD_BYTES
+    assert hour - short <= memcheck.MARGIN * 1000 * STEP_RECORD_BYTES
     memcheck.check_need(hour, 1024, available=24 * GiB)
 
 

@@ -109,8 +109,9 @@ def measure(phase: str, clients: int, target: str, duration: str,
     got.seen = len(peaks)
     got.uss_max = max(peaks, default=0)
     got.uss_mean = statistics.fmean(peaks) if peaks else 0.0
-    got.counted, _ = memcheck.buffers_and_threads(phase, load_workload("demo"),
-                                                  target.startswith("s3://"))
+    got.counted = memcheck.client_memory(load_workload("demo"),
+                                         ("s3:" if target.startswith("s3://") else "") + phase,
+                                         clients).buffers
     return got
 
 

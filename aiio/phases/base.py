@@ -17,7 +17,7 @@ from aiio.ranks import THIS_HOST, Ranks
 from aiio.result import Where, dig
 from aiio.stats import ByteSeries, Histogram
 from aiio.target import Target, TargetInfo
-from aiio.units import mib_per_s
+from aiio.units import KiB, MiB, mib_per_s
 from aiio.workload import Workload
 
 if TYPE_CHECKING:
@@ -37,6 +37,36 @@ class RunContext:
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
     ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.comm's world)
+
+
+THREAD_BYTES = 256 * KiB  # one I/O thread's stack pages and operation log
+# Against a bucket every client holds its own boto3 client (models, endpoint rules, pool):
+# 30.80 MiB at 4 clients in a load run less its 1 MiB reader (train 30.36 at 4 less 2 MiB;
+# 16 and 64 clients of each object phase less), rounded up (docs/PERFORMANCE.md, "Memory
+# per client"; Dec 2 2026, under load).
+OBJECT_CLIENT_BASE = 30 * MiB
+
+
+@dataclass(frozen=True)
+class ClientMemory:
+    """What one client of a phase holds in memory; aiio.memcheck adds its margin. `base` is
+    the largest client USS measured for the phase (`python -m tools.phase_memory`) less the
+    buffers counted for that run: its threads and records are in it and counted again (an
+    upper bound)."""
+
+    base: float        # bytes, measured (some figures are halves of a MiB)
+    buffers: int = 0   # I/O buffers, from the workload at their full size
+    threads: int = 0   # I/O threads, THREAD_BYTES each
+    log: int = 0       # records that grow with the run (a training client's steps)
+
+    @property
+    def bytes(self) -> int:
+        return int(self.base + self.buffers + self.threads * THREAD_BYTES + self.log)
+
+
+def object_writer_bytes(part_size: int) -> int:
+    """An object writer's payload buffer and the copy of the part it sends."""
+    return 2 * part_size
 
 
 @runtime_checkable
@@ -82,6 +112,8 @@ class Phase(Protocol):
     other_series: tuple[tuple[str, str], ...] = ()
     # Where its metadata operations' figures sit, in its aggregate and in a client's entry.
     metadata_at: Where | None = None
+    # Runs against a bucket (aiio.s3's subclasses): its clients hold an S3 client each.
+    object_store: bool = False
 
     def variant(self, w: Workload) -> Phase:
         """The phase that runs this workload: itself, unless a workload mode hands it on."""
@@ -106,6 +138,12 @@ class Phase(Protocol):
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Refuse impossible values in one line, before anything is written."""
+
+    def client_memory(self, w: Workload, clients: int,
+                      lifecycle: bool = False) -> ClientMemory | None:
+        """What one of `clients` clients holds (`lifecycle`: as a stage of `--phase all`);
+        None: not measured, and aiio.memcheck takes the largest of the phases that are."""
+        return None
 
     def prepare(self, rc: RunContext) -> Any:
         """Check space, make what the clients need; returns the arguments they get."""

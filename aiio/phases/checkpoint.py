@@ -16,15 +16,18 @@ from aiio.engine import OpLog
 from aiio.options import RunOptions
 from aiio.phases import rundata, shards
 from aiio.phases.base import (
+    OBJECT_CLIENT_BASE,
+    ClientMemory,
     Phase,
     RunContext,
     burst_sections,
     client_identity,
+    object_writer_bytes,
 )
 from aiio.phases.shards import CheckpointPlan
 from aiio.result import Where
 from aiio.timing import Window, cpu_seconds
-from aiio.units import format_size, mib_per_s
+from aiio.units import MiB, format_size, mib_per_s
 from aiio.workload import Workload
 
 
@@ -93,6 +96,21 @@ def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
             "bursts": len(entries)}
 
 
+# A client's memory besides its writers and readers (docs/PERFORMANCE.md, "Memory per client";
+# demo runs at 4, 64 and 256 clients, Dec 2 2026, under load): 6.01 MiB at 256 clients (5.82
+# at 4, 5.90 at 64) less its 2 MiB of buffers, rounded up to 0.5 MiB.
+MEMORY_BASE = 4.5 * MiB
+
+
+def writer_memory(w: Workload, object_store: bool, restore: bool) -> tuple[int, int]:
+    """The buffers and threads of a client's checkpoint: one writer per thread that has a
+    file (an object writer holds its part twice), and as many readers for a restore."""
+    c = w.checkpoint
+    n = min(c.threads, c.files_per_client)
+    write = object_writer_bytes(w.s3.part_size) if object_store else c.transfer_size
+    return n * (write + restore * c.transfer_size), n
+
+
 class CheckpointPhase(Phase):
     name = "checkpoint"
     cli_options = ("scale", "checkpoints")
@@ -108,6 +126,11 @@ class CheckpointPhase(Phase):
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return burst_sections(part, ("write", "read"))
+
+    def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
+        buffers, threads = writer_memory(w, self.object_store, w.checkpoint.restore)
+        return ClientMemory(OBJECT_CLIENT_BASE if self.object_store else MEMORY_BASE, buffers,
+                            threads)
 
     def client_totals(self, entry: Mapping[str, Any]) -> dict[str, Where]:
         """Each client's writes and restores over every checkpoint."""

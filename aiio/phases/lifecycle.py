@@ -18,7 +18,7 @@ from aiio.clients import ClientContext
 from aiio.errors import RunFailed
 from aiio.options import RunOptions
 from aiio.phases import get_phase, load, prep, train
-from aiio.phases.base import Phase, RunContext, client_identity
+from aiio.phases.base import ClientMemory, Phase, RunContext, client_identity
 from aiio.result import Where, phase_paths
 from aiio.workload import Workload
 
@@ -126,6 +126,13 @@ class AllPhase(Phase):
         return {f"{stage}.{name}": (stage, *path) for stage in STAGES
                 for name, path in phase_paths(self.stage_table[stage], part.get(stage),
                                               client).items()}
+
+    def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
+        """The largest of its stages' (one client process runs them in turn), training with
+        its checkpoints."""
+        stages = stage_phases(w, self.stage_table).values()
+        return max((p.client_memory(w, clients, lifecycle=True) for p in stages),
+                   key=lambda m: m.bytes if m else 0)
 
     def validate(self, w: Workload, options: RunOptions) -> None:
         quiet = dataclasses.replace(options, verify=False)

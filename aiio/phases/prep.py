@@ -26,12 +26,15 @@ from aiio.errors import ConfigError, RunFailed
 from aiio.options import RunOptions
 from aiio.phases import randrw
 from aiio.phases.base import (
+    OBJECT_CLIENT_BASE,
+    ClientMemory,
     Phase,
     RunContext,
     client_identity,
     client_io_figures,
     ensure_dataset,
     io_aggregate,
+    object_writer_bytes,
     read_write_sections,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
@@ -40,7 +43,7 @@ from aiio.phases.train import epoch_order, shard_bounds
 from aiio.result import Where, dig
 from aiio.stats import Histogram
 from aiio.timing import PolledStop, Window, cpu_seconds
-from aiio.units import format_size, mib_per_s
+from aiio.units import MiB, format_size, mib_per_s
 from aiio.workload import Workload
 
 META_OPS = ("list", "stat", "open", "create", "unlink")
@@ -303,6 +306,12 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
                     p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
 
 
+# A client's memory besides its readers and writers (docs/PERFORMANCE.md, "Memory per client";
+# demo runs at 4, 64 and 256 clients, Dec 2 2026, under load): 9.71 MiB at 4 clients (9.66 at
+# 64, 9.54 at 256) less its 4 MiB of buffers, rounded up to 0.5 MiB.
+MEMORY_BASE = 6 * MiB
+
+
 class PrepPhase(Phase):
     name = "prep"
     main_op = "read"
@@ -317,6 +326,13 @@ class PrepPhase(Phase):
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return read_write_sections(part)
+
+    def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
+        """Each thread's reader and writer (an object writer sends each shard as one part)."""
+        p = w.prep
+        write = object_writer_bytes(p.shard_size) if self.object_store else p.transfer_size
+        return ClientMemory(OBJECT_CLIENT_BASE if self.object_store else MEMORY_BASE,
+                            p.threads * (p.transfer_size + write), p.threads)
 
     def variant(self, w: Workload) -> Phase:
         """prep.mode = "randrw" runs the randrw phase."""

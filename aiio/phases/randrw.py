@@ -25,6 +25,7 @@ from aiio.engine import O_DIRECT, OpLog, Reader, ReadFailed, Writer, io_failure
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
 from aiio.phases.base import (
+    ClientMemory,
     Phase,
     RunContext,
     client_identity,
@@ -36,7 +37,7 @@ from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import run_parallel
 from aiio.result import Where
 from aiio.timing import Deadline, DeadlineOrStop, PolledStop, Window, cpu_seconds
-from aiio.units import format_size, mib_per_s
+from aiio.units import MiB, format_size, mib_per_s
 from aiio.workload import Workload
 
 BATCH = 1024  # random choices drawn at once
@@ -364,6 +365,12 @@ def warnings(rc: RunContext, a: RandrwArgs, out: dict[str, Any]) -> list[dict[st
     return []
 
 
+# A client's memory besides its blocks (docs/PERFORMANCE.md, "Memory per client"; demo runs at
+# 4, 64 and 256 clients, Dec 2 2026, under load): 6.04 MiB at 4 clients (5.23 at 64, 5.31 at
+# 256) less its 16 KiB of blocks, rounded up to 0.5 MiB.
+MEMORY_BASE = 6.5 * MiB
+
+
 class RandrwPhase(Phase):
     name = "randrw"
     main_op = "read"
@@ -374,6 +381,12 @@ class RandrwPhase(Phase):
     streams_key = ("prep", "threads")
     judged_on = "read_plus_write"  # as prep in randrw mode always was
     hero_pairing = "mix_side"
+
+
+    def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
+        """Each thread's reader holds iodepth blocks in flight, its writer one more."""
+        p = w.prep
+        return ClientMemory(MEMORY_BASE, p.threads * p.block_size * (p.iodepth + 1), p.threads)
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return read_write_sections(part)

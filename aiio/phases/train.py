@@ -8,6 +8,7 @@ accelerators consumed (the samples of the batches they computed on: the headline
 
 from __future__ import annotations
 
+import math
 import mmap
 import queue
 import threading
@@ -32,8 +33,10 @@ from aiio.engine import (
 )
 from aiio.errors import RunFailed
 from aiio.options import RunOptions
-from aiio.phases import train_au, train_checkpoints
+from aiio.phases import checkpoint, train_au, train_checkpoints
 from aiio.phases.base import (
+    OBJECT_CLIENT_BASE,
+    ClientMemory,
     Phase,
     RunContext,
     burst_sections,
@@ -46,7 +49,7 @@ from aiio.phases.train_steps import StepTotals
 from aiio.result import Where
 from aiio.stats import ByteSeries
 from aiio.timing import NEVER, Deadline, StepClock, Window, cpu_seconds
-from aiio.units import mib_per_s
+from aiio.units import MiB, mib_per_s
 from aiio.workload import Workload
 
 # Step records kept for timelines (totals never come from them), 544 B each in a client and
@@ -55,6 +58,22 @@ from aiio.workload import Workload
 MAX_STEP_RECORDS = 200_000
 RUN_STEP_RECORDS = 1_000_000
 MIN_STEP_RECORDS = 1_000
+# One step's record: 261 B measured in the client (a list of six numbers, 200,000 of them
+# built in CPython 3.11), and the same again in the parent once it holds the client's result.
+STEP_RECORD_BYTES = 2 * 272
+# A client's memory besides what `client_memory` counts (docs/PERFORMANCE.md, "Memory per
+# client"; demo runs at 4, 64 and 256 clients, Dec 2 2026, under load): the largest client
+# USS less its buffers, rounded up to 0.5 MiB. 4.65 MiB at 4 clients (4.36 at 64, 4.17 at
+# 256) less its 1 MiB read buffer.
+MEMORY_BASE = 4 * MiB
+# With --reader native a client reads each sample through its format's library and holds it
+# whole (counted as a buffer), measured the same way at 4 and 64 clients (the largest client
+# less the loader's 1 MiB and two 640 KiB samples); a format not measured takes the largest.
+NATIVE_MEMORY_BASES = {
+    "npz": 6 * MiB,              # 8.09 MiB at 64 clients (8.07 at 4) - 2.25 MiB
+    "hdf5": 8 * MiB,             # 9.80 MiB at 64 clients (9.52 at 4) - 2.25 MiB
+    "tfrecord": 5.5 * MiB,       # 7.70 MiB at 4 clients (6.24 at 64) - 2.25 MiB
+}
 COMPUTE_OVERSHOOT = 1.02  # measured compute per step more than 2 % above the asked time warns
 
 
@@ -88,6 +107,19 @@ class TrainArgs:
 def step_log_cap(clients: int) -> int:
     """The step records one of `clients` clients keeps: its share of the run's budget."""
     return min(MAX_STEP_RECORDS, max(MIN_STEP_RECORDS, RUN_STEP_RECORDS // max(1, clients)))
+
+
+def step_log_bytes(w: Workload, clients: int) -> int:
+    """The step records one of `clients` training clients can keep: its steps (its share of
+    the epochs' batches, or the duration over the compute time per batch), at most its cap."""
+    t = w.train
+    compute = t.compute_time.get(t.accelerator, 0.0)
+    if t.duration:
+        steps = t.duration / compute if compute > 0 else MAX_STEP_RECORDS
+    else:
+        samples = w.dataset.num_files * w.dataset.samples_per_file
+        steps = t.epochs * math.ceil(math.ceil(samples / max(1, clients)) / t.batch_size)
+    return int(min(steps, step_log_cap(clients))) * STEP_RECORD_BYTES
 
 
 def shard_bounds(total: int, clients: int, index: int) -> tuple[int, int]:
@@ -523,6 +555,22 @@ class TrainPhase(Phase):
     accelerators = True
     checkpoint_at = ("checkpoint",)
     other_series = (("consumed", "consumed_"),)  # what the accelerators consumed, over time
+
+    def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
+        """The loader's read buffers and threads, the checkpoint writers it runs (with
+        --checkpoint-every, or every epoch as a lifecycle stage), and its step log."""
+        t = w.train
+        # On a mount a client's loader threads read into one buffer; an object reader each.
+        buffers = (t.read_threads if self.object_store else 1) * t.transfer_size
+        base = OBJECT_CLIENT_BASE if self.object_store else MEMORY_BASE
+        if t.reader == "native":  # each thread holds the sample it reads, at most 2 stdev long
+            buffers += t.read_threads * (w.dataset.sample_size + 2 * w.dataset.sample_size_stdev)
+            base = NATIVE_MEMORY_BASES.get(w.dataset.format, max(NATIVE_MEMORY_BASES.values()))
+        threads = t.read_threads
+        if lifecycle or w.checkpoint.every > 0:  # training saves but never restores
+            writers, n = checkpoint.writer_memory(w, self.object_store, restore=False)
+            buffers, threads = buffers + writers, threads + n
+        return ClientMemory(base, buffers, threads, step_log_bytes(w, clients))
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """The reads (the accelerators' consumed bytes), flat; in the aggregate also the loaders'

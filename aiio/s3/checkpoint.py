@@ -56,6 +56,7 @@ def restore_warning(agg: dict[str, Any]) -> list[dict[str, str]]:
 
 
 class S3CheckpointPhase(CheckpointPhase):
+    object_store = True
     client = staticmethod(run_client)
 
     def prepare(self, rc: RunContext) -> S3CheckpointPlan:

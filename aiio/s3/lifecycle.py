@@ -9,6 +9,7 @@ from aiio.s3 import load, prep, train
 
 
 class S3AllPhase(AllPhase):
+    object_store = True
     stage_table = {"prep": prep.PHASE, "train": train.PHASE, "load": load.PHASE}
     registry_prefix = OBJECT_PREFIX  # the clients find each stage's phase as "s3:NAME"
 

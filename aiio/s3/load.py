@@ -116,6 +116,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 
 class S3LoadPhase(load.LoadPhase):
+    object_store = True
     client = staticmethod(run_client)
 
     def prepare(self, rc: RunContext) -> S3LoadArgs:

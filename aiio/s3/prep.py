@@ -110,6 +110,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
 
 
 class S3PrepPhase(prep.PrepPhase):
+    object_store = True
     def variant(self, w: Workload) -> Phase:
         return self  # no randrw on a bucket: validate says so in one line
 

@@ -75,6 +75,7 @@ def reread_warning(read_bytes: int, stored_bytes: int) -> list[dict[str, str]]:
 
 
 class S3TrainPhase(TrainPhase):
+    object_store = True
     client = staticmethod(run_s3_client)
 
     def validate(self, w: Workload, options: RunOptions) -> None:
