@@ -20,7 +20,7 @@ from aiio import honesty, hosts, memcheck, procsetup, result
 from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.clients import RunAborted
 from aiio.comm import world
-from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged
+from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged, Terminated
 from aiio.options import RunOptions
 from aiio.phases import OBJECT_PREFIX, get_phase
 from aiio.phases.base import Phase, RunContext
@@ -152,6 +152,10 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         if not started and _refusal(exc, target):
             _discard(phase, rc, args, folder)
             raise
+        if not started and isinstance(exc, Terminated) and not target.written:
+            _discard(phase, rc, args, folder)  # as a Ctrl-C there: it measured nothing
+            raise type(exc)(f"{exc} before the run wrote anything on the target; no result "
+                            "saved") from None
         out["status"] = "failed"
         out["error"] = _cause(target, _message(exc))
         _finish(phase, rc, args, out, folder, req.on_saved)

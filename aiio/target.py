@@ -76,6 +76,8 @@ class Target:
         self._locks: dict[Path, FolderLock] = {}  # held until release (aiio.locks)
         self.note: Note = _silent  # where the run lock's wait and warning are said
         self._kept = False  # held across several runs (`kept`): their ends let go of nothing
+        # this run has written (`hold`); a kept target's lock says so of an earlier run too
+        self._wrote = False
 
     # --- identity ----------------------------------------------------------------------
     def pin(self) -> None:
@@ -101,6 +103,7 @@ class Target:
         """Let go of the pinned directory and of every lock taken through `lock` (not while
         `kept`); never fails (the kernel frees a descriptor whatever its close says, e.g.
         ENOTCONN on a FUSE mount whose daemon is gone)."""
+        self._wrote = False  # a run's end: the next run on a kept target has written nothing
         if self._kept:
             return
         if self._fd is not None:
@@ -131,13 +134,15 @@ class Target:
         see (`FolderLock`: the folder made again, the new file taken)."""
         self._run_lock().shared(self.note, f"waiting for aiio clean to finish removing "
                                            f"{self.root} ...")
+        self._wrote = True
 
     @property
     def written(self) -> bool:
         """Whether this run has written below TARGET/aiio (it holds the run lock, or would
-        where none can be taken): from then on a failure leaves something to account for."""
+        where none can be taken): from then on a failure leaves something to account for.
+        Not a run before it on a kept target (a sweep's earlier point), whose lock stays taken."""
         lock = self._locks.get(self.root / RUN_LOCK)
-        return lock is not None and (lock.mode is not None or lock.unlockable)
+        return self._wrote and lock is not None and (lock.mode is not None or lock.unlockable)
 
     def _run_lock(self) -> FolderLock:
         path = self.claim() / RUN_LOCK

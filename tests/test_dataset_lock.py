@@ -169,8 +169,11 @@ def test_a_filesystem_without_locks_generates_with_a_one_line_warning(target, mo
 
 
 @pytest.mark.parametrize("command", [("run",), ("scale", "--clients", "1,2", "--no-charts")])
-def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target, tmp_path,
-                                                                          start, command):
+@pytest.mark.parametrize("sig, code, words", [(signal.SIGINT, 130, "aiio: interrupted"),
+                                              (signal.SIGTERM, 1, "aiio: ended by SIGTERM")],
+                         ids=["ctrl-c", "sigterm"])
+def test_a_signal_ends_the_wait_and_leaves_the_other_runs_generation_alone(
+        target, tmp_path, start, command, sig, code, words):
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     first = start(logs[0], "datagen", "-t", str(target), "--workers", "1", *BIG_DATA)
     pause_generating(first, target)
@@ -178,14 +181,15 @@ def test_ctrl_c_ends_the_wait_and_leaves_the_other_runs_generation_alone(target,
                    str(tmp_path / "results"), "--no-report", "--no-history", *BIG_DATA)
     try:
         wait_for(second, lambda: WAITING in logs[1].read_text(), "the second run's wait")
-        os.killpg(second.pid, signal.SIGINT)
+        os.killpg(second.pid, sig)
         code2, said2 = finish(second, logs[1])
     finally:
         os.killpg(first.pid, signal.SIGCONT)  # the first generates on from where it was
-    # it never started its I/O: one line, exit 130 and no result, as a refusal (it kept one
-    # saved "interrupted", a run in the history that had measured nothing)
-    assert code2 == 130 and "Traceback" not in said2, said2
-    assert said2.strip().splitlines()[-1].startswith("aiio: interrupted"), said2
+    # it never started its I/O: one line, its exit code and no result, as a refusal (a Ctrl-C
+    # kept one saved "interrupted", a SIGTERM one saved "failed" and a sweep of no points:
+    # runs in the history that had measured nothing)
+    assert code2 == code and "Traceback" not in said2, said2
+    assert said2.strip().splitlines()[-1].startswith(words), said2
     assert "no result" in said2.strip().splitlines()[-1], said2
     assert not list((tmp_path / "results").rglob("result.json"))
     code1, said1 = finish(first, logs[0])

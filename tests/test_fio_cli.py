@@ -216,11 +216,15 @@ def test_fio_failing_shows_its_stderr_and_leaves_no_files(tmp_path):
     (("--size", "4KiB"), "at least 1 MiB"),
     (("--iodepth", "0"), "--iodepth"),
     (("--runtime", "fast"), "duration"),
+    # more jobs than fio runs: it refused them ("maximum number of jobs reached"), exit 1
+    # with a result saved "failed", after the layout's own job had failed the same way
+    (("--clients", "4089", "--size", "1MiB"), "at most 4,088"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, words):
     proc = call_cli("fio", "--target", str(tmp_path), "--results", str(tmp_path / "r"), *args)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and words in proc.stderr
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.root

@@ -146,3 +146,14 @@ def test_an_enormous_number_of_objects_is_refused_before_any_request(fio_http, s
     one_line_exit_2(call_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", fio_http,
                              *args), f"{count} objects", "--object-size", "--size")
     assert keys(s3_server, s3_bucket) == set()
+
+
+def test_more_jobs_than_fio_runs_are_refused_before_any_request(fio_http, s3_server, s3_bucket,
+                                                                tmp_path):
+    """A million clients of one 5 GiB object each is within the objects' bound, but fio runs
+    at most 4,088 jobs: it refused them once started, exit 1 and a result saved "failed"."""
+    proc = call_cli("fio", "--target", f"s3://{s3_bucket}/x", "--fio", fio_http, "--clients",
+                    "1000000", "--size", "5GiB", "--object-size", "5GiB", "--results",
+                    str(tmp_path / "r"))
+    one_line_exit_2(proc, "--clients 1,000,000", "at most 4,088")
+    assert keys(s3_server, s3_bucket) == set() and not (tmp_path / "r").exists()

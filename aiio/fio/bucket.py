@@ -62,8 +62,7 @@ class S3SuiteRequest:
             raise ConfigError(f"unknown fio test(s) for s3:// targets "
                               f"{', '.join(unknown) or '(none)'}; choose from: "
                               f"{', '.join(S3_TESTS)}")
-        if self.clients < 1:
-            raise ConfigError("--clients must be at least 1")
+        job.check_jobs(self.clients)
         if not 0 < self.object_size <= MAX_PUT:
             raise ConfigError(f"--object-size {self.object_size} B: one PUT carries 1 B to "
                               "5 GiB")

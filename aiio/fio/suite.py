@@ -17,6 +17,7 @@ from typing import Any
 from aiio import honesty, result
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.fio import job
 from aiio.fio.job import (
     aggregate,
     clients_of,
@@ -77,8 +78,7 @@ class SuiteRequest:
         if unknown or not self.tests:
             raise ConfigError(f"unknown fio test(s) {', '.join(unknown) or '(none)'}; "
                               f"choose from: {', '.join(HERO_TESTS)}")
-        if self.clients < 1:
-            raise ConfigError("--clients must be at least 1")
+        job.check_jobs(self.clients)
         if self.size < MiB or self.size % (4 * KiB):
             raise ConfigError(f"--size {self.size} B: each client's file must be at least "
                               "1 MiB and a multiple of 4 KiB")

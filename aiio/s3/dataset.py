@@ -101,9 +101,11 @@ def generate(target: S3Target, io: ObjectIO, w: Any,
 
         pool = ThreadPoolExecutor(UPLOAD_STREAMS)
         try:
+            uploaded = 0  # summed as files end: the whole array each time cost O(files)
             for n in _in_order(pool, upload, params.num_files, QUEUED):
+                uploaded += int(sizes[n - 1])
                 if progress:
-                    progress(n, int(sizes.sum()))
+                    progress(n, uploaded)
         finally:
             # a Ctrl-C or SIGTERM: the uploads in flight end, the queued ones never start
             pool.shutdown(wait=True, cancel_futures=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aiio import memcheck, result, runner
-from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
+from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted, Terminated
 from aiio.fio import hero
 from aiio.options import RunOptions
 from aiio.phases import get_phase
@@ -273,11 +273,12 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
 
 
 def _ran_nothing(exc: AiioError, folder: Path, out: dict[str, Any]) -> bool:
-    """A refusal of bad input (exit code 2), or a Ctrl-C before the run wrote anything (130,
-    e.g. while it waited for another run's lock), at the first point that left no point
-    result (`runner._refusal`): the sweep ran nothing either."""
+    """A refusal of bad input (exit code 2), or a Ctrl-C or SIGTERM before the run wrote
+    anything (e.g. while it waited for another run's lock), at the first point that left no
+    point result (`runner._refusal`): the sweep ran nothing either."""
     points = folder / "points"
-    return exc.exit_code in (2, 130) and not out["points"] and not (
+    stopped = isinstance(exc, Terminated) or exc.exit_code in (2, 130)
+    return stopped and not out["points"] and not (
         points.is_dir() and any(points.iterdir()))
 
 
