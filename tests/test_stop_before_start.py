@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import REPO, TINY_ARGS
 
 # the run's parent, stopped as a Ctrl-C would stop it right after every client got ready
@@ -20,11 +22,16 @@ STOPPED_AT_READY = ("import aiio.clients as c\n"
                     "main({argv!r})\n")
 
 
-def test_checkpoint_clients_stopped_before_the_start_write_nothing(tmp_path):
-    # Each client wrote its first transfer (1 MiB of the demo's) after the stop: the first
-    # checkpoint's burst started at the run's start without asking whether to stop.
+@pytest.mark.parametrize("phase", [("checkpoint",), ("train",), ("load",), ("prep",),
+                                   ("prep", "--set", "prep.mode=randrw")],
+                         ids=["checkpoint", "train", "load", "prep", "randrw"])
+def test_clients_stopped_before_the_start_move_no_byte(tmp_path, phase):
+    # Each checkpoint client wrote its first transfer (1 MiB of the demo's) after the stop:
+    # the first checkpoint's burst started at the run's start without asking whether to stop.
+    # Training's loader threads read their first batch and load's readers their first
+    # transfers the same way.
     results = tmp_path / "reports"
-    argv = ["run", "--phase", "checkpoint", "--target", str(tmp_path), "--results",
+    argv = ["run", "--phase", *phase, "--target", str(tmp_path), "--results",
             str(results), "--no-history", "--no-report", "--quiet", *TINY_ARGS,
             "--clients", "3"]
     done = subprocess.run([sys.executable, "-c", STOPPED_AT_READY.format(argv=argv)],

@@ -217,7 +217,9 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         if delay > 0:
             ctx.stop.wait(delay)
         own = Window()  # this replica's own (staggered) start
-        logs = run_parallel(range(len(a.names)), readers, work, start_ns)
+        # stopped before its start (a Ctrl-C while the clients got ready): it reads nothing
+        files = range(0 if ctx.stop.is_set() else len(a.names))
+        logs = run_parallel(files, readers, work, start_ns)
         own.close()
     finally:
         for rd in readers:

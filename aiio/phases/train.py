@@ -256,6 +256,8 @@ class Loader:
                 self.armed.release()  # also after an error: prepare() must not wait forever
             self.go.wait()
             sleep_until(self.start_ns)
+            if self.ctx.stop.is_set():  # stopped before the start: the loader reads nothing
+                batch = STOPPED
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
                     self.ready.put(None)
