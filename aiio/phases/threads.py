@@ -4,12 +4,33 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Any
 
 from aiio.engine import OpLog
 from aiio.timing import Window
 
 _DONE = object()
+# The longest the main thread waits for a worker without running a signal's handler. A
+# process-directed signal (kill's or a scheduler's SIGTERM) may land on any thread; its Python
+# handler runs only in the main thread, and a wait with no timeout is never interrupted by a
+# signal another thread took: a SIGTERM during a dataset upload went unheard for minutes.
+WAKE_S = 0.2
+
+
+def join(th: threading.Thread) -> None:
+    """Wait for a thread to end, waking every WAKE_S so that a signal's handler runs."""
+    while th.is_alive():
+        th.join(WAKE_S)
+
+
+def result(future: Future) -> Any:
+    """A future's result, waiting as `join` does."""
+    while True:
+        try:
+            return future.result(timeout=WAKE_S)
+        except TimeoutError:
+            continue
 
 
 def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],
@@ -47,11 +68,11 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
                 threads.append(threading.Thread(target=body, args=(w,), daemon=True))
                 threads[-1].start()
             for th in threads:
-                th.join()
+                join(th)
         except BaseException as exc:  # Ctrl-C: the threads stop after their current item,
             errors.append(exc)        # and no caller may close their buffers before that
             for th in threads:
-                th.join()
+                join(th)
             raise
     if errors:
         raise errors[0]

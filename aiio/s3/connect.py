@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from aiio.errors import TargetError
+from aiio.errors import TargetError, Terminated
 from aiio.options import Access
 
 # Checks before a run fail fast: a wrong endpoint must not hang for minutes of retries.
@@ -85,4 +85,16 @@ def make_client(access: Access, streams: int = 10, *, checking: bool = False,
                           "https://HOST:PORT") from None
     if counts is not None:
         counts.attach(client)
+    client.meta.events.register("needs-retry", stop_unwinds)
     return client
+
+
+def stop_unwinds(caught_exception: BaseException | None = None, **_: Any) -> None:
+    """Raise again a SIGTERM's stop that botocore caught. The SIGTERM handler raises it in
+    the main thread wherever that thread is, and botocore wraps any exception raised while it
+    sends a request (HTTPClientError) and retries the request: the stop was retried away
+    and a dataset upload went on uploading. (Ctrl-C's KeyboardInterrupt is no Exception, so
+    botocore lets it through.)"""
+    cause = getattr(caught_exception, "kwargs", {}).get("error")
+    if isinstance(cause, Terminated):
+        raise cause

@@ -20,6 +20,7 @@ from aiio import dataset as ds
 from aiio import formats
 from aiio.engine import OpLog, merge_logs
 from aiio.errors import RunFailed
+from aiio.phases.threads import result
 from aiio.s3.objectio import ObjectIO, check_parts
 from aiio.s3.target import S3Target
 from aiio.timing import Window
@@ -141,7 +142,7 @@ def _in_order(pool: ThreadPoolExecutor, fn: Callable[[int], None], count: int,
         while queued < count and len(pending) < ahead:
             pending.append(pool.submit(fn, queued))
             queued += 1
-        pending.popleft().result()
+        result(pending.popleft())  # wakes for a signal's handler (aiio.phases.threads)
         done += 1
         yield done
 
