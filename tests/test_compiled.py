@@ -240,6 +240,23 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
     read with its exception. The compiled loop raised ReadFailed (Interrupted system call)
     at the first signal. The calls made before it keep their times (the compiled loop's
     waited in the reader, unrecorded)."""
+    for attempt in range(3):
+        try:
+            seen, made = _read_until_a_handler_raises(fast, at_end)
+            break
+        except ReadFailed as exc:
+            # Read from its start, the kernel log can overrun under the reader when the machine
+            # logs much (the suite's mounts and loop devices do): the kernel then fails the
+            # read with EPIPE, which is the log's, not the loop's. Read it again.
+            if exc.errno != errno.EPIPE or at_end or attempt == 2:
+                raise
+    assert len(seen) == 3
+    assert made == 0 if at_end else made > 0  # the kernel log's records, then the wait
+
+
+def _read_until_a_handler_raises(fast: bool, at_end: bool) -> tuple[list[int], int]:
+    """Read the kernel log while SIGALRM's handler runs every 50 ms and raises at its third
+    run; the signals seen and the reads recorded."""
     import signal
 
     fd = _blocking_device(at_end)
@@ -247,7 +264,7 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
         pytest.skip("/dev/kmsg cannot be read here")
     reader = Reader(engine.METHOD_NONE, KMSG_READ, OpLog(start_ns=0))
     reader.loop = compiled.load() if fast else None
-    seen = []
+    seen: list[int] = []
 
     def handler(signum: int, frame: object) -> None:
         seen.append(signum)
@@ -270,10 +287,8 @@ def test_a_signal_during_a_read_runs_its_handler_and_the_read_goes_on(fast: bool
         signal.signal(signal.SIGALRM, old)
         os.close(fd)
         reader.close()
-    assert len(seen) == 3
     hist = merge_logs([reader.log])[0]
-    made = hist["read"].count if "read" in hist else 0
-    assert made == 0 if at_end else made > 0  # the kernel log's records, then the wait
+    return seen, (hist["read"].count if "read" in hist else 0)
 
 
 @numba_missing

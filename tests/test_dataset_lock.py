@@ -118,7 +118,7 @@ def test_a_run_that_only_reads_does_not_wait_and_a_regeneration_waits_for_reader
     logs = [tmp_path / "reading.log", tmp_path / "forced.log"]
     reading = start(logs[0], "run", "-t", str(target), "--results", str(tmp_path / "a"),
                     "--no-report", "--no-history", *TINY_DATA, "--clients", "2",
-                    "--duration", "8s")
+                    "--duration", "120s")  # until stopped below: 8 s ran out under load once
     wait_for(reading, lambda: client_processes(reading.pid), "the first run's clients")
     refused = call_cli("clean", "-t", str(target))  # it removed the data the run was reading
     assert refused.returncode == 2 and "another aiio run uses dataset demo" in refused.stderr
@@ -130,8 +130,10 @@ def test_a_run_that_only_reads_does_not_wait_and_a_regeneration_waits_for_reader
                     "--no-history", *TINY_DATA, "--clients", "2", "--epochs", "1")
     assert other.returncode == 0, other.stdout + other.stderr
     assert WAITING not in other.stdout + other.stderr
+    assert reading.poll() is None  # the reading run still held the dataset all along
+    os.killpg(reading.pid, signal.SIGINT)  # its Ctrl-C lets the regeneration go
     code, said = finish(reading, logs[0])
-    assert code == 0 and WAITING not in said, said
+    assert code == 130 and WAITING not in said, said
     code, said = finish(forced, logs[1])
     assert code == 0, said
     assert said.count(WAITING) == 1, said
