@@ -256,8 +256,6 @@ class Loader:
                 self.armed.release()  # also after an error: prepare() must not wait forever
             self.go.wait()
             sleep_until(self.start_ns)
-            if self.ctx.stop.is_set():  # stopped before the start: the loader reads nothing
-                batch = STOPPED
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
                     self.ready.put(None)
@@ -338,6 +336,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
                         w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
     # The loader threads wait for the start instant; this thread next waits for a batch.
     run = Window(ctx.ready())
+    if ctx.stop.is_set():  # stopped before the start: the loaders read nothing
+        loader.stop.set()  # asked once here, ahead of the start, not by every loader at it
     start_ns = run.start_ns
     cpu0 = cpu_seconds()
     loader.start(start_ns)
