@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench lint clean venv
+.PHONY: run test test-lab bench bench-vector crosscheck-dlio lint clean venv
 
 venv: $(STAMP)
 
@@ -17,20 +17,42 @@ $(STAMP): setup.cfg pyproject.toml
 run: $(STAMP)
 	$(BIN)/aiio run --phase train
 
-# Three passes (tests/conftest.py, docs/TESTING.md): eight workers overlap their waits for
-# processes and I/O on 2 cores; then the FUSE rate oracle's lab runs apart, two tests at a
-# time; then the rates checked against throttled devices, four at a time.
+# Two passes (tests/conftest.py, docs/TESTING.md): eight workers overlap their waits for
+# processes and I/O on 2 cores; then the oracle lab's FUSE pacer runs apart, two tests at a
+# time. The rates checked against storage of known speed (throttled devices, two at a time,
+# then the GlusterFS volume on one worker) take over six minutes: `make test-lab`, which CI
+# runs after `make test`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial and not known_speed" -n 8 --dist loadgroup --no-loadscope-reorder
-	$(BIN)/python -m pytest -q -m serial -n 2
-	$(BIN)/python -m pytest -q -m "known_speed and not serial" -n 4 --dist loadgroup
+	$(BIN)/python -m pytest -q -m "not serial and not known_speed and not lab" -n 8 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m "serial and not lab" -n 2 --dist loadgroup
+
+# Storage of known speed: blkio-throttled loop devices (root; two at a time: at four, as the
+# pass grew, each run missed a throttle somewhere), then the oracle lab's
+# scale-out filesystem (a GlusterFS volume of four throttled bricks; glusterfs-server and
+# glusterfs-client), one glusterd per machine: one worker.
+test-lab: $(STAMP)
+	$(BIN)/python -m pytest -q -m "known_speed and not serial and not lab" -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -m lab
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench
+
+# The vector phase's reads beside a real DiskANN disk search (docs/PERFORMANCE.md). diskannpy
+# (about 90 MB, with a numpy of its own) gets an interpreter of its own.
+DISKANN := .venv-diskann
+bench-vector: $(STAMP)
+	test -x $(DISKANN)/bin/python || { $(PYTHON) -m venv $(DISKANN) && \
+		$(DISKANN)/bin/pip install --quiet diskannpy==0.7.0; }
+	$(BIN)/python -m tools.vector_check --python $(DISKANN)/bin/python
+
+# aiio beside DLIO 2.0.0 on throttled loop devices (root; docs/PERFORMANCE.md). DLIO and its
+# stack (about 7 GB) live in a venv outside the tree: AIIO_DLIO_VENV, else ~/.cache.
+crosscheck-dlio: $(STAMP)
+	$(BIN)/python -m tools.dlio_side $(DLIO_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache aiio-target
+	rm -rf $(VENV) $(DISKANN) build *.egg-info .pytest_cache .ruff_cache aiio-target
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NONE, METHOD_NULL
-from aiio.target import TargetInfo
+from aiio.storage.target import TargetInfo
 from aiio.units import format_rate, format_size
 
 CPU_SATURATED = 90.0      # % of all the client machine's cores
@@ -58,8 +58,9 @@ def target_warnings(info: TargetInfo, method: str, dataset_bytes: int,
         out.append(_w("no_o_direct", f"{info.fstype} refused O_DIRECT; cached pages were "
                       "dropped (posix_fadvise DONTNEED) before each file was read instead"))
     if method != METHOD_DIRECT and 0 < dataset_bytes < ram_bytes:
-        out.append(_w("dataset_fits_in_ram", f"the data read ({format_size(dataset_bytes)}) "
-                      f"is smaller than this machine's RAM ({format_size(ram_bytes)}) and "
+        out.append(_w("dataset_fits_in_ram", "the data read, each byte once "
+                      f"({format_size(dataset_bytes)}), is smaller than this machine's RAM "
+                      f"({format_size(ram_bytes)}) and "
                       "O_DIRECT was not used: the page cache can serve it"))
     if unconfirmed := _unconfirmed(info, dataset_bytes, ram_bytes):
         out.append(unconfirmed)
@@ -75,10 +76,15 @@ def _unconfirmed(info: TargetInfo, dataset_bytes: int, ram_bytes: int) -> dict[s
     if dataset_bytes >= need:
         return None
     return _w("unconfirmed_bytes", f"no block device under this {info.fstype} target can "
-              f"confirm the bytes came from storage, and the data ({format_size(dataset_bytes)}) "
+              f"confirm the bytes came from storage, and the data read, each byte once "
+              f"({format_size(dataset_bytes)}), "
               f"is under {DATA_VS_MEMORY} x the client RAM ({format_size(need)}): FUSE, ZFS "
               "and network clients may answer from a cache even with O_DIRECT, so these may be "
               "memory speeds")
+
+
+def format_seconds(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.1f} s"
 
 
 def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],

@@ -322,15 +322,21 @@ class ByteSeries(Buckets):
         """Bytes per bucket in use (a copy)."""
         return self._bytes[: self._n].copy()
 
-    def _cumulative(self, t_s: Any) -> np.ndarray:
-        """Bytes completed by each time in t_s, linear inside a bucket."""
+    def _cumulative(self, t_s: Any, end_s: float | None = None) -> np.ndarray:
+        """Bytes completed by each time in t_s, linear inside a bucket. With end_s, the
+        instant the client made its last call, the last bucket's bytes are spread over the
+        part of it the client ran: a client ending 5 ms into a 0.1 s bucket completed all of
+        that bucket's bytes in those 5 ms, not a twentieth of them."""
         edges = np.arange(self._n + 1, dtype=np.float64) * self.bucket_s
+        if self._n and end_s is not None and edges[-2] < end_s < edges[-1]:
+            edges[-1] = end_s
         cum = np.concatenate(([0.0], np.cumsum(self._bytes[: self._n], dtype=np.float64)))
         return np.interp(t_s, edges, cum)
 
-    def bytes_before(self, t_s: float) -> float:
-        """Bytes completed by t_s, interpolated linearly inside its bucket."""
-        return float(self._cumulative(float(t_s)))
+    def bytes_before(self, t_s: float, end_s: float | None = None) -> float:
+        """Bytes completed by t_s, interpolated linearly inside its bucket; end_s, when
+        known, is the client's end, which bounds its last bucket (see `_cumulative`)."""
+        return float(self._cumulative(float(t_s), end_s))
 
     def per_second(self, end_s: float | None = None) -> list[float]:
         """MiB/s in each second; with end_s the last partial second is divided by its length."""
@@ -423,9 +429,11 @@ def first_done(series: Sequence[ByteSeries], end_s: Sequence[float]) -> dict[str
         return {"seconds": 0.0, "bytes": 0.0, "mib_s": 0.0}
     t1 = float(min(end_s))
     # A client already done by t1 counts its total: interpolating its last bucket would shave
-    # off bytes it really completed before its end.
+    # off bytes it really completed before its end. One still running reads its series up to
+    # t1, its last bucket bounded by its own end: clients ending in one bucket (any run
+    # under a second or so) were counted a fraction of the bytes they had completed.
     nbytes = sum(
-        float(s.total) if e <= t1 else s.bytes_before(t1)
+        float(s.total) if e <= t1 else s.bytes_before(t1, end_s=e)
         for s, e in zip(series, end_s, strict=True)
     )
     return {"seconds": t1, "bytes": nbytes, "mib_s": mib_per_s(nbytes, t1)}

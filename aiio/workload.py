@@ -30,14 +30,30 @@ PREP_MODES = ("shards", "randrw")
 CHECKPOINT_UNITS = ("epochs", "steps")
 AU_RULES = ("mean", "min")  # MLPerf passes on the mean over ranks; min is stricter
 STALL_MODELS = ("synchronous", "per_client")
+KV_LOADS = ("closed", "open", "trace")
+TRACE_FORMATS = ("auto", "burstgpt", "mooncake")
+# Shipped models: (layers, KV heads, head dim); bytes per token = layers x heads x dim x 2
+# (K and V) x bytes per element (MLPerf Storage's kv_cache_benchmark: 131,072 and 327,680 B)
+KV_MODELS = {"llama3.1-8b": (32, 8, 128), "llama3.1-70b": (80, 8, 128)}
+KV_GOALS = {"interactive": 0.05, "responsive": 0.1, "batch": 1.0}  # MLPerf's, s at P95
+RESTORE_ORDERS = ("each", "all_writes")
+GRAPHS = ("nearest", "random", "clustered")
+
+
+_ACTIVE = object()  # a key with no inert value: every value of it changes what a run does
 
 
 def key(kind: str, default: Any, help: str, *, min: float | None = None,
         max: float | None = None, gt: float | None = None,
-        choices: tuple[str, ...] | None = None) -> Any:
+        choices: tuple[str, ...] | None = None, inert: Any = _ACTIVE,
+        inert_unless: str | None = None) -> Any:
     """Declare one known key: kind (int, float, str, bool, size, duration, count, map), default,
-    check."""
-    meta = {"kind": kind, "help": help, "min": min, "max": max, "gt": gt, "choices": choices}
+    check. `inert`: the value at which a key added later changes nothing a run does (a feature
+    off); `inert_unless`: the key only acts when that key of its section is not inert. An
+    inert key is left out of the settings a run's history series is keyed by, so adding it
+    does not start a new series (`inert_keys`)."""
+    meta = {"kind": kind, "help": help, "min": min, "max": max, "gt": gt, "choices": choices,
+            "inert": inert, "inert_unless": inert_unless}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -100,6 +116,27 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class TransformerSpec:
+    """The model's shape and parallelism, as DLIO's checkpoint formula takes them (MLPerf
+    Storage's llama3 configs): sizes and lays out checkpoint files rank by rank."""
+
+    layers: int = key("int", 0, "transformer layers (0: no shape; the checkpoint is model "
+                      "parameters x bytes per parameter)", min=0)
+    hidden_size: int = key("int", 4096, "hidden size", min=1)
+    ffn_hidden_size: int = key("int", 14336, "MLP hidden size (a gated MLP)", min=1)
+    attention_heads: int = key("int", 32, "attention heads", min=1)
+    kv_heads: int = key("int", 8, "key/value heads (grouped-query attention)", min=1)
+    vocab_size: int = key("int", 128256, "vocabulary size", min=1)
+    tensor_parallel: int = key("int", 1, "tensor-parallel ranks (TP)", min=1)
+    pipeline_parallel: int = key("int", 1, "pipeline stages (PP)", min=1)
+    zero_stage: int = key("int", 3, "ZeRO stage: 3 shards the model over data-parallel ranks; "
+                          "1 and 2 save it from data-parallel rank 0", min=0, max=3)
+    model_bytes: int = key("int", 2, "bytes per model parameter (fp16: 2)", min=1, max=8)
+    optimizer_bytes: int = key("int", 4, "bytes per optimizer state value (fp32: 4)", min=1,
+                               max=8)
+
+
+@dataclass(frozen=True)
 class PrepSpec:
     """Data preparation: raw samples in, processed shards out, plus the metadata work; or
     the fio-style random read/write mix on large files."""
@@ -142,6 +179,9 @@ class CheckpointSpec:
     restore: bool = key("bool", True, "read every shard back after each checkpoint")
     restore_within: float = key("duration", 30.0, "the restore must start this soon after "
                                 "the write (MLPerf Storage: 30 s)", gt=0)
+    restore_after: str = key("str", "each", "each: read each checkpoint back once it is "
+                             "durable; all_writes: write every checkpoint, then read them all "
+                             "back (MLPerf Storage; needs keep >= count)", choices=RESTORE_ORDERS)
     every: int = key("int", 0, "train phase: checkpoint every N epochs or steps "
                      "(--checkpoint-every; 0: never)", min=0)
     every_unit: str = key("str", "epochs", "unit of `every`", choices=CHECKPOINT_UNITS)
@@ -166,6 +206,106 @@ class LoadSpec:
                          "(--stagger)", min=0)
 
 
+@dataclass(frozen=True)
+class KvcacheSpec:
+    """LLM inference's KV-cache offload: users' requests write and read back KV blocks."""
+
+    model: str = key("str", "llama3.1-8b", "model whose KV cache is stored: a shipped one "
+                     f"({', '.join(KV_MODELS)}), or any name with layers, kv_heads, head_dim")
+    layers: int = key("int", 0, "a model of your own: transformer layers", min=0)
+    kv_heads: int = key("int", 0, "a model of your own: KV heads per layer", min=0)
+    head_dim: int = key("int", 0, "a model of your own: dimension of a head", min=0)
+    bytes_per_element: int = key("int", 2, "bytes per K or V element (bf16: 2)", min=1, max=8)
+    block_tokens: int = key("int", 256, "tokens per KV block, one file or object each", min=1)
+    users: int = key("int", 8, "concurrent users each client serves", min=1, max=4096)
+    context_tokens: int = key("int", 2048, "mean prompt tokens of a conversation's first turn",
+                              min=1)
+    context_stdev: int = key("int", 0, "standard deviation of those tokens", min=0)
+    generation_tokens: int = key("int", 128, "mean tokens generated per request", min=0)
+    generation_stdev: int = key("int", 0, "standard deviation of those tokens", min=0)
+    turns: int = key("int", 1, "requests per conversation; later turns reuse its blocks",
+                     min=1)
+    followup_tokens: int = key("int", 256, "new prompt tokens of each later turn", min=0)
+    max_context_tokens: int = key("int", 16384, "longest context: a conversation that would "
+                                  "grow past it ends", min=1)
+    system_prompt_tokens: int = key("int", 0, "tokens of a system prompt conversations share",
+                                    min=0)
+    system_prompts: int = key("int", 1, "distinct shared system prompts", min=1)
+    gpu_cache: int = key("size", 0, "GPU memory tier per client (in memory, LRU)", min=0)
+    host_cache: int = key("size", 0, "host memory tier per client (in memory, LRU)", min=0)
+    duration: float = key("duration", 30.0, "how long users send requests", gt=0)
+    load: str = key("str", "closed", "closed: users with think time; open: a request rate; "
+                    "trace: replay a trace's arrivals and lengths", choices=KV_LOADS)
+    think_time: float = key("duration", 0.0, "closed loop: a user's pause between requests",
+                            min=0)
+    request_rate: float = key("float", 1.0, "open loop: requests per second per client",
+                              gt=0)
+    trace: str = key("str", "", "trace file: BurstGPT CSV or Mooncake JSONL (load = trace)")
+    trace_format: str = key("str", "auto", "the trace's format (auto: by file extension)",
+                            choices=TRACE_FORMATS)
+    trace_speed: float = key("float", 1.0, "replay this many times faster than recorded",
+                             gt=0)
+    transfer_size: int = key("size", 1 * MiB, "bytes per read or write call", gt=0)
+    goals: dict = key("map", KV_GOALS, "latency goal in s of each request class, met when "
+                      "the pooled P95 of requests' latency (queue wait + storage time) is "
+                      "within it", gt=0)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(layers, KV heads, head dim): a model of the TOML's own, else a shipped one."""
+        own = (self.layers, self.kv_heads, self.head_dim)
+        return own if any(own) else KV_MODELS[self.model]
+
+    @property
+    def bytes_per_token(self) -> int:
+        layers, heads, dim = self.shape
+        return layers * heads * dim * 2 * self.bytes_per_element
+
+    @property
+    def block_bytes(self) -> int:
+        return self.block_tokens * self.bytes_per_token
+
+
+@dataclass(frozen=True)
+class VectorSpec:
+    """Vector search on a DiskANN-style disk index: node records of a full vector and its
+    neighbour ids in sectors, searched by beam search (MLPerf Storage's vector database)."""
+
+    vectors: int = key("int", 100_000, "vectors in the index (N)", min=2)
+    dimensions: int = key("int", 128, "dimensions of each vector (D)", min=1, max=65_536)
+    element_size: int = key("int", 4, "bytes per vector element (4: float32, 2: float16, "
+                            "1: int8)", min=1, max=8)
+    max_degree: int = key("int", 64, "neighbour ids in each node's record (R; every node has "
+                          "this out-degree)", min=1, max=1024)
+    sector_size: int = key("size", 4 * KiB, "bytes per sector, the unit of every read", gt=0)
+    graph: str = key("str", "nearest", "nearest: a quarter of a node's neighbours its "
+                     "nearest vectors, the rest anywhere (as DiskANN's graph); random: "
+                     "neighbours anywhere; clustered: most neighbours in the node's own run "
+                     "of ids", choices=GRAPHS)
+    beam_width: int = key("int", 4, "node reads in flight per hop (W)", min=1, max=64)
+    search_list: int = key("int", 100, "candidate list size (L)", min=1, max=10_000)
+    top_k: int = key("int", 10, "nearest vectors a query returns (k)", min=1)
+    concurrency: int = key("int", 1, "queries in flight per client (closed loop)", min=1,
+                           max=256)
+    rate: float = key("float", 0.0, "queries offered per second per client (open loop; "
+                      "0: closed loop at `concurrency`)", min=0)
+    duration: float = key("duration", 10.0, "how long the queries run", gt=0)
+    queries: int = key("int", 0, "queries per client, then stop (0: run for `duration`)",
+                       min=0)
+    reader: str = key("str", "raw", "raw: aiio's beam search over its own index; native: "
+                      "queries through diskannpy on a real DiskANN disk index (--reader)",
+                      choices=("raw", "native"), inert="raw")
+    insert_rate: float = key("float", 0.0, "vectors inserted per second per client while the "
+                             "queries run (open loop, FreshDiskANN's insert stream; 0: none)",
+                             min=0, inert=0.0)
+    insert_sync: int = key("int", 16, "inserts appended to a client's insert log between two "
+                           "fsyncs (group commit: an insert is durable at the fsync after it)",
+                           min=1, inert_unless="insert_rate")
+    merge_every: int = key("int", 1000, "inserts held in a client's in-memory index that start "
+                           "a streaming merge into a new disk index", min=1,
+                           inert_unless="insert_rate")
+
+
 # S3's multipart limits: every part but the last 5 MiB..5 GiB, at most 10,000 parts an object.
 MIN_PART_SIZE, MAX_PART_SIZE, MAX_PARTS = 5 * MiB, 5 * GiB, 10_000
 
@@ -188,9 +328,12 @@ class Workload:
     dataset: DatasetSpec = field(default_factory=DatasetSpec)
     train: TrainSpec = field(default_factory=TrainSpec)
     model: ModelSpec = field(default_factory=ModelSpec)
+    transformer: TransformerSpec = field(default_factory=TransformerSpec)
     prep: PrepSpec = field(default_factory=PrepSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     load: LoadSpec = field(default_factory=LoadSpec)
+    kvcache: KvcacheSpec = field(default_factory=KvcacheSpec)
+    vector: VectorSpec = field(default_factory=VectorSpec)
     s3: S3Spec = field(default_factory=S3Spec)
     source: str = ""
     given: tuple[str, ...] = ()  # sections the file itself had (the rest are defaults)
@@ -226,6 +369,22 @@ class Workload:
 
 def _sections() -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(Workload) if f.name not in ("source", "given")]
+
+
+def inert_keys(section: str, values: dict[str, Any]) -> set[str]:
+    """The keys of one recorded section whose values change nothing a run does: at their
+    inert value, or acting only with a key that is at its own."""
+    spec = {f.name: f.type for f in _sections()}.get(section)
+    if spec is None or not isinstance(values, dict):
+        return set()
+    meta = {f.name: f.metadata for f in dataclasses.fields(globals()[spec])}
+
+    def inert(name: str) -> bool:
+        m = meta.get(name)
+        return m is not None and name in values and m.get("inert", _ACTIVE) is not _ACTIVE \
+            and values[name] == m["inert"]
+    return {name for name, m in meta.items() if name in values
+            and (inert(name) or (m.get("inert_unless") and inert(m["inert_unless"])))}
 
 
 # --- where workloads live ---------------------------------------------------------------
@@ -463,7 +622,7 @@ def validate(w: Workload) -> None:
     if not MIN_PART_SIZE <= w.s3.part_size <= MAX_PART_SIZE:
         raise ConfigError(f"s3.part_size = {format_size(w.s3.part_size)}: S3 takes parts of "
                           "5 MiB to 5 GiB (--part-size)")
-    if w.s3.part_size % (4 * KiB):  # aiio.blocks.BLOCK, not imported: config loads no numpy
+    if w.s3.part_size % (4 * KiB):  # aiio.engines.blocks.BLOCK, not imported: config loads no numpy
         # each part is stamped as whole 4 KiB blocks from its start: a part ending mid-block
         # would put every later part's headers at the wrong offsets (--verify: all corrupt)
         raise ConfigError(f"s3.part_size = {w.s3.part_size} B must be a multiple of 4 KiB "
@@ -475,9 +634,48 @@ def validate(w: Workload) -> None:
         raise ConfigError(f"prep.block_size = {format_size(w.prep.block_size)} at prep.iodepth "
                           f"= {w.prep.iodepth}: one read moves at most 2 GiB - 4 KiB (Linux's "
                           "limit); use a smaller block")
+    _validate_kvcache(w.kvcache)
+    validate_vector(w.vector)
     if w.prep.block_size > w.prep.file_size:
         raise ConfigError(f"prep.block_size ({w.prep.block_size} B) is larger than "
                           f"prep.file_size ({w.prep.file_size} B)")
+
+
+def _validate_kvcache(k: KvcacheSpec) -> None:
+    own = (k.layers, k.kv_heads, k.head_dim)
+    if any(own) and not all(own):
+        raise ConfigError("kvcache: a model of your own needs layers, kv_heads and head_dim, "
+                          "each at least 1")
+    if not any(own) and k.model not in KV_MODELS:
+        raise ConfigError(f"kvcache.model = {k.model!r} is not shipped ({', '.join(KV_MODELS)});"
+                          " give layers, kv_heads and head_dim for a model of your own")
+    if k.transfer_size % 4096:
+        raise ConfigError(f"kvcache.transfer_size = {k.transfer_size} B must be a multiple of "
+                          "4 KiB (O_DIRECT needs aligned lengths)")
+    if k.system_prompt_tokens >= k.max_context_tokens:
+        raise ConfigError(f"kvcache.system_prompt_tokens ({k.system_prompt_tokens}) leaves no "
+                          f"room in kvcache.max_context_tokens ({k.max_context_tokens})")
+    if k.load == "trace" and not k.trace:
+        raise ConfigError("kvcache.load = \"trace\" needs kvcache.trace, a BurstGPT CSV or a "
+                          "Mooncake JSONL file")
+
+
+def validate_vector(v: VectorSpec) -> None:
+    """The index's shape: whole 4 KiB sectors, a list that holds a beam, a degree below N."""
+    if v.sector_size % (4 * KiB):
+        raise ConfigError(f"vector.sector_size = {v.sector_size} B must be a multiple of "
+                          "4 KiB (O_DIRECT needs aligned reads)")
+    if v.max_degree >= v.vectors:
+        raise ConfigError(f"vector.max_degree = {v.max_degree} needs more than that many "
+                          f"vectors (vector.vectors = {v.vectors})")
+    if v.top_k > v.search_list:
+        raise ConfigError(f"vector.top_k = {v.top_k} is more than the search list holds "
+                          f"(vector.search_list = {v.search_list})")
+    if v.vectors >= 2**32:
+        raise ConfigError(f"vector.vectors = {v.vectors}: node ids are 32 bits, as DiskANN's")
+    if v.insert_rate and v.queries:
+        raise ConfigError(f"vector.insert_rate = {v.insert_rate:g} runs for vector.duration: "
+                          f"set vector.queries = 0 (it is {v.queries})")
 
 
 def load_workload(name_or_path: str, overrides: list[tuple[str, str, Any]] = ()) -> Workload:

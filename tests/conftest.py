@@ -59,23 +59,25 @@ def _uses(module: object, *helpers: object) -> bool:
 
 def _mark_by_storage(item: pytest.Item) -> None:
     """`serial` for a module on the FUSE rate oracle (but one marked `oracle_under_load`),
-    `known_speed` for one on a throttled loop device (see pytest_collection_modifyitems).
-    bindfs alone does not make a module serial: only the oracle lab's warm-folder test needs
-    its pages kept, and the lab is on the oracle anyway."""
-    from tests.oracle import mount
+    `lab` for one on the GlusterFS volume, `known_speed` for one on a throttled loop device (see
+    pytest_collection_modifyitems). bindfs alone does not make a module serial: only the
+    oracle lab's warm-folder test needs its pages kept, and the lab is on the oracle anyway."""
+    from tests.oracle import gluster, mount
     from tests.storage import throttled_disk
 
     if item.module is None:
         return
     if _uses(item.module, mount.ratefs) and not item.get_closest_marker("oracle_under_load"):
         item.add_marker(pytest.mark.serial)
+    elif _uses(item.module, gluster.gluster_volume):
+        item.add_marker(pytest.mark.lab)
     elif _uses(item.module, throttled_disk):
         item.add_marker(pytest.mark.known_speed)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite in three passes.
+    """`make test` runs the suite in two passes, `make test-lab` the third and the volume's.
 
     1. On parallel workers, everything not marked `serial` or `known_speed`. A module's tests
        stay together when they share a module fixture (built once); the others spread over
@@ -84,7 +86,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
        daemon that must get the CPU whenever a request comes to deliver its rate (beside the
        whole suite it fell 12 to 20 % short), and bindfs over a warm folder, whose pages
        another test's drop of the page cache would take away.
-    3. Four at a time, the modules on a blkio-throttled loop device (`known_speed`): the
+    3. `make test-lab`, two at a time, the modules on a blkio-throttled loop device
+       (`known_speed`), then the GlusterFS volume's (`lab`) on one worker: the
        kernel enforces a throttle's rate, but each request also waits for its client and the
        loop device's worker to get a CPU, and beside the whole suite's eight workers a read
        throttled to 40 MiB/s came out at 35 (twice in a day's fresh-clone runs)."""
@@ -94,6 +97,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = _longest_waits_first(items)
+
+
+COMPILED_WHEN_COLLECTED = pytest.StashKey[list]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Which compiled loops collecting the test modules built (tests/test_collection_cost.py
+    wants none)."""
+    from aiio.engines import compiled, ringloop
+
+    session.config.stash[COMPILED_WHEN_COLLECTED] = [
+        name for name, module in (("read loop", compiled), ("ring loop", ringloop))
+        if module.loaded() is not None]
 
 
 def _shares_fixtures(item: pytest.Item) -> bool:
@@ -169,9 +185,9 @@ def tiny_workload(**overrides):
 
 def registered_run(name: str, target: Path, results: Path, monkeypatch) -> Path:
     """The folder of a real tiny run of tests/NAME_phase.py, registered with one line."""
-    from aiio import runner
     from aiio.fio import hero
     from aiio.phases import REGISTRY
+    from aiio.run import runner
 
     monkeypatch.setitem(REGISTRY, name, f"tests.{name}_phase")
     res, folder = runner.run(runner.RunRequest(name, tiny_workload(), str(target),
@@ -212,8 +228,42 @@ def call_cli(*args: str, cwd: Path | None = None,
                                        err.getvalue().decode())
 
 
+def ctrl_c_after_runs(args: tuple[str, ...], results: Path,
+                      runs: int = 2) -> tuple[int, str, str]:
+    """`aiio ARGS` at 80 columns, sent SIGINT as a terminal's Ctrl-C reaches every process
+    once `runs` runs' results are there (a run's file is there from its start, and it is
+    saved before its report is written); its exit code, stdout and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], cwd=REPO,
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "80"})
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(results.glob("*-kvcache-*/result.json"))) < runs:
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, out, err
+
+
 # The tiny dataset (24 files of about 64 KiB) and the tiny train run over it: a run takes well
 # under a second of I/O.
+# Lines a console prints whole, however narrow: a path or a command cut over lines cannot be
+# pasted (the terminal folds them). Width checks leave them out.
+WHOLE_LINES = ("result: ", "report: ", "chart: ", "fio, to pair ")
+
+
+def widest(text: str) -> int:
+    """The widest line of console output, the lines printed whole left out."""
+    return max((len(line) for line in text.splitlines() if not line.startswith(WHOLE_LINES)),
+               default=0)
+
+
 TINY_DATA = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64KiB",
              "--set", "dataset.sample_size_stdev=8KiB", "--set", "dataset.files_per_dir=10")
 TINY_ARGS = (*TINY_DATA, "--epochs", "2", "--batch-size", "2", "--clients", "2")

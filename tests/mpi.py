@@ -58,11 +58,28 @@ def mpi_env(extra: dict | None = None) -> dict:
     return {**os.environ, **ENV, **(extra or {})}
 
 
+# Open MPI's launcher, on a machine busy with other tests, now and then fails to start its
+# own PMIx server before any rank runs (seen in CI beside eight test workers on two cores).
+# Nothing of aiio ran then: the launch is tried again, a few times at most.
+LAUNCH_FAILED = "PMIx server's listener thread failed to start"
+LAUNCH_TRIES = 3
+
+
+def launch(cmd: list[str], env: dict, timeout: float = 180,
+           cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """An mpiexec command line to completion, launched again where Open MPI could not start."""
+    for _ in range(LAUNCH_TRIES):
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=env)
+        if LAUNCH_FAILED not in done.stderr:
+            break
+    return done
+
+
 def mpi_run(n: int, *args: str, timeout: float = 180, env: dict | None = None,
             bind: bool = False) -> subprocess.CompletedProcess:
     """`mpiexec -n N python -m aiio ARGS` to completion."""
-    return subprocess.run(mpiexec_cmd(n, *args, bind=bind), cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env=mpi_env(env))
+    return launch(mpiexec_cmd(n, *args, bind=bind), mpi_env(env), timeout)
 
 
 def mpi_start(n: int, *args: str, env: dict | None = None,

@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks
-from aiio.clients import ClientContext
-from aiio.engine import OpLog, Reader, Writer
+from aiio.engines import blocks
+from aiio.engines.seam import OpLog
+from aiio.engines.timing import Window, cpu_seconds
 from aiio.phases.base import (
     Phase,
     RunContext,
@@ -19,7 +19,7 @@ from aiio.phases.base import (
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.timing import Window, cpu_seconds
+from aiio.run.clients import ClientContext
 from aiio.units import KiB, MiB
 
 FILE_SIZE = 2 * MiB
@@ -41,7 +41,7 @@ class ReadbackPhase(Phase):
     def prepare(self, rc: RunContext) -> ReadbackArgs:
         a = ReadbackArgs(str(rc.target.root / "readback" / new_run_tag()), rc.method)
         os.makedirs(a.folder)
-        writer = Writer(rc.method, MiB, OpLog(0), seed=rc.workload.run.seed)
+        writer = rc.engine.writer(MiB, OpLog(0), seed=rc.workload.run.seed)
         try:
             for c in range(rc.clients):
                 writer.write_file(a.path(c), FILE_SIZE, blocks.file_tag(1, a.path(c)))
@@ -51,7 +51,7 @@ class ReadbackPhase(Phase):
 
     def client(self, ctx: ClientContext) -> dict[str, Any]:
         a: ReadbackArgs = ctx.args
-        reader = Reader(a.method, TRANSFER, OpLog(0), ctx.add_bytes)
+        reader = ctx.engine.reader(TRANSFER, OpLog(0), ctx.add_bytes)
         try:
             run = Window(ctx.ready_and_wait())  # from the clients' common start
             cpu0 = cpu_seconds()

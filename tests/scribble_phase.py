@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import blocks
-from aiio.clients import ClientContext
-from aiio.engine import OpLog, Writer
+from aiio.engines import blocks
+from aiio.engines.seam import OpLog
+from aiio.engines.timing import Window, cpu_seconds
 from aiio.phases.base import (
     Phase,
     RunContext,
@@ -20,7 +20,7 @@ from aiio.phases.base import (
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.timing import Window, cpu_seconds
+from aiio.run.clients import ClientContext
 from aiio.units import KiB, MiB
 
 FILE_SIZE = 2 * MiB
@@ -41,6 +41,7 @@ class ScribblePhase(Phase):
     name = "scribble"
     main_op = "write"
     hero_test = "seq_write"
+    workload_sections = ()  # no section of its own: [run]'s seed, which every key holds
 
     def prepare(self, rc: RunContext) -> ScribbleArgs:
         rc.target.require_space(rc.clients * FILE_SIZE, "scribble's files")
@@ -51,7 +52,7 @@ class ScribblePhase(Phase):
 
     def client(self, ctx: ClientContext) -> dict[str, Any]:
         a: ScribbleArgs = ctx.args
-        writer = Writer(a.method, TRANSFER, OpLog(0), ctx.add_bytes, seed=a.seed)
+        writer = ctx.engine.writer(TRANSFER, OpLog(0), ctx.add_bytes, seed=a.seed)
         path = a.path(ctx.index)
         try:
             run = Window(ctx.ready_and_wait())  # from the clients' common start

@@ -1,5 +1,6 @@
 """A TCP proxy in front of the S3 server that answers the first N matching requests with
-503 SlowDown (as an overloaded service does) and passes everything else through unchanged."""
+503 SlowDown (as an overloaded service does) and passes everything else through unchanged,
+keeping what the clients sent (`sent()`: every request's head and body, as on the wire)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class SlowDownProxy:
         self.port = self.sock.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._stop = False
+        self._sent: list[bytearray] = []  # per connection, what the client sent upstream
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -55,17 +57,27 @@ class SlowDownProxy:
             return
         up = socket.create_connection(self.upstream)
         up.sendall(head)
+        kept = bytearray(head)
+        with self.lock:
+            self._sent.append(kept)
         threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
-        _pipe(conn, up)
+        _pipe(conn, up, kept)
+
+    def sent(self) -> bytes:
+        """Everything the clients sent through the proxy so far."""
+        with self.lock:
+            return b"".join(bytes(k) for k in self._sent)
 
     def close(self) -> None:
         self._stop = True
         self.sock.close()
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+def _pipe(src: socket.socket, dst: socket.socket, kept: bytearray | None = None) -> None:
     try:
         while data := src.recv(65536):
+            if kept is not None:
+                kept += data
             dst.sendall(data)
     except OSError:
         pass

@@ -8,12 +8,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from aiio import engine
-from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engines.seam import OpLog
+from aiio.engines.timing import Window, cpu_seconds
 from aiio.phases.base import Phase, RunContext, client_identity, client_io_figures, io_aggregate
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.timing import Window, cpu_seconds
+from aiio.run.clients import ClientContext
 
 FILES = 40
 ROUNDS = 30
@@ -48,8 +47,8 @@ class StatListPhase(Phase):
         cpu0 = cpu_seconds()
         log = OpLog(run.start_ns)
         for _ in range(ROUNDS):
-            for name in engine.listdir(log, a.sub(ctx.index)):
-                engine.stat(log, os.path.join(a.sub(ctx.index), name))
+            for name in ctx.engine.listdir(log, a.sub(ctx.index)):
+                ctx.engine.stat(log, os.path.join(a.sub(ctx.index), name))
         run.close()
         return {**client_identity(ctx.index), "cpu_s": cpu_seconds() - cpu0,
                 **client_io_figures([log], run.start_ns, run.end_ns, main_op="stat")}

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from aiio.accept.run import judge, judged_checks, load_spec
 from aiio.errors import ConfigError
-from aiio.history import History
+from aiio.results.history import History
 
 from .conftest import REPO, call_cli, client_processes, run_cli
 
@@ -93,7 +93,7 @@ def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp
     assert case.get("name") == "train-tiny" and case.get("classname") == "aiio.accept.tiny"
     assert "min_au:" in case.find("system-out").text
     out = _accept_result(results)
-    assert (out["schema"], out["kind"], out["status"]) == ("aiio.result/2", "accept", "pass")
+    assert (out["schema"], out["kind"], out["status"]) == ("aiio.result/3", "accept", "pass")
     assert (out["passed"], out["failed"], out["errors"]) == (1, 0, 0)
     (check,) = out["checks"]
     assert check["status"] == "pass" and check["failures"] == []
@@ -256,6 +256,10 @@ BAD_SPECS = [
     (_check("a", "min_au = 0.9").replace('"demo"', '"nosuch"'), "unknown workload 'nosuch'"),
     (_check("a", "min_au = 0.9").replace("clients = 2", "clients = [4, 2]"),
      "a list must rise"),
+    (_check("a", "max_query_p99_ms = 0"), "max_query_p99_ms = 0.0 must be greater than 0"),
+    # a training run answers no queries: its query p99 would be missing at every run
+    (_check("a", "max_query_p99_ms = 50"),
+     "max_query_p99_ms: phase train records no query p99; use it with phase = \"vector\""),
     ('[specs]\nname = "x"\n', "unknown section [specs]"),
     ('[spec]\nname = "x"\n', "no checks"),
     ('[spec\nname = "x"\n', "malformed TOML"),
@@ -322,7 +326,10 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
     # Whether the figures reach 5 % is the machine's speed, not what this checks: on a machine
     # loaded by other work the 2-client point's AU measured 4 % (compute_ran_long,
     # client_cpu_saturated). Checked: the verdict follows the figures, either way.
-    held = all(check["measured"][k] >= 0.05 for k in ("au_min", "scaling_efficiency_min"))
+    # A client starved so long that no step was measured has no AU at all: not held either
+    measured = check["measured"]
+    held = all(measured.get(k) is not None and measured[k] >= 0.05
+               for k in ("au_min", "scaling_efficiency_min"))
     assert (check["status"], proc.returncode) == (("pass", 0) if held else ("fail", 1)), check
     sweep = json.loads((results / check["result_id"] / "result.json").read_text())
     assert sweep["kind"] == "sweep" and [p["clients"] for p in sweep["points"]] == [1, 2]
@@ -335,7 +342,7 @@ def test_client_list_runs_as_a_sweep_and_judges_scaling(target, results, tmp_pat
     # the efficiency judged is the sweep's own, and the other figures are the 2-client run's
     assert check["measured"]["scaling_efficiency_min"] == sweep["table"][1]["efficiency"]
     top = sweep["points"][1]["result"]["aggregate"]
-    assert check["measured"]["au_min"] == top["au_min"]
+    assert measured.get("au_min") == top.get("au_min")
     with History(results / "history.sqlite") as h:
         kinds = [(r.kind, r.name) for r in h.records()]
     assert kinds == [("run", "run train demo c1"), ("run", "run train demo c2"),
@@ -367,20 +374,24 @@ def test_checkpoint_and_load_times_are_judged_from_their_results(target, results
 
 
 def test_accept_flags_a_regression_against_its_recorded_history(target, results, tmp_path):
-    from aiio.history import Record
+    from aiio.results.history import Record
 
     history = tmp_path / "h.sqlite"
-    with History(history) as h:   # three earlier nights at an aggregate no temp folder reaches
+    first = tmp_path / "first"   # a first night records the check's settings ...
+    assert _accept(TINY, target, first, "--history", str(history)).returncode == 0
+    with History(history) as h:   # ... and three earlier nights of the same settings at an
+        settings = h.records(kind="check")[0].settings   # aggregate no temp folder reaches
         for night in range(3):
             h.add(Record(kind="check", name="train-tiny", target=str(target), status="pass",
                          passed=True, figures={"aggregate_mib_s": 1e9, "au_min": 0.9},
-                         required={"aggregate_mib_s": 0.01}, ts=1e9 + night))
+                         required={"aggregate_mib_s": 0.01}, ts=1e9 + night,
+                         settings=settings))
     proc = _accept(TINY, target, results, "--history", str(history))
     assert proc.returncode == 0, proc.stderr     # it still passes its thresholds ...
     assert "REGRESSION" in proc.stdout           # ... and is flagged all the same
     (check,) = _accept_result(results)["checks"]
     (reg,) = [r for r in check["regressions"] if r["figure"] == "aggregate_mib_s"]
-    assert reg["baseline"] == 1e9 and reg["runs"] == 3 and reg["change"] < -0.99
+    assert reg["baseline"] == 1e9 and reg["runs"] == 4 and reg["change"] < -0.99
     proc = _accept(TINY, target, results, "--history", str(history), "--fail-on-regression")
     assert proc.returncode == 1 and "train-tiny regressed" in proc.stderr
 
@@ -453,6 +464,59 @@ def test_au_threshold_without_au_says_why(target, results, tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     (check,) = _accept_result(results)["checks"]
     assert "compute time is 0" in check["reason"]
+
+
+# a small vector search: 3000 vectors, a closed loop of 15 queries a client
+VECTOR_CHECK = """
+[[check]]
+name = "{name}"
+phase = "vector"
+workload = "demo"
+clients = 2
+set.vector.vectors = 3000
+set.vector.max_degree = 16
+set.vector.search_list = 24
+set.vector.beam_width = 4
+set.vector.queries = 15
+[check.require]
+{require}
+"""
+
+
+def test_a_vector_check_judges_the_query_p99_not_a_node_reads(target, results, tmp_path):
+    """A query makes many node reads: its p99 is the vector search's headline, and
+    max_query_p99_ms judges it (max_p99_ms stays the node reads')."""
+    spec = _spec(tmp_path, VECTOR_CHECK.format(name="q", require="max_query_p99_ms = 60000"),
+                 VECTOR_CHECK.format(name="q-1us", require='max_query_p99_ms = 0.001'))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1, proc.stderr
+    ok, fast = _accept_result(results)["checks"]
+    assert [ok["status"], fast["status"]] == ["pass", "fail"], (ok, fast)
+    run = json.loads((results / ok["result_id"] / "result.json").read_text())["aggregate"]
+    query_p99 = run["vector"]["latency_ms"]["p99"]
+    assert ok["measured"]["query_p99_ms"] == query_p99 > 0
+    assert ok["measured"]["query_p99_ms"] != ok["measured"]["p99_ms"]  # a node read's
+    (verdict,) = fast["verdicts"]
+    assert verdict["figure"] == "query_p99_ms" and verdict["op"] == "<=" and not verdict["pass"]
+    assert fast["failures"][0].startswith("max_query_p99_ms: query p99 latency")
+
+
+def test_a_slower_query_p99_is_a_regression_when_it_is_judged():
+    from aiio.accept.run import required_figures
+    from aiio.accept.spec import Require
+    from aiio.results.history import Record, regressions
+
+    required = required_figures(Require(max_query_p99_ms=50.0))
+
+    def night(p99: float, ts: float) -> Record:
+        return Record(kind="check", name="v", target="/t", status="pass", passed=True,
+                      figures={"query_p99_ms": p99, "aggregate_mib_s": 100.0},
+                      required=required, ts=ts)
+
+    prior = [night(10.0, t) for t in range(3)]
+    (reg,) = regressions(night(20.0, 9), prior)   # lower is better: twice the time is worse
+    assert reg.figure == "query_p99_ms" and reg.baseline == 10.0 and reg.change == 1.0
+    assert regressions(night(5.0, 9), prior) == []
 
 
 def test_a_relative_target_records_checks_under_the_same_key_as_runs(target, results):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiio.honesty import CLIENT_PROC_BUSY, run_warnings
-from aiio.target import TargetInfo
+from aiio.storage.target import TargetInfo
 
 TMPFS = TargetInfo(path="/t", fstype="tmpfs", mountpoint="/t", device="tmpfs",
                    memory_backed=True, network=False, o_direct=True, direct_align=4096,

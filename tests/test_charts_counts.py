@@ -8,8 +8,8 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from aiio import charts
-from aiio.result import SweepRow
+from aiio.results import charts
+from aiio.results.result import SweepRow
 
 MANY = list(range(1, 65))
 

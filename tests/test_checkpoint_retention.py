@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from aiio.cache_methods import METHOD_NONE
-from aiio.engine import OpLog, Writer
+from aiio.engines.posix import PosixEngine
+from aiio.engines.seam import OpLog, Writer
 from aiio.phases import shards
 
 
@@ -37,7 +38,7 @@ def test_fast_client_retiring_does_not_remove_a_slow_clients_folder(tmp_path):
         _write(plan, k, 0)
     # client 1 has begun its burst of checkpoint 0 (its folder exists) but not created its
     # file yet, when client 0, done with checkpoint 1, retires checkpoint 0
-    assert shards.retire(plan, 0, 0, OpLog(0)) == 1
+    assert shards.retire(plan, 0, 0, OpLog(0), PosixEngine(plan.method)) == 1
     assert _write(plan, 0, 1) == plan.sizes(1)[0]  # the slow client's shard still lands
 
 
@@ -48,5 +49,5 @@ def test_retention_removes_the_folder_when_every_client_is_past_it(tmp_path):
     for client in (0, 1):
         _write(plan, 0, client)
     for client in (0, 1):
-        shards.retire(plan, 0, client, OpLog(0))
+        shards.retire(plan, 0, client, OpLog(0), PosixEngine(plan.method))
     assert not os.path.exists(os.path.join(plan.folder, "ckpt-0"))

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio.locks import FolderLock
-from aiio.target import RUN_LOCK, Target, remove_tree
+from aiio.storage.locks import FolderLock
+from aiio.storage.target import RUN_LOCK, Target, remove_tree
 
 from .conftest import REPO, call_cli, client_processes, run_cli, saved_result
 from .storage import can_build_storage, small_tmpfs, throttled_disk
@@ -139,7 +139,7 @@ def test_without_locks_a_run_warns_once_and_clean_goes_on(target: Path, monkeypa
     """flock failing outright (an NFS mount without a lock manager: ENOLCK): as for a
     dataset's lock, the run goes on with one line saying what is not covered, and clean,
     which cannot tell, removes the folder."""
-    from aiio import locks
+    from aiio.storage import locks
 
     def no_locks(fd: int, how: int) -> None:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))

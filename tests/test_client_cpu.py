@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiio import runner
 from aiio.fio import hero
+from aiio.run import runner
 from tests.conftest import tiny_workload
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from aiio.clients import ClientContext, run_clients
+from aiio.run.clients import ClientContext, run_clients
 
 
 def _wakeups_while_waiting(ctx: ClientContext) -> dict:
@@ -120,8 +120,8 @@ def test_a_client_that_cannot_be_forked_ends_the_run_at_once_naming_it(monkeypat
     # and kill act on the whole process group).
     import os
 
-    from aiio.clients import RunAborted
     from aiio.errors import RunFailed
+    from aiio.run.clients import RunAborted
 
     real_fork, forks = os.fork, []
 
@@ -147,7 +147,7 @@ def test_a_client_that_cannot_be_forked_ends_the_run_at_once_naming_it(monkeypat
 
 _CTRL_C_AFTER_FORK = """
 import os, signal
-from aiio.clients import run_clients
+from aiio.run.clients import run_clients
 
 def ctrl_c():  # a Ctrl-C that reaches a client just after its fork, before its set-up
     os.kill(os.getpid(), signal.SIGINT)
@@ -204,7 +204,7 @@ def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
     # none outlives another.
     import os
 
-    from aiio.clients import RunAborted
+    from aiio.run.clients import RunAborted
 
     watch_r, watch_w = os.pipe()
 
@@ -227,7 +227,7 @@ def test_clients_that_ignore_the_stop_are_killed_together_not_one_by_one():
 
 _CTRL_C_WHILE_REAPING = """
 import os, signal, time
-from aiio.clients import RunAborted, run_clients
+from aiio.run.clients import RunAborted, run_clients
 
 def client(ctx):  # sends its result, then stays (exiting slowly, as hundreds at nice 19)
     ctx.ready_and_wait()
@@ -273,7 +273,7 @@ def test_a_client_killed_by_a_signal_without_a_name_is_named_by_its_number():
     # by SIGRTMIN+6 raised ValueError in the parent, a traceback instead of the run's error.
     import signal
 
-    from aiio.clients import RunAborted
+    from aiio.run.clients import RunAborted
     with pytest.raises(RunAborted, match=rf"client 1 \(pid \d+\) was killed by signal "
                                          rf"{int(signal.SIGRTMIN) + 6}"):
         run_clients(3, _killed_by_a_real_time_signal, None)
@@ -289,14 +289,16 @@ def test_clients_stopped_before_the_start_measure_from_the_stop_not_from_boot(ta
     # before any start instant was fixed: they read 0 ns as their start, and each train
     # client saved the host's uptime as its elapsed time (69,627 s for a run stopped in its
     # first seconds), which the report then drew as a day of empty buckets per client.
-    from aiio.clients import RunAborted
+    from aiio.engines.posix import PosixEngine
     from aiio.phases.train import run_client
+    from aiio.run.clients import RunAborted
 
     from .test_rehearsal import _train_args
     args = _train_args(target)
     t0 = time.monotonic()
     with pytest.raises(RunAborted) as aborted:
-        run_clients(3, run_client, args, on_ready=_stop_before_the_start)
+        run_clients(3, run_client, args, on_ready=_stop_before_the_start,
+                    engine=PosixEngine(args.method))
     wall = time.monotonic() - t0
     results = aborted.value.results
     assert results, "the stopped clients sent their figures"

@@ -29,7 +29,7 @@ def test_compare_without_fio_lists_the_run_and_names_the_missing_figure(
     assert item["fio_test"] == "seq_read"  # paired, its fio side missing: the note says so
     rows = {r["figure"]: r for r in item["rows"]}
     first = rows["aggregate MiB/s (the % of hero figure)"]
-    assert first["phase"] == res["aggregate"]["last_done"]["mib_s"]
+    assert first["phase"] == res["aggregate"]["delivered"]["last_done"]["mib_s"]
     assert first["fio"] is None and first["percent"] is None
     assert rows["read latency p99"]["phase"] == res["aggregate"]["latency"]["read"]["p99_ns"]
     assert "fio seq_read" in item["note"] and "missing" in item["note"]

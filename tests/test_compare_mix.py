@@ -1,5 +1,6 @@
 """`aiio compare` on a random mix: its first-done, per-client and latency rows stand beside
-fio's rand_mix (they were all '-', read from where a randrw result does not keep them)."""
+fio's rand_mix (they were all '-', read from where a randrw result does not keep them); the
+first done has no fio figure beside it (fio's aggregate is last done)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,6 @@ def test_a_random_mix_is_compared_figure_by_figure(target: Path, results: Path) 
     assert rows["per client MiB/s, mean"] == agg["per_client_mib_s"]["mean"]
     assert rows["per client MiB/s, min"] == agg["per_client_mib_s"]["min"]
     assert rows["read latency p99"] == agg["read"]["latency"]["read"]["p99_ns"]
+    # fio's figure is last done: a first done is never set against it
+    first = next(r for r in item["rows"] if r["figure"] == "aggregate MiB/s, first done")
+    assert first["fio"] is None and first["percent"] is None

@@ -1,5 +1,5 @@
-"""The compiled read loop (aiio.compiled, the optional `fast` extra): on real files it reads the
-bytes the Python loop reads, counts what the calls returned, fails as the Python loop fails,
+"""The compiled read loop (aiio.engines.compiled, the optional `fast` extra): on real files it reads
+the bytes the Python loop reads, counts what the calls returned, fails as the Python loop fails,
 and a run without numba falls back to the Python loop and says so."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from aiio import compiled, engine
-from aiio.engine import METHOD_FADVISE, OpLog, Reader, ReadFailed, io_failure, merge_logs
-from aiio.target import probe_direct_io
+from aiio.engines import compiled
+from aiio.engines import seam as engine
+from aiio.engines.seam import METHOD_FADVISE, OpLog, Reader, ReadFailed, io_failure, merge_logs
+from aiio.storage.target import probe_direct_io
 from tests.conftest import REPO
 
 numba_missing = pytest.mark.skipif(compiled.unavailable() is not None,
@@ -155,8 +156,9 @@ def test_a_run_until_an_instant_stops_after_the_call_that_reaches_it(tmp_path: P
 FORKED = """
 import gc, os, sys, time
 import numpy as np, psutil
-from aiio import compiled, pools
-from aiio.engine import METHOD_FADVISE, OpLog, Reader
+from aiio.engines import compiled
+from aiio.run import pools
+from aiio.engines.seam import METHOD_FADVISE, OpLog, Reader
 if sys.argv[2] == 'compiled':
     compiled.load()  # in the parent, as a run's before_fork
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -202,7 +204,7 @@ def test_without_a_working_numba_the_loop_says_why(tmp_path: Path, raised: str,
     (tmp_path / "numba").mkdir()
     (tmp_path / "numba" / "__init__.py").write_text(f"raise {raised}\n")
     done = subprocess.run(
-        [sys.executable, "-c", "from aiio import compiled\n"
+        [sys.executable, "-c", "from aiio.engines import compiled\n"
          "assert compiled.load() is None and compiled.loaded() is None\n"
          "print(compiled.why())"], cwd=REPO, capture_output=True, text=True, timeout=60,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])})
@@ -267,6 +269,10 @@ def _read_until_a_handler_raises(fast: bool, at_end: bool) -> tuple[list[int], i
     seen: list[int] = []
 
     def handler(signum: int, frame: object) -> None:
+        if len(seen) == 3:
+            # a signal the timer sent before the third handler disarmed it (that handler ran
+            # late under load; a CI run saw 4 == 3): the read has already ended, nothing to see
+            return
         seen.append(signum)
         if len(seen) == 3:
             # no fourth: under load the exception's way out to the finally below took more

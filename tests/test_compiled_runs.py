@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from aiio import compiled, runner
+from aiio.engines import compiled
 from aiio.report.common import measured_section
 from aiio.report.run import headline_section
+from aiio.run import runner
 from tests.conftest import REPO, TINY_ARGS, saved_result, tiny_workload
 from tests.mpi import mpi_run, needs_mpi
 
@@ -72,7 +73,7 @@ def _script(body: str, env: dict[str, str] | None = None) -> subprocess.Complete
                           text=True, timeout=180, env={**os.environ, **(env or {})})
 
 
-RUN = ("import sys\nfrom pathlib import Path\nfrom aiio import runner\n"
+RUN = ("import sys\nfrom pathlib import Path\nfrom aiio.run import runner\n"
        "from tests.conftest import tiny_workload\n"
        "def run(name, verify=False, method='auto', **sets):\n"
        "    w = tiny_workload(**sets)\n"

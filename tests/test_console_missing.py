@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiio import result
+from aiio.results import result
 from aiio.term import console
 
 STORED = Path(__file__).parent / "data" / "results-v1"

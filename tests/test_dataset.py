@@ -9,8 +9,8 @@ import zlib
 
 import numpy as np
 
-from aiio import dataset as ds
-from aiio.target import Target
+from aiio.storage import dataset as ds
+from aiio.storage.target import Target
 
 from .conftest import tiny_workload
 

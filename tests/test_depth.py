@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from aiio import ringloop
-from aiio.depth import DepthReader, ReadFailed, unavailable
-from aiio.engine import O_DIRECT, OpLog, merge_logs
-from aiio.ringloop import INFLIGHT, UNSUBMITTED
+from aiio.engines import ringloop
+from aiio.engines.depth import DepthReader, ReadFailed, unavailable
+from aiio.engines.ringloop import INFLIGHT, UNSUBMITTED
+from aiio.engines.seam import O_DIRECT, OpLog, merge_logs
 
 from .conftest import run_cli
 from .storage import can_build_storage, small_tmpfs, throttled_disk
@@ -111,7 +111,8 @@ def test_a_reader_made_before_anything_compiled_the_loop_reads(tmp_path: Path) -
     """A program that makes a DepthReader without asking require() first (a fresh process):
     the loop is compiled then, not a NoneType error at the first read."""
     path, _ = _file(tmp_path, 4 * BLOCK)
-    code = ("import os, sys\nfrom aiio.depth import DepthReader\nfrom aiio.engine import OpLog\n"
+    code = ("import os, sys\nfrom aiio.engines.depth import DepthReader\n"
+            "from aiio.engines.seam import OpLog\n"
             "r = DepthReader(2, 4096, OpLog(0))\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
             "print(r.read_blocks(fd, [0, 4096, 8192]))\nr.close()\n")
     proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
@@ -425,12 +426,13 @@ class _CountingStop:
 
 @needs_ring
 def test_randrw_at_depth_looks_at_the_shared_stop_only_now_and_then(tmp_path: Path) -> None:
+    from aiio.engines.posix import PosixEngine
+    from aiio.engines.timing import Deadline
     from aiio.phases.randrw import RandrwArgs, _Mixer
-    from aiio.timing import Deadline
 
     a = RandrwArgs(str(tmp_path), "none", 1, 1 << 20, BLOCK, 1.0, 0.3, 1, False, iodepth=16)
     Path(a.path(0)).write_bytes(os.urandom(a.file_size))
-    mixer, stop = _Mixer(a, 0, 0, 1), _CountingStop()
+    mixer, stop = _Mixer(a, 0, 0, 1, PosixEngine(a.method)), _CountingStop()
     fd = os.open(a.path(0), os.O_RDONLY)
     try:
         t0 = time.monotonic_ns()

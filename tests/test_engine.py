@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from aiio.engine import (
+from aiio.engines.seam import (
     FLUSH_EVERY,
     METHOD_DIRECT,
     METHOD_FADVISE,
@@ -22,7 +22,7 @@ from aiio.engine import (
     merge_logs,
     now_ns,
 )
-from aiio.target import probe_direct_io
+from aiio.storage.target import probe_direct_io
 from tests.faultfs import faultfs
 from tests.oracle.mount import can_mount_fuse
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
 import aiio
-from aiio import engine
-from aiio.engine import METHOD_FADVISE, OpLog, Reader, Writer, merge_logs
+from aiio.engines import seam as engine
+from aiio.engines.seam import METHOD_FADVISE, OpLog, Reader, Writer, merge_logs
+from aiio.errors import RunFailed
 
 PACKAGE = Path(aiio.__file__).parent
 # The one use of the time module that reads no clock: sleeping (emulated compute, a transform).
@@ -65,7 +67,8 @@ def _clock_reads(tree: ast.AST) -> list[str]:
                          ids=_rel)
 def test_measuring_modules_never_read_a_clock(path: Path) -> None:
     """Calls are timed by the engine (its metadata functions, Reader, Writer, OpLog.timed);
-    window edges, deadlines and the accelerator's steps by aiio.timing, on the same clock."""
+    window edges, deadlines and the accelerator's steps by aiio.engines.timing, on the same
+    clock."""
     assert _clock_reads(ast.parse(path.read_text())) == []
 
 
@@ -82,7 +85,7 @@ def test_the_guard_sees_the_cpu_clock_and_wall_clock_labels_but_not_a_sleep() ->
 
 
 def test_the_guard_sees_the_engine_clock_by_any_path() -> None:
-    code = ("from aiio import engine\nfrom aiio.engine import OpLog, now_ns\n"
+    code = ("from aiio.engines import seam as engine\nfrom aiio.engines.seam import OpLog, now_ns\n"
             "t0 = engine.now_ns()\nt1 = now_ns()\nnow = engine.now_ns\n")
     assert len(_clock_reads(ast.parse(code))) == 4
 
@@ -196,3 +199,27 @@ def test_metadata_calls_each_get_their_histogram(tmp_path: Path) -> None:
     assert counts == {"mkdir": 1, "create": 1, "write": 3, "fsync": 1, "drop_cache": 1,
                       "dir_fsync": 1, "list": 1, "stat": 2, "open": 2, "read": 3, "unlink": 1}
     assert ops == sum(counts.values())
+
+
+def _failing_write(fd: int, bufs: list, offset: int) -> int:
+    """An engine's own write call (in Python, as tests/sleepy_engine.py's) failing at once."""
+    raise OSError(errno.EIO, "Input/output error")
+
+
+@pytest.mark.parametrize("how", ["write_file", "write_content"])
+def test_a_failing_engine_write_is_the_error_said_not_the_writers_close(
+        how: str, tmp_path: Path) -> None:
+    """An engine's write call in Python that raises keeps its frame, and the buffer slice it
+    was handed, in the traceback: the writer closed while that error is on its way (a phase's
+    `finally`) failed with BufferError, which the run then reported instead of the I/O error."""
+    wr = Writer(METHOD_FADVISE, 4096, OpLog(start_ns=engine.now_ns()), seed=1)
+    wr.pwritev = _failing_write
+    path = str(tmp_path / "f.bin")
+    with pytest.raises(RunFailed, match="Input/output error"):
+        try:
+            if how == "write_file":
+                wr.write_file(path, 3 * 4096, tag=1)
+            else:
+                wr.write_content(path, [b"x" * 3000])
+        finally:
+            wr.close()

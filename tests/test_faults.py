@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from aiio.history import History
+from aiio.results.history import History
 
 from .conftest import REPO, TINY_ARGS, client_processes
 

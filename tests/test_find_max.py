@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from aiio import result
+from aiio.results import result
 from aiio.sweep import find_max, run
 
 from .conftest import call_cli, tiny_workload

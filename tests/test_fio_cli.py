@@ -96,8 +96,8 @@ def test_train_run_shows_its_percent_of_hero(suite, tmp_path):
     seq_read = suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
     assert h["test"] == "seq_read" and h["fio_result_id"] == suite["res"]["id"]
     assert h["fio_mib_s"] == seq_read
-    assert h["percent"] == pytest.approx(
-        100 * res["aggregate"]["last_done"]["mib_s"] / seq_read)
+    assert h["percent"] == pytest.approx(  # the bytes the loaders were delivered, as fio's
+        100 * res["aggregate"]["delivered"]["last_done"]["mib_s"] / seq_read)
     assert f"{h['percent']:.1f} % of fio seq_read" in h["text"]
     # the terminal table shows it too
     shown = run_cli("run", "--no-report",
@@ -132,7 +132,7 @@ def test_compare_lists_phase_next_to_hero(suite):
     run = json.loads((run_dir / "result.json").read_text())
     rows = {r["figure"]: r for r in item["rows"]}
     first = rows["aggregate MiB/s (the % of hero figure)"]
-    assert first["phase"] == run["aggregate"]["last_done"]["mib_s"]
+    assert first["phase"] == run["aggregate"]["delivered"]["last_done"]["mib_s"]
     assert first["fio"] == suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"]
     assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
     assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
@@ -317,7 +317,7 @@ def test_lifecycle_run_sets_each_stage_against_its_hero(suite):
         "train": "seq_read", "load": "seq_read"}
     # prep in shards mode: its reads against seq_read, its writes against seq_write
     assert {p["test"] for p in stages["prep"]["pairs"]} == {"seq_read", "seq_write"}
-    train = res["aggregate"]["train"]["last_done"]["mib_s"]
+    train = res["aggregate"]["train"]["delivered"]["last_done"]["mib_s"]
     assert stages["train"]["percent"] == pytest.approx(
         100 * train / suite["res"]["tests"]["seq_read"]["aggregate"]["mib_s"])
     assert proc.stdout.count("% of fio hero") == 3  # one row in each stage's table

@@ -127,6 +127,22 @@ def test_load_job_has_one_stream_per_weight_file_at_most():
     assert "2 reader threads per replica" in text, text
 
 
+def test_checkpoint_job_has_one_writer_per_shard_file_at_most():
+    # a client starts min(checkpoint.threads, files_per_client) writers: 4 threads over one
+    # file write one stream, and fio's job must not keep 4 in flight
+    from aiio.fio.emit import emit
+    from aiio.workload import load_workload
+
+    w = load_workload("demo", [("checkpoint", "threads", 4), ("checkpoint", "files_per_client", 1),
+                               ("checkpoint", "size", "8MiB")])
+    text = emit("checkpoint", w, Path("/ckpt"))
+    assert "ioengine=psync" in text and "iodepth" not in _options(text), text
+    assert "1 writer thread per client" in text, text
+    w = load_workload("demo", [("checkpoint", "threads", 4), ("checkpoint", "files_per_client", 3),
+                               ("checkpoint", "size", "8MiB")])
+    assert "iodepth=3" in emit("checkpoint", w, Path("/ckpt"))
+
+
 def test_prep_jobs_read_samples_and_write_shards(target, tmp_path):
     _, jobs = _run_emitted(target, tmp_path, "prep", *TINY, "--set", "dataset.sample_size_stdev=0",
                            "--set", "prep.shard_size=256KiB")

@@ -13,10 +13,10 @@ import pytest
 
 from aiio import workload
 from aiio.errors import ConfigError, RunFailed
-from aiio.formats import FORMATS, common, fill_random, get_format, new_rng
-from aiio.formats import hdf5 as fmt_hdf5
-from aiio.formats import npz as fmt_npz
-from aiio.formats import tfrecord as fmt_tfrecord
+from aiio.storage.formats import FORMATS, common, fill_random, get_format, new_rng
+from aiio.storage.formats import hdf5 as fmt_hdf5
+from aiio.storage.formats import npz as fmt_npz
+from aiio.storage.formats import tfrecord as fmt_tfrecord
 
 # Uneven sizes, one above 1 MiB so every file has a 1 MiB slice to compress, one not a multiple
 # of 8 (the generator draws 8 bytes at a time), one tiny.

@@ -126,7 +126,7 @@ def test_a_workers_oserror_is_raised_as_such_and_a_crash_names_the_worker(tmp_pa
     """What a generator raises reaches the parent: an OSError (a write error, ENOSPC) as an
     OSError with its file, which the run's message names; anything else as the worker's
     failure. The other workers are ended either way."""
-    from aiio import forked
+    from aiio.run import forked
 
     def write(i: int) -> int:
         (tmp_path / "missing" / str(i)).write_text("x")
@@ -159,7 +159,7 @@ def test_a_call_its_callback_ends_passes_on_every_item_done(tmp_path):
     """on_abandon hears of every item a worker did. Results that arrived in one read with
     the one whose callback raised (a Ctrl-C there) were taken out of the pipe and never
     counted: the items after them were never passed on, and their files stayed."""
-    from aiio import forked
+    from aiio.run import forked
 
     def write(i: int) -> int:
         (tmp_path / str(i)).write_text("x")
@@ -188,7 +188,7 @@ def test_the_item_a_killed_worker_was_on_is_passed_on_once_it_is_reaped(tmp_path
     first took the results still in the pipe out of it without counting them, so the second
     counted fewer items done, and the item the worker was on when killed was never passed on:
     the file it was writing stayed."""
-    from aiio import forked
+    from aiio.run import forked
 
     def write(i: int) -> int:
         (tmp_path / str(i)).write_text("x")

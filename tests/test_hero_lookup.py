@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aiio import runner
 from aiio.fio import hero
+from aiio.run import runner
 from aiio.ui import QuietUI
 
 from .conftest import tiny_workload

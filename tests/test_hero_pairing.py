@@ -47,7 +47,8 @@ def test_training_is_paired_last_done_with_last_done_at_the_same_concurrency(her
     res = _run(hero, "train", "--read-threads", "1", "--epochs", "2")
     h = res["hero"]
     assert h["test"] == "seq_read" and h["window"] == "last done"
-    assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["last_done"]["mib_s"])
+    # the storage's side, as fio's: what the loaders were delivered, not what was consumed
+    assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["delivered"]["last_done"]["mib_s"])
     assert h["percent"] == pytest.approx(100 * h["phase_mib_s"] / _fio(hero, "seq_read"))
     assert h["pairing"] == {"clients": 2, "streams_per_client": 1, "fio_jobs": 2,
                             "fio_iodepth": 1, "block_size": MiB,
@@ -95,6 +96,23 @@ def test_checkpoint_is_paired_with_sequential_write(hero):
     assert h["test"] == "seq_write" and h["window"] == "last done"
     assert h["phase_mib_s"] == pytest.approx(res["aggregate"]["write_mib_s"])
     assert h["pairing"]["streams_per_client"] == 1 and h["pairing"]["fio_jobs"] == 2
+
+
+def test_checkpoint_streams_are_its_writers_that_have_a_file(hero):
+    """A client runs min(checkpoint.threads, files_per_client) writers: 4 threads over one
+    shard file are one stream, paired with 2 fio jobs x iodepth 1 (it was "2 clients x 4
+    streams" and no pairing), and the command for another hero asks that depth."""
+    from aiio.fio.pairing import fio_command, streams_per_client
+
+    res = _run(hero, "checkpoint", "--set", "checkpoint.size=8MiB", "--set",
+               "checkpoint.threads=4", "--set", "checkpoint.files_per_client=1")
+    h = res["hero"]
+    assert h.get("percent") is not None, h["text"]
+    assert h["pairing"]["streams_per_client"] == 1 and "2 clients x 1 stream" in h["text"]
+    spec = {"phase": "checkpoint", "clients": [{}, {}],
+            "workload": {"checkpoint": {"threads": 4, "files_per_client": 3}}}
+    assert streams_per_client(spec) == 3
+    assert "--iodepth 3" in fio_command("/mnt/t", spec, ["seq_write"])
 
 
 def test_randrw_streams_count_the_requests_in_flight_at_depth() -> None:

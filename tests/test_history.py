@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aiio.history import (
+from aiio.results.history import (
     SCHEMA_VERSION,
     History,
     HistoryError,
@@ -140,7 +140,7 @@ def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys, time
-    from aiio.history import History, Record
+    from aiio.results.history import History, Record
     path, tag, n, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     time.sleep(max(0.0, start - time.time()))
     with History(path) as h:   # all open the fresh file at once: the schema race is tested too
@@ -226,7 +226,7 @@ RANDRW = REPO / "tests" / "data" / "results-v2" / "20261201-124012-randrw-demo-c
 
 def _randrw_run(loop: str | None, scale: float = 1.0) -> Record:
     """The stored randrw result's history record, its loop as given and its figures scaled."""
-    from aiio.history import run_record
+    from aiio.results.history import run_record
 
     res = json.loads(RANDRW.read_text())
     if loop is not None:
@@ -253,7 +253,7 @@ def test_a_run_timed_by_another_read_loop_is_not_judged_against_the_compiled_loo
 
 def test_a_check_or_sweep_names_its_read_loop_in_its_series_as_a_run_does():
     from aiio.accept.run import Measured, series_of
-    from aiio.history import sweep_record
+    from aiio.results.history import sweep_record
 
     res = json.loads(RANDRW.read_text())
     res["aggregate"]["read_loop"] = "io_uring (depth 16)"
@@ -293,7 +293,7 @@ def test_history_of_a_check_finds_its_records_read_by_another_loop_as_their_own_
 def test_an_mpi_run_whose_hosts_read_through_different_loops_is_not_in_the_compiled_series():
     # hosts of an MPI run may differ: half the clients on one without numba read through the
     # Python loop, and the run's label lists each loop, the compiled one first (sorted)
-    from aiio.history import loop_variant
+    from aiio.results.history import loop_variant
 
     python = "python (numba is not installed: pip install 'aiio[fast]')"
     mixed = f"compiled (numba 0.68.1) on 2 clients; {python} on 2 clients"
@@ -305,7 +305,7 @@ def test_an_mpi_run_whose_hosts_read_through_different_loops_is_not_in_the_compi
 
 
 def test_the_compiled_rings_runs_are_one_series_whatever_numba_compiled_them():
-    from aiio.history import loop_variant
+    from aiio.results.history import loop_variant
 
     for label in ("io_uring (depth 16), compiled (numba 0.68.1)",
                   "io_uring (depth 16), compiled (numba 0.70.0)", "io_uring (depth 16)"):
@@ -333,7 +333,7 @@ def test_a_sweep_whose_points_read_through_different_loops_is_in_no_loops_series
     # the series followed the largest count's loop alone: a sweep whose smaller counts read
     # through the Python loop (numba gone part way) landed in the compiled loop's series
     from aiio.accept.run import Measured, series_of
-    from aiio.history import sweep_record, variant_of
+    from aiio.results.history import sweep_record, variant_of
 
     python = "python (numba is not installed: pip install 'aiio[fast]')"
     compiled = "compiled (numba 0.68.1)"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiio.history import History
+from aiio.results.history import History
 
 from .conftest import REPO, call_cli
 from .test_accept import _check, _spec

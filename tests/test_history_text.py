@@ -8,8 +8,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from aiio import monitoring
-from aiio.history import History, Record
+from aiio.results import monitoring
+from aiio.results.history import History, Record
 
 RAW = os.fsdecode(b"/mnt/scratch\xff")  # the str Python gives for that folder name
 

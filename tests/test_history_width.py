@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiio.history import History, Record
+from aiio.results.history import History, Record
 
 from .conftest import call_cli
 

@@ -24,7 +24,7 @@ from typing import IO
 
 import pytest
 
-from aiio import depth
+from aiio.engines import depth
 from tests.faultfs import FaultMount, events, faultfs
 from tests.oracle.mount import can_mount_fuse
 

@@ -17,6 +17,12 @@ import pytest
 
 from tests.conftest import REPO, TINY_ARGS
 
+# tests/test_kvcache.py's tiny model: 64 KiB blocks, a run of 1 s
+KV_TINY = tuple(x for k, v in {"model": "tiny", "layers": 2, "kv_heads": 2, "head_dim": 64,
+                                "block_tokens": 64, "users": 2, "context_tokens": 512,
+                                "generation_tokens": 64, "duration": "1s",
+                                "transfer_size": "64KiB"}.items()
+                for x in ("--set", f"kvcache.{k}={v}"))
 SHIPPED = ("demo.toml", "unet3d.toml", "acceptance/example.toml", "hardware/accelerators.toml")
 
 
@@ -110,3 +116,14 @@ def test_installed_wheel_runs_outside_the_tree(dist: Path, tmp_path: Path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "result:" in run.stdout
     assert list((tmp_path / "reports").glob("*/result.json"))
+    # the KV-cache phase, its page (latency over the run) and a table over users
+    kv = aiio("run", "--phase", "kvcache", *KV_TINY, "--target", str(target), "--results",
+              str(tmp_path / "kv"), "--no-history")
+    assert kv.returncode == 0, kv.stderr[-2000:]
+    assert "steady" in kv.stdout or "not judged" in kv.stdout, kv.stdout
+    assert list((tmp_path / "kv").glob("*-kvcache-*/report.html"))
+    users = aiio("scale", "--phase", "kvcache", *KV_TINY, "--users", "1,2", "--duration", "1s",
+                 "--clients", "1", "--target", str(target), "--results", str(tmp_path / "kv"),
+                 "--no-history")
+    assert users.returncode == 0, users.stderr[-2000:]
+    assert "users per client" in users.stdout or "no user count" in users.stdout

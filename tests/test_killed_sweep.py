@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from aiio import result
+from aiio.results import result
 
 from .conftest import REPO, TINY_DATA, call_cli, client_processes
 
@@ -96,7 +96,7 @@ def test_a_writer_that_exited_but_is_not_yet_reaped_is_gone() -> None:
     # a killed MPI rank lingers as a zombie until its launcher reaps it: its pid and start
     # time still match the result's mark, and the result read as "running" (seen once, under
     # load, in tests/test_mpi.py's killed rank)
-    from aiio import owner
+    from aiio.run import owner
 
     pid = os.fork()
     if pid == 0:
@@ -116,7 +116,7 @@ def test_a_writer_whose_first_thread_ended_while_another_runs_is_not_gone() -> N
     import ctypes
     import threading
 
-    from aiio import owner
+    from aiio.run import owner
 
     pid = os.fork()
     if pid == 0:

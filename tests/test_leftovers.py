@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio import owner
-from aiio.target import RUN_MARK
+from aiio.run import owner
+from aiio.storage.target import RUN_MARK
 
 from .conftest import REPO, TINY_ARGS, call_cli
 
@@ -81,8 +81,8 @@ def test_folders_of_runs_that_may_still_go_on_are_kept(target: Path, results: Pa
 # scratch folder, then lives on while another run starts.
 _MARK_AND_WAIT = """
 import json, sys, time
-from aiio import owner
-from aiio.target import RUN_MARK
+from aiio.run import owner
+from aiio.storage.target import RUN_MARK
 open(sys.argv[1] + "/" + RUN_MARK, "w").write(json.dumps(owner.mark()))
 print("marked", flush=True)
 time.sleep(120)

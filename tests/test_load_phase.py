@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import run_cli
+import pytest
+
+from .conftest import call_cli, run_cli
 
 MiB = 1 << 20
 LOAD = ("--set", "load.size=6MiB", "--set", "load.files=3", "--clients", "3")
@@ -68,3 +70,33 @@ def test_a_model_name_with_a_slash_loads(tmp_path: Path) -> None:
     (folder,) = [p for p in models.iterdir() if p.is_dir()]
     assert "Llama-3.1-8B" in folder.name and list(folder.glob("weights-*.bin"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r", "t"]  # nothing outside
+
+
+def test_first_done_counts_what_replicas_ending_in_one_bucket_had_read(ram_target: Path,
+                                                                       results: Path) -> None:
+    """Two replicas reading 8 MiB from RAM end within milliseconds, inside one 0.1 s bucket
+    of their byte series: by the first one's end the other had completed its bytes over its
+    own few milliseconds, not over the bucket's 100 (first done read half of last done)."""
+    proc = run_cli("run", "--no-report", "--no-history", "--phase", "load", "-t",
+                   str(ram_target), "--results", str(results), "--set", "load.size=8MiB",
+                   "--set", "load.files=1", "--clients", "2", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    ends = [c["elapsed_s"] for c in res["clients"]]
+    series = [c["series"] for c in res["clients"]]
+    assert all(len(s["bytes"]) == 1 for s in series), series  # both inside the first bucket
+    first = min(ends)
+    # every replica's bytes were completed between the common start and its own end
+    had = sum(s["bytes"][0] * min(1.0, first / end) for s, end in zip(series, ends, strict=True))
+    agg = res["aggregate"]
+    assert agg["first_done"]["seconds"] == first
+    assert agg["first_done"]["bytes"] == pytest.approx(had)
+    assert agg["first_done"]["mib_s"] >= agg["last_done"]["mib_s"] * 0.999
+
+
+def test_weights_too_small_for_their_files_name_the_size_given(tmp_path):
+    # `--set load.size=1` over two files was told "use a larger --scale", which it never gave
+    out = call_cli("run", "--phase", "load", "--target", str(tmp_path), "--no-history",
+                   "--set", "load.size=1", "--set", "load.files=2")
+    assert out.returncode == 2
+    assert "load.size" in out.stderr and "1 B" in out.stderr, out.stderr

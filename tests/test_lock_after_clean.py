@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio.locks import FolderLock
-from aiio.target import Target
+from aiio.storage.locks import FolderLock
+from aiio.storage.target import Target
 
 
 @pytest.mark.parametrize("folder", ["datasets", "models"])

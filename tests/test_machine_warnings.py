@@ -6,7 +6,7 @@ two ranks, a dataset that fits the client's page cache twice over passed as too 
 
 from __future__ import annotations
 
-from aiio.runner import client_ram_bytes, machines
+from aiio.run.runner import client_ram_bytes, machines
 
 
 def _host(rank: int, host: str, ram: int = 16 << 30) -> dict:

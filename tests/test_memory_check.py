@@ -10,9 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aiio import memcheck
 from aiio.errors import AiioError
 from aiio.phases.train import STEP_RECORD_BYTES
+from aiio.run import memcheck
 from aiio.units import GiB, MiB
 from aiio.workload import load_workload
 
@@ -111,7 +111,7 @@ def test_estimate_covers_what_a_real_client_of_a_bucket_uses(s3_bucket, tmp_path
            "--quiet", "--no-report", "--no-history", "--clients", "2"]
     peak = _peak_client_uss(cmd)
     w = tiny_workload(train__epochs=3, **({"train__duration": "3s"} if timed else {}))
-    assert peak <= memcheck.client_bytes(w, "s3:" + phase, 2), (phase, peak)
+    assert peak <= memcheck.client_bytes(w, phase, 2, objects=True), (phase, peak)
 
 
 def test_a_train_run_does_not_count_the_checkpoint_phase_buffers():
@@ -125,6 +125,16 @@ def test_a_train_run_does_not_count_the_checkpoint_phase_buffers():
                                   ("checkpoint", "every", 1)])
     assert 64 * MiB < memcheck.client_bytes(ckpt, "train", 2) < 128 * MiB  # no restore reader
     assert memcheck.client_bytes(w, "all", 2) > 64 * MiB  # the lifecycle checkpoints
+
+
+def test_a_train_client_is_counted_a_read_buffer_a_loader_thread():
+    # No two loader threads read into the same pages (train.read_buffer_bound), and
+    # the method is not yet known when the check runs ("auto"): a client of 8 loader threads
+    # of 16 MiB transfers holds up to 128 MiB of buffers, which one counted buffer missed.
+    few, many = (load_workload("demo", [("train", "transfer_size", "16MiB"),
+                                        ("train", "read_threads", n)]) for n in (1, 8))
+    assert memcheck.client_bytes(many, "train", 2) - memcheck.client_bytes(few, "train", 2) \
+        >= 7 * 16 * MiB
 
 
 def test_a_long_training_run_counts_its_step_log():
@@ -262,3 +272,131 @@ def test_a_client_larger_than_the_host_is_refused_for_its_sizes_not_its_count(tm
     line = done.stderr.strip()
     assert "\n" not in line and "not even one client fits" in line, line
     assert "fewer clients" not in line and "transfer" in line, line
+
+
+# A KV-cache run of 64 KiB blocks: each block is one object, PUT whole
+KV_SMALL_BLOCKS = {"model": "tiny", "layers": 2, "kv_heads": 2, "head_dim": 64,
+                   "block_tokens": 64, "users": 4, "context_tokens": 512,
+                   "generation_tokens": 64, "duration": "2s", "transfer_size": "64KiB"}
+
+
+def test_a_kvcache_client_on_a_bucket_holds_blocks_not_parts(s3_bucket, tmp_path):
+    # Each user's object writer held a payload buffer of s3.part_size (populated at once)
+    # and the estimate counted two of them, where every object it PUTs is one block: 4 users
+    # of 64 KiB blocks held 4 x 64 MiB at s3.part_size = 64 MiB, and at the default 8 MiB a
+    # client of 256 users of 2 MiB blocks was counted 4 GiB where 1 GiB held its blocks.
+    part = 64 * MiB
+    sets = [x for k, v in KV_SMALL_BLOCKS.items() for x in ("--set", f"kvcache.{k}={v}")]
+    cmd = [sys.executable, "-m", "aiio", "run", "--phase", "kvcache", *sets,
+           "--set", f"s3.part_size={part}", "--target", f"s3://{s3_bucket}/kv",
+           "--results", str(tmp_path / "reports"), "--quiet", "--no-report", "--no-history",
+           "--clients", "1"]
+    peak = _peak_client_uss(cmd)
+    users = KV_SMALL_BLOCKS["users"]
+    assert peak < users * part, peak
+    w = load_workload("demo", [*(("kvcache", k, v) for k, v in KV_SMALL_BLOCKS.items()),
+                               ("s3", "part_size", part)])
+    each = memcheck.client_bytes(w, "kvcache", 1, objects=True)
+    assert peak <= each < users * part, (peak, each)
+
+
+def test_a_checkpoint_client_on_a_bucket_holds_its_shard_not_a_larger_part(s3_bucket,
+                                                                           tmp_path):
+    # A shard smaller than s3.part_size is one PUT of the shard, yet the writer held a
+    # buffer of the part (and the estimate two): 6 MiB shards at s3.part_size = 2 GiB made a
+    # client of 4.2 GB, and 5 GiB parts were refused as 12.5 GiB a client.
+    part, size = 256 * MiB, 8 * MiB
+    cmd = [sys.executable, "-m", "aiio", "run", "--phase", "checkpoint", "--set",
+           f"checkpoint.size={size}", "--set", f"s3.part_size={part}", "--target",
+           f"s3://{s3_bucket}/ck", "--results", str(tmp_path / "reports"), "--quiet",
+           "--no-report", "--no-history", "--clients", "2"]
+    peak = _peak_client_uss(cmd)
+    assert peak < part, peak
+    w = load_workload("demo", [("checkpoint", "size", size), ("s3", "part_size", part)])
+    each = memcheck.client_bytes(w, "checkpoint", 2, objects=True)
+    assert peak <= each < part, (peak, each)
+
+
+def _huge_index(avail: int) -> list[str]:
+    """Settings of a vector index whose compressed vectors (N x 32 B) take 45 % of what a run
+    may use: one client (1.25 x them with the margin) fits, their layout (2.2 x, and the
+    margin) does not, with a fifth of the memory come or gone meanwhile. Records of 1,024
+    float32s span two sectors a node: terabytes no disk here holds, so a check that let the
+    layout start would be refused for space, never begin it."""
+    from aiio.phases import vector_index as vi
+
+    vectors = int(0.45 * memcheck.USABLE * avail) // (vi.CODE_DIMS * 4)
+    return [f"vector.vectors={vectors}", "vector.dimensions=1024", "vector.max_degree=16"]
+
+
+def test_a_vector_index_too_large_to_lay_out_is_refused_before_anything_is_written(tmp_path):
+    """Laying the vector index out holds about 2.2 x its compressed vectors in the parent,
+    before any client runs (docs/PERFORMANCE.md, "Memory per client"); the check counted
+    only the clients', each of which holds them once. A run and `aiio datagen` that would lay
+    out an index whose layout does not fit are refused in one line, nothing written."""
+    sets = sum((["--set", s] for s in _huge_index(psutil.virtual_memory().available)), [])
+    target, results = tmp_path / "target", tmp_path / "reports"
+    target.mkdir()
+    for cmd in (["run", "--phase", "vector", "--results", str(results), "--clients", "1"],
+                ["datagen", "--phase", "vector"]):
+        done = subprocess.run([sys.executable, "-m", "aiio", *cmd, "--target", str(target),
+                               *sets], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "laying out the vector index" in lines[0], done.stderr
+        assert "aiio datagen --phase vector" in lines[0], lines[0]
+        assert list(target.iterdir()) == [] and not results.exists()
+
+
+def test_a_kept_vector_index_is_not_laid_out_again_so_its_layout_is_not_counted(tmp_path):
+    """A run that reuses the index kept on the mount lays nothing out: its layout's memory is
+    no part of its check; on a mount without it, or on a bucket, it is."""
+    from aiio.phases import vector
+
+    sets = [("vector", "vectors", 3000), ("vector", "max_degree", 16)]
+    w = load_workload("demo", sets)
+    target = tmp_path / "target"
+    target.mkdir()
+    laid = vector.PHASE.prepare_memory(w, str(target))
+    assert laid is not None and laid.bytes >= 2.2 * 3000 * 32, laid
+    assert vector.PHASE.prepare_memory(w, "s3://bucket/prefix") == laid
+    done = subprocess.run([sys.executable, "-m", "aiio", "datagen", "--phase", "vector",
+                           "--target", str(target), *sum((["--set", f"{s}.{k}={v}"]
+                                                          for s, k, v in sets), [])],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert vector.PHASE.prepare_memory(w, str(target)) is None
+
+
+def _peak_rss(args: list[str]) -> int:
+    """The largest resident set of `aiio ARGS`, run to its end (its own process's)."""
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    got = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "aiio", *args],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    code, kib = got.stdout.split()[-2:]
+    assert code == "0", got.stderr
+    return int(kib) * 1024
+
+
+def test_the_layout_estimate_covers_what_laying_out_an_index_holds(tmp_path):
+    """`aiio datagen --phase vector` of 2 million vectors (61 MiB of compressed vectors) in
+    records of 28 B: the peak above a layout of 16 vectors stays within the estimate the
+    check counts (2.2 x the compressed vectors and 7 chunks of 8 MiB: 190 MiB). Measured when
+    written: 137.5 MiB, 2.25 x the compressed vectors."""
+    from aiio.phases import vector
+
+    small = ["vector.dimensions=8", "vector.element_size=1", "vector.max_degree=4",
+             "vector.graph=random"]
+
+    def peak(vectors: int) -> int:
+        target = tmp_path / f"n{vectors}"
+        target.mkdir()
+        sets = sum((["--set", s] for s in [*small, f"vector.vectors={vectors}"]), [])
+        return _peak_rss(["datagen", "--phase", "vector", "--target", str(target), *sets])
+
+    w = load_workload("demo", [("vector", k, v) for k, v in (
+        ("vectors", 2_000_000), ("dimensions", 8), ("element_size", 1), ("max_degree", 4),
+        ("graph", "random"))])
+    held = peak(2_000_000) - peak(16)
+    assert 2.0 * 2_000_000 * 32 < held <= vector.layout_memory(w).bytes, held

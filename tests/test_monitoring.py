@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from aiio.history import History, Record
+from aiio.results.history import History, Record
 
 from .conftest import call_cli, run_cli, saved_result
 from .test_accept import _check, _spec
 
-LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec")
+LABELS = ("check", "kind", "target", "phase", "workload", "clients", "spec", "settings")
 # figure -> (metric name in base units, factor from the history's value)
 BASE = {"aggregate_mib_s": ("aiio_aggregate_bytes_per_second", 2**20),
         "last_done_mib_s": ("aiio_last_done_bytes_per_second", 2**20),
@@ -202,8 +202,8 @@ def test_an_export_through_a_symlink_updates_the_file_it_points_to(tmp_path):
 def test_metric_names_and_values_are_in_base_units(tmp_path):
     """Prometheus names carry base units (seconds, bytes, ratios), never display units: a
     p99 of 2.5 ms is aiio_p99_latency_seconds 0.0025, 100 MiB/s is 104857600 bytes/s."""
-    from aiio import monitoring
-    from aiio.figures import FIGURES
+    from aiio.results import monitoring
+    from aiio.results.figures import FIGURES
 
     assert set(monitoring.METRICS) == set(FIGURES)  # a new figure needs a metric name
     rec = Record(kind="check", name="n", target="/mnt/a", status="pass", passed=True,
@@ -245,7 +245,7 @@ def test_a_check_run_now_drops_its_old_series_of_another_read_loop_from_the_expo
     the compiled loop: the accept export must not keep last week's failure as one more check
     of the spec (an alert on aiio_passed would fire for good). `other` did not run: its last
     record is kept, whichever loop read it."""
-    from aiio.monitoring import other_checks
+    from aiio.results.monitoring import other_checks
 
     def rec(name: str, passed: bool, ts: float) -> Record:
         r = Record(kind="check", name=name, target="/mnt/a", status="pass" if passed else "fail",

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result
-from aiio.comm import launched_size, version_mismatch
-from aiio.hosts import split_clients
-from aiio.target import Target
+from aiio.results import result
+from aiio.run.comm import launched_size, version_mismatch
+from aiio.run.hosts import split_clients
+from aiio.storage.target import Target
 
 from .conftest import REPO, TINY_DATA, call_cli, client_processes, is_root, saved_results
 from .mpi import (
     end_job,
     find_mpiexec,
+    launch,
     left_behind,
     mpi_env,
     mpi_run,
@@ -165,8 +166,7 @@ def test_hosts_that_disagree_on_the_barriers_end_the_run_naming_the_host(target,
             f"from aiio.cli import main\nmain({args!r})\n")
     cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "2", sys.executable,
            "-c", code]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=mpi_env({"AIIO_TEST_EXTRA_BARRIER": str(extra)}))
+    done = launch(cmd, mpi_env({"AIIO_TEST_EXTRA_BARRIER": str(extra)}), 120)
     assert done.returncode != 0
     assert said in done.stderr and "partial result saved" in done.stderr, done.stderr
     (res,) = saved_results(results)
@@ -266,8 +266,7 @@ def _run_rank_1_seeing(other: Path, over: Path, target: Path,
              f"mount --bind '{other}' '{over}' && exec {inner}"]
     cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none", "-n", "1", *args, ":",
            "-n", "1", *rank1]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=mpi_env())
+    return launch(cmd, mpi_env(), 120)
 
 
 @needs_mpi
@@ -353,7 +352,7 @@ def test_synchronous_checkpoints_during_training_across_ranks(target, results):
                             if o["rank"] == c["rank"]]
                 assert opened >= max(own_host), (k, c["client"])
                 # Each host counts from its own start, and the hosts start within rank 0's
-                # message latency and a 1 ms poll of each other (aiio/hosts.py): against the
+                # message latency and a 1 ms poll of each other (aiio/run/hosts.py): against the
                 # other host's shards the order holds up to that. Compared exactly, a barrier
                 # opened 0.3 ms "before" the other host's last shard, once in six runs.
                 assert opened >= p["write"]["end_s"] - HOST_START_SKEW_S, (k, c["client"])
@@ -405,6 +404,36 @@ def test_barrier_released_late_on_one_host_across_the_deadline(target, results):
             pytest.fail("the run hung after the deadline")
     finally:
         end_job(proc, pids)
-    assert proc.returncode == 0, err
+    # A host paused for seconds may leave too few consumed batches for a training headline
+    # within 5 %: the run then says so and exits 1 with its partial result. Either way it ended
+    # and its checkpoints are counted.
+    unmeasured = proc.returncode == 1 and "cannot be measured" in err
+    assert proc.returncode == 0 or unmeasured, err
     (res,) = saved_results(results)
-    assert res["status"] == "ok" and res["aggregate"]["checkpoint"]["completed"] >= 1
+    assert res["status"] == ("failed" if unmeasured else "ok")
+    assert res["aggregate"]["checkpoint"]["completed"] >= 1
+
+
+@needs_mpi
+def test_an_engine_module_missing_on_one_host_is_named_not_a_hang(target, results, tmp_path):
+    """The engine's module is on rank 0's path only (copied to one node): the other rank
+    cannot unpickle the call that carries the engine. It said so in a traceback and rank 0
+    waited 30 s for it, then called it hung; now the run fails naming the host and the module."""
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "rank0_engine.py").write_text(
+        "from tests.sleepy_engine import SleepyEngine\n"
+        "class Rank0Engine(SleepyEngine):\n    pass\n"
+        "def make(target, method):\n    return Rank0Engine(method)\n")
+    args = [*_run_args(target, results), "--phase", "load", "--set", "load.size=1MiB", "-q",
+            "--engine", "external:rank0_engine"]
+    cmd = [find_mpiexec(), "--oversubscribe", "--bind-to", "none",
+           "-n", "1", "env", f"PYTHONPATH={mods}", sys.executable, "-m", "aiio", *args, ":",
+           "-n", "1", sys.executable, "-m", "aiio", *args]
+    env = {k: v for k, v in mpi_env().items() if k != "PYTHONPATH"}
+    done = launch(cmd, env, 120)
+    assert done.returncode != 0
+    assert "(rank 1)" in done.stderr and "No module named 'rank0_engine'" in done.stderr, \
+        done.stderr[-3000:]
+    assert "stopped answering" not in done.stderr and "Traceback" not in done.stderr
+    assert "sent no reply" not in done.stderr  # it answered at once, with its error

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from aiio import result
+from aiio.results import result
 
 from .conftest import TINY_DATA
 from .mpi import (
@@ -76,8 +76,8 @@ def test_sigterm_to_rank_0_alone_stops_the_other_ranks(target, results):
 def test_a_bad_number_of_seconds_is_refused(monkeypatch, name, value):
     """inf passed as 'a number of seconds, 0 or more' and made the wait after a SIGTERM (or
     for a silent rank) one without an end."""
-    from aiio.comm import _seconds_from_env
     from aiio.errors import ConfigError
+    from aiio.run.comm import _seconds_from_env
 
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=f"{name} must be a number of seconds"):
@@ -103,8 +103,8 @@ def test_a_bad_number_of_seconds_is_one_line_before_the_run(target, results, nam
 def test_no_time_at_all_to_answer_is_refused(monkeypatch, name):
     """0 s gave no rank any time: a healthy rank that had just replied with its failure was
     called hung ('did not answer within 0 s') and the job aborted. 0 s of drain is a choice."""
-    from aiio.comm import _seconds_from_env
     from aiio.errors import ConfigError
+    from aiio.run.comm import _seconds_from_env
 
     monkeypatch.setenv(name, "0")
     with pytest.raises(ConfigError, match=f"{name} must be a number of seconds above 0"):

@@ -55,6 +55,7 @@ def hit_slow_generators(tmp_path: Path, results: Path, hit) -> tuple[str, int, l
 
 
 @needs_mpi
+@pytest.mark.long  # 10 to 12 s
 @pytest.mark.skipif(can_mount_fuse() is not None, reason=can_mount_fuse() or "")
 def test_ctrl_c_while_generators_are_slow_to_die_removes_all_they_wrote(tmp_path, results):
     """Ctrl-C at the launcher (SIGINT to its process group): Open MPI SIGKILLs the ranks a
@@ -68,6 +69,7 @@ def test_ctrl_c_while_generators_are_slow_to_die_removes_all_they_wrote(tmp_path
 
 
 @needs_mpi
+@pytest.mark.long  # 10 to 12 s
 @pytest.mark.skipif(can_mount_fuse() is not None, reason=can_mount_fuse() or "")
 def test_sigterm_to_rank_1_alone_while_its_generators_are_slow_to_die_names_it(
         tmp_path, results):

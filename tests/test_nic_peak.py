@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiio.sysinfo import PEAK_WINDOW_S, PeakRate
+from aiio.run.sysinfo import PEAK_WINDOW_S, PeakRate
 
 MB = 1_000_000
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiio import engine
 from aiio.accept.spec import load_spec
-from aiio.engine import METHOD_NULL, OpLog, Reader, Writer, merge_logs
+from aiio.engines import seam as engine
+from aiio.engines.seam import METHOD_NULL, OpLog, Reader, Writer, merge_logs
 from aiio.errors import ConfigError
 
 from .conftest import TINY_ARGS, call_cli, run_cli

@@ -20,6 +20,9 @@ PHASES = {
     "randrw": ("--set", "prep.file_size=1MiB", "--set", "prep.duration=0.3s"),
     "checkpoint": ("--set", "checkpoint.size=4MiB"),
     "train": ("--epochs", "1", "--batch-size", "2"),
+    "kvcache": ("--set", "kvcache.model=tiny", "--set", "kvcache.layers=2", "--set",
+                "kvcache.kv_heads=2", "--set", "kvcache.head_dim=64", "--set",
+                "kvcache.block_tokens=64", "--set", "kvcache.duration=0.5s"),
 }
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiio.blocks import BLOCK, HEADER, file_tag
 from aiio.cache_methods import METHOD_DIRECT
-from aiio.engine import OpLog, Writer
-from aiio.target import probe_direct_io
+from aiio.engines.blocks import BLOCK, HEADER, file_tag
+from aiio.engines.seam import OpLog, Writer
+from aiio.storage.target import probe_direct_io
 
 CHUNK = 64  # bytes: sub-block similarity and delta encoders match runs of this order
 TRANSFER = 256 * 1024

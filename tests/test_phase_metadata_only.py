@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio import figures, result
 from aiio.phases import REGISTRY
+from aiio.results import figures, result
 
 from .conftest import TINY_DATA, call_cli, registered_run
 

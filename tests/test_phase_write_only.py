@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result, runner
 from aiio.phases import REGISTRY, get_phase
+from aiio.results import result
+from aiio.run import runner
 
 from .conftest import call_cli, registered_run
 

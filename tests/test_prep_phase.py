@@ -7,9 +7,9 @@ import json
 import math
 from pathlib import Path
 
-from aiio.dataset import check
 from aiio.phases.prep import client_items
-from aiio.target import Target
+from aiio.storage.dataset import check
+from aiio.storage.target import Target
 
 from .conftest import TINY_ARGS, call_cli, run_cli, tiny_workload
 
@@ -18,7 +18,7 @@ PREP = (*TINY_ARGS, "--set", "prep.threads=1", "--set", "prep.passes=2",
 
 
 def test_every_sample_once_per_pass_over_all_clients(target: Path) -> None:
-    from aiio import dataset as ds
+    from aiio.storage import dataset as ds
     data = ds.generate(Target(target), tiny_workload(dataset__num_files=37))
     for clients in (1, 3, 5):
         seen = [[] for _ in range(2)]

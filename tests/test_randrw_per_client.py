@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aiio import figures, result, runner
+from aiio.results import figures, result
+from aiio.run import runner
 from aiio.sweep import per_point
 from tests.conftest import tiny_workload
 
@@ -21,7 +22,7 @@ def test_a_write_only_mix_keeps_each_clients_bandwidth(target: Path, results: Pa
     own = [c["read"]["mib_s"] + c["write"]["mib_s"] for c in res["clients"]]
     assert min(own) > 0
     point = per_point.point_figures("randrw", res["aggregate"])
-    assert point["per_client_mib_s"]["mean"] == pytest.approx(sum(own) / len(own))
-    assert point["per_client_mib_s"]["min"] == pytest.approx(min(own))
-    assert point["jain"] > 0
+    assert point.per_client_mib_s.mean == pytest.approx(sum(own) / len(own))
+    assert point.per_client_mib_s.min == pytest.approx(min(own))
+    assert point.jain > 0
     assert figures.run_figures(res)["client_mib_s_min"] == pytest.approx(min(own))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiio import depth
+from aiio.engines import depth
 from tests.faultfs import events, faultfs
 from tests.oracle.mount import can_mount_fuse
 

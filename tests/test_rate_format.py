@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from aiio.figures import FIGURES
 from aiio.report import html
+from aiio.results.figures import FIGURES
 from aiio.sweep.verdict import Point, judge
 from aiio.term import console, sweep_console
 from aiio.units import format_rate

@@ -5,17 +5,20 @@ outside the process: no file opened, no byte read or written, no thread left beh
 
 from __future__ import annotations
 
+import _thread
+import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 
-from aiio import dataset as ds
 from aiio.cache_methods import METHOD_DIRECT
-from aiio.clients import ClientContext, rehearse, run_clients
 from aiio.phases import get_phase
 from aiio.phases.train import TrainArgs
-from aiio.target import Target
+from aiio.run.clients import ClientContext, rehearse, run_clients
+from aiio.storage import dataset as ds
+from aiio.storage.target import Target
 
 from .conftest import REPO, tiny_workload
 
@@ -36,6 +39,55 @@ def test_the_train_rehearsal_runs_the_clients_code_without_opening_a_file(target
     out = rehearse(fn, rehearsal_args, 0, 2)
     assert out["steps"] > 8  # enough calls for the interpreter to settle the code it ran
     assert set(threading.enumerate()) == threads  # every thread it started has ended
+
+
+def test_the_train_rehearsal_leaves_no_thread_of_any_kind_behind(target):
+    # The accelerator's stop watcher is a bare _thread thread (a threading.Thread cost each
+    # client about 0.1 MiB of pages more), which threading.enumerate() does not list.
+    args = _train_args(target)
+    fn, rehearsal_args = get_phase("train").rehearsal(args)
+    before = _os_threads()
+    rehearse(fn, rehearsal_args, 0, 2)
+    assert _os_threads() == before
+
+
+def _os_threads() -> int:
+    """The threads of this process the kernel knows (threading lists only its own)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def _bare_thread_client(ctx: ClientContext) -> dict:
+    """Starts a bare thread that outlives the client's code by a moment."""
+    _thread.start_new_thread(time.sleep, (0.3,))
+    return {}
+
+
+def test_a_rehearsal_waits_for_bare_threads_to_end():
+    before = _os_threads()
+    rehearse(_bare_thread_client, None, 0, 1)
+    assert _os_threads() == before
+
+
+def _tasks() -> set[str]:
+    return set(os.listdir("/proc/self/task"))
+
+
+def _outlived_client(ctx: ClientContext) -> dict:
+    """Starts a bare thread that outlives the client's code, once a thread of the process
+    that was there before the rehearsal has ended."""
+    ctx.args.wait()
+    _thread.start_new_thread(time.sleep, (0.5,))
+    return {}
+
+
+def test_a_thread_ending_during_the_rehearsal_does_not_hide_one_it_started():
+    # Counting threads, the rehearsal took one of the process's own that ended as it ran for
+    # the bare thread it had started, and went on with that one still running.
+    done = threading.Event()
+    _thread.start_new_thread(lambda: (time.sleep(0.05), done.set()), ())
+    before = _tasks()
+    rehearse(_outlived_client, done, 0, 1)
+    assert not _tasks() - before
 
 
 def test_the_train_rehearsal_writes_no_checkpoint_and_runs_briefly(target):
@@ -95,7 +147,7 @@ def test_a_failing_rehearsal_changes_nothing_of_the_run():
 _SIGTERM_IN_REHEARSAL = """
 import os, signal, time
 from aiio.cli import _end_on_sigterm
-from aiio.clients import RunAborted, run_clients
+from aiio.run.clients import RunAborted, run_clients
 from tests.test_rehearsal import _note
 
 def _sigterm(ctx):
@@ -124,7 +176,7 @@ def test_a_sigterm_during_the_rehearsal_ends_the_run():
 def test_only_a_host_with_many_clients_rehearses(target):
     """A rehearsal costs every run about 0.25 s before its clients start, for memory that
     matters only with many clients: a run of 2 waited for it all the same."""
-    from aiio.hosts import REHEARSE_FROM, rehearsal_for
+    from aiio.run.hosts import REHEARSE_FROM, rehearsal_for
 
     phase, args = get_phase("train"), _train_args(target)
     assert rehearsal_for(phase, args, REHEARSE_FROM - 1) is None

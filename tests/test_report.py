@@ -18,8 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aiio import report, result, stats
+from aiio import report, stats
 from aiio.report import series as sr
+from aiio.results import result
 from aiio.units import format_rate
 
 from .conftest import REPO, TINY_ARGS, TINY_DATA, call_cli, run_cli
@@ -542,8 +543,8 @@ def test_linear_scaling_draws_as_a_straight_line() -> None:
 def test_sweep_chart_files_draw_linear_scaling_straight() -> None:
     """The aggregate chart written beside a sweep: log-log, measured and ideal lines straight
     on screen, and E(N) in its own panel against the threshold."""
-    from aiio import charts
-    from aiio.result import SweepRow
+    from aiio.results import charts
+    from aiio.results.result import SweepRow
 
     rows = _linear_rows(eff_at_16=0.8)
     for r in rows:
@@ -971,3 +972,73 @@ def test_a_run_whose_au_could_not_be_measured_is_no_fail() -> None:
     verdict = str(run_verdict(result.model(doc)))
     assert "FAIL" not in verdict and "PASS" not in verdict, verdict
     assert "could not be measured" in verdict and "warm-up" in verdict, verdict
+
+
+def test_the_run_table_names_engine_ranks_and_start_up(run2: Path) -> None:
+    """Which engine did the I/O, how many processes, how long before the first I/O: facts of
+    the run, shown with it; never as "Other recorded figures" beside the writer's pid."""
+    res = result.load(run2)
+    page = _text(run2 / "report.html")
+    measured = page[page.index('id="measured"'):]
+    assert re.search(rf">engine</td><td[^>]*>{res['engine']}<", measured)
+    assert re.search(rf">processes \(ranks\)</td><td[^>]*>{res['ranks']}<", measured)
+    assert re.search(r">command to first I/O</td><td[^>]*>\d+\.\d+ s<", measured)
+    assert 'id="other"' not in page and "boot_id" not in page
+
+
+def test_no_report_shows_the_writer_provenance(sweep: Path) -> None:
+    """Every result records who wrote it (pid, host, boot) to tell a live run from a dead one;
+    no report lists that as a figure."""
+    for page in (sweep / "report.html", *sweep.glob("points/*/report.html")):
+        assert "boot_id" not in _text(page), page
+
+
+def test_a_checkpoint_page_leads_with_the_figures_the_console_shows(area: Path) -> None:
+    """A checkpoint run's headline is its rate to every shard durable and its restore, per
+    checkpoint and per client, named as on the console: not a dump of the aggregate's keys."""
+    folder = _phase_run(area, "checkpoint", *PHASE_RUNS["checkpoint"][0])
+    res = result.load(folder)
+    page = _text(folder / "report.html")
+    head = page[page.index('id="headline"'):page.index('id="measured"')]
+    ck = res["aggregate"]
+    assert re.search(r">write \(every shard durable\)</td><td[^>]*>"
+                     rf"{ck['write_mib_s']:,.1f} MiB/s<", head), head[:3000]
+    assert ">restore</td>" in head and ">per checkpoint<" in head
+    assert head.index(">write (every shard durable)<") < head.index("<details")
+
+
+def test_compute_paced_counts_are_no_green_efficiency_bars() -> None:
+    """A count whose clients met their AU goal measured their compute, not the storage: its
+    E(N) bar is drawn grey and named so, on the page and in the chart file, never green as
+    if the storage had scaled (the verdict already keeps such points out of linear)."""
+    from aiio.report import sweep as sweep_view
+    from aiio.results import charts
+    from aiio.results.result import SweepRow
+
+    rows = _linear_rows()
+    for r in rows[:3]:  # paced by compute up to 4 clients; storage-bound beyond
+        r.update(au_mean=0.99, au_min=0.98, au_goal=0.9, au_pass=True, au_rule="mean")
+    for r in rows[3:]:
+        r.update(au_mean=0.5, au_min=0.4, au_goal=0.9, au_pass=False, au_rule="mean")
+    for r in rows:
+        r["aggregate_spread"] = {k: r["aggregate_mib_s"] for k in ("mean", "min", "max")}
+    (eff,) = [c for c in sweep_view.scaling_charts(rows, 0.9)
+              if "scaling efficiency E(N) against the threshold" in c]
+    assert "paced by compute" in eff
+    fig = charts.aggregate_figure([SweepRow.of(r) for r in rows], 0.9, "t")
+    colours = [b.get_facecolor() for b in fig.axes[1].patches]
+    assert len(set(colours[:3])) == 1 and len(set(colours[3:])) == 1  # 1, 2, 4 | 8, 16
+    assert colours[0] != colours[3]
+    assert any("paced by compute" in t.get_text() for t in fig.axes[1].get_legend().get_texts())
+
+
+def test_a_sweep_paced_by_compute_says_why_linear_was_not_judged() -> None:
+    from aiio.report.sweep import verdict_pairs
+
+    pairs = dict(verdict_pairs({"shape": "demand_bound", "threshold": 0.9,
+                                "baseline_clients": 1, "baseline_mib_s": 94.2,
+                                "linear_up_to": None, "knee": None,
+                                "demand_bound_up_to": 4}))
+    assert pairs["scales linearly up to"] == "not judged: paced by compute up to 4 clients"
+    assert "clients" not in dict(verdict_pairs({"shape": "insufficient", "threshold": 0.9,
+                                                "linear_up_to": None}))["scales linearly up to"]

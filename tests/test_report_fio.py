@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiio import report, result
+from aiio import report
 from aiio.report import html as h
+from aiio.results import result
 from tests.conftest import call_cli, run_cli
 
 

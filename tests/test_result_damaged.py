@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from aiio import history, result
 from aiio.report import html
+from aiio.results import history, result
 
 from .conftest import TINY_ARGS, TINY_DATA, call_cli, run_cli
 
@@ -98,6 +98,10 @@ MADE = {
              "--clients", "2"),
     "randrw": ("run", "--phase", "randrw", "--set", "prep.file_size=2MiB",
                "--set", "prep.duration=300ms", "--clients", "2"),
+    "kvcache": ("run", "--phase", "kvcache", "--set", "kvcache.model=tiny", "--set",
+                "kvcache.layers=2", "--set", "kvcache.kv_heads=2", "--set", "kvcache.head_dim=64",
+                "--set", "kvcache.block_tokens=64", "--set", "kvcache.duration=300ms",
+                "--clients", "2"),
     "sweep": ("scale", *TINY_DATA, "--batch-size", "2", "--clients", "1,2", "--duration",
               "1s", "--no-charts"),
 }

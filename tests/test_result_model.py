@@ -1,5 +1,5 @@
 """The typed result model: every phase's I/O sections under one type and a name, the same from a
-result saved by an earlier aiio (aiio.result/1) as from a new one (aiio.result/2).
+result saved by an earlier aiio (aiio.result/1) as from a later one (aiio.result/2, /3).
 
 Expected numbers are read from the saved JSON with plain dict access, so they do not depend on
 the model under test.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result
-from aiio.phases import REGISTRY
+from aiio.phases import REGISTRY, result_layout
 from aiio.phases.base import Phase
+from aiio.results import result
 
 from .conftest import TINY_ARGS, call_cli, run_cli
 
@@ -117,29 +117,39 @@ def test_a_stored_fio_suite_sweep_and_warnings_read_as_types() -> None:
         (w["code"], w["message"]) for w in _doc(train)["warnings"]]
 
 
-def test_a_v1_result_saved_again_is_v2_with_the_same_sections(tmp_path: Path) -> None:
+def test_a_v1_result_saved_again_is_v3_with_the_same_sections(tmp_path: Path) -> None:
     old = result.load(_folder("checkpoint-demo-c2"))
     assert old["schema"] == "aiio.result/1"
     result.save(old, tmp_path)
     doc = _doc(tmp_path)
-    assert doc["schema"] == result.SCHEMA == "aiio.result/2"
+    assert doc["schema"] == result.SCHEMA == "aiio.result/3"
     assert doc["io"]["aggregate"]["checkpoint.1.read"] == ["aggregate", "checkpoints", 1, "read"]
     assert doc["io"]["client"]["checkpoint.0.write"] == ["checkpoints", 0, "write"]
+    assert [c["totals"] for c in doc["io"]["clients"]] == [
+        {"write": ["write"], "read": ["read"]}] * len(doc["clients"])
+    assert (doc["io"]["main_op"], doc["io"]["judged_on"], doc["io"]["checkpoint_at"]) == (
+        "write", "persist", [])
     again = result.load(tmp_path)
     assert again.io == old.io and again.clients == old.clients
 
 
-def test_a_new_run_saves_v2_whose_index_points_at_its_sections(tmp_path: Path) -> None:
+def test_a_new_run_saves_v3_whose_index_points_at_its_sections(tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
     proc = run_cli("run", "--no-report", "--phase", "prep", "-t", str(tmp_path / "t"), "--results",
                    str(tmp_path / "r"), *TINY_ARGS, "--set", "prep.shard_size=256KiB", "-q")
     assert proc.returncode == 0, proc.stderr
     [folder] = (tmp_path / "r").glob("*-prep-*")
     doc = _doc(folder)
-    assert doc["schema"] == "aiio.result/2"
-    assert doc["io"] == {"aggregate": {"read": ["aggregate", "read"],
+    assert doc["schema"] == "aiio.result/3"
+    own = {"read": ["read"], "write": ["write"]}
+    assert doc["io"] == {"phase": "prep", "main_op": "read", "judged_on": "read_plus_write",
+                         "headline_stage": None,
+                         "aggregate": {"read": ["aggregate", "read"],
                                        "write": ["aggregate", "write"]},
-                         "client": {"read": ["read"], "write": ["write"]}, "main_op": "read"}
+                         "client": own, "clients": [{"sections": own, "totals": own}] * 2,
+                         "checkpoint_at": None, "load_at": None, "metadata_at": ["metadata"],
+                         "other_series": [], "stages": {},
+                         "workload_sections": ["dataset", "prep"]}
     res = result.load(folder)
     for name, path in doc["io"]["aggregate"].items():
         recorded = result.dig(doc, *path)
@@ -152,7 +162,7 @@ def test_a_result_of_an_unknown_schema_is_one_line_exit_2(tmp_path: Path) -> Non
     proc = call_cli("report", str(tmp_path))
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
-    assert "not an aiio result (schema aiio.result/1 or aiio.result/2)" in line
+    assert "not an aiio result (schema aiio.result/1 or aiio.result/2 or aiio.result/3)" in line
 
 
 def test_the_one_constructor_starts_every_kind_alike() -> None:
@@ -224,12 +234,13 @@ def test_a_result_of_a_phase_this_aiio_does_not_know_keeps_its_sections_and_main
         tmp_path: Path, monkeypatch) -> None:
     """A result records where its sections are and which operation its latency figure is
     taken from, so a reader that does not know its phase still finds both."""
-    from aiio import figures
+    from aiio.results import figures
 
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "scribble_phase", types.SimpleNamespace(PHASE=_ScribblePhase()))
         m.setitem(REGISTRY, "scribble", "scribble_phase")
-        result.save(_scribble_result(), tmp_path)
+        doc = _scribble_result()
+        result.save(doc, tmp_path, result_layout(doc))  # as the runner saves it
     run = result.load(tmp_path)
     assert run.main_op == "write"
     assert list(run.io) == ["scribble"] and list(run.clients[0].io) == ["scribble"]
@@ -368,9 +379,9 @@ def test_hosts_verify_and_stages_read_as_types() -> None:
 def test_clients_requested_has_one_reading(recorded: int | None) -> None:
     # the fio pairing read a recorded 0 as "not recorded" (the clients reported) and the
     # history as 0 clients ("run train demo c0"); a run asks for one client at least
-    from aiio import history
     from aiio.fio import hero
     from aiio.report.run import clients_line
+    from aiio.results import history
 
     doc = _doc(STORED / "20261130-230529-train-demo-c2")
     reported = len(doc["clients"])
@@ -401,9 +412,9 @@ def test_a_run_with_no_client_reported_still_asked_for_one_at_least(recorded: in
     # a failed run that no client reported, its count recorded as 0 or not at all: the count
     # read 0, the history named its series "c0" and compare pasted `aiio fio --clients 0`,
     # which aiio fio refuses; the resolved workload records the count asked for as well
-    from aiio import history
     from aiio.fio import hero
     from aiio.report.run import clients_line
+    from aiio.results import history
 
     doc = _doc(STORED / "20261130-230529-train-demo-c2")
     doc.update(status="failed", error="no client started", clients=[])

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiio import history, result
 from aiio.cli import cli
+from aiio.results import history, result
 
 STORED = Path(__file__).parent / "data" / "results-v1"
 
@@ -77,8 +77,7 @@ def test_report_shows_each_io_section_of_a_stored_run(name: str, tmp_path: Path)
 def test_report_shows_a_stored_checkpoint_run(tmp_path: Path) -> None:
     agg = _doc("checkpoint-demo-c2")["aggregate"]
     text = _report_text("checkpoint-demo-c2", tmp_path)
-    worst = max((c["write"] for c in agg["checkpoints"]), key=lambda b: b["last_done_s"])
-    assert f"{_rate(worst['first_done']['mib_s'])} aggregate MiB/s (first done)" in text
+    assert f"{_rate(agg['write_mib_s'])} write MiB/s (every shard durable)" in text
     slowest = agg["persist_last_done_s"]["max"] * 1e3
     assert f"{slowest:#.3g} ms checkpoint time" in text
 
@@ -111,10 +110,11 @@ def test_compare_sets_stored_runs_against_a_stored_fio_suite() -> None:
         agg = _doc(name)["aggregate"]
         rows = {r["figure"]: r for r in shown["rows"]}
         head = rows["aggregate MiB/s (the % of hero figure)"]
-        assert (head["phase"], head["fio"]) == (agg["last_done"]["mib_s"],
+        storage = agg.get("delivered", agg)  # training: the bytes its loaders were delivered
+        assert (head["phase"], head["fio"]) == (storage["last_done"]["mib_s"],
                                                  fio["seq_read"]["aggregate"]["mib_s"])
-        assert rows["aggregate MiB/s, first done"]["phase"] == agg["first_done"]["mib_s"]
-        assert rows["per client MiB/s, min"]["phase"] == agg["per_client_mib_s"]["min"]
+        assert rows["aggregate MiB/s, first done"]["phase"] == storage["first_done"]["mib_s"]
+        assert rows["per client MiB/s, min"]["phase"] == storage["per_client_mib_s"]["min"]
         assert rows["read latency p99"]["phase"] == agg["latency"]["read"]["p99_ns"]
 
 
@@ -165,8 +165,7 @@ def test_history_recorded_by_the_old_code_shows_the_stored_figures() -> None:
     assert shown[check["result_id"]]["figures"]["au_min"] == check["measured"]["au_min"]
 
 
-@pytest.mark.parametrize("name", ["230529-train-demo-c2", "checkpoint-demo-c2",
-                                  "load-demo-c2", "all-demo-c2"])
+@pytest.mark.parametrize("name", ["230529-train-demo-c2", "load-demo-c2", "all-demo-c2"])
 def test_a_stored_run_loads_into_the_history_record_it_made(name: str) -> None:
     stored = _history()[_doc(name)["id"]]
     rec = history.run_record(result.load(_folder(name)))
@@ -186,6 +185,20 @@ def test_a_stored_prep_run_is_judged_as_reads_plus_writes() -> None:
         assert figures[figure] == pytest.approx(agg["read"][window]["mib_s"]
                                                 + agg["write"][window]["mib_s"])
     assert figures["client_mib_s_min"] == agg["read"]["per_client_mib_s"]["min"]
+
+
+def test_a_stored_checkpoint_run_is_judged_on_its_write_rate() -> None:
+    """A checkpoint's record was the worst checkpoint's first done when it was stored; it is
+    now the write rate until every shard is durable, as the console shows it, a fix made on
+    purpose. Its other figures are as recorded."""
+    doc = _doc("checkpoint-demo-c2")
+    stored = _history()[doc["id"]]["figures"]
+    figures = history.run_record(result.load(_folder("checkpoint-demo-c2"))).figures
+    rate = doc["aggregate"]["write_mib_s"]
+    assert figures.pop("aggregate_mib_s") == figures.pop("last_done_mib_s") == rate
+    assert stored.pop("aggregate_mib_s") != rate
+    stored.pop("last_done_mib_s")
+    assert figures == stored
 
 
 def test_a_stored_sweep_loads_into_the_history_record_it_made() -> None:

@@ -10,7 +10,6 @@ import shutil
 
 import pytest
 
-from aiio import result
 from aiio.errors import RunFailed
 from aiio.fio import job
 from aiio.fio.bucket import (
@@ -25,6 +24,7 @@ from aiio.fio.bucket import (
 from aiio.fio.http_engine import engines
 from aiio.options import Access
 from aiio.report import render
+from aiio.results import result
 from aiio.units import MiB
 from tests.conftest import call_cli, run_cli
 from tests.test_s3_target import keys, one_line_exit_2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from aiio.history import History
+from aiio.results.history import History
 from aiio.units import MiB
 from tests.conftest import REPO, call_cli, run_cli
 

@@ -4,7 +4,7 @@ its payload before the timed write."""
 
 from __future__ import annotations
 
-from aiio.engine import OpLog, Timed
+from aiio.engines.seam import OpLog, Timed
 from aiio.options import Access
 from aiio.s3.objectio import ObjectIO, ObjectWriter
 from aiio.units import MiB
@@ -17,8 +17,8 @@ class KeptLog(OpLog):
         super().__init__(0)
         self.blocks: list[Timed] = []
 
-    def timed(self, op: str, nbytes: int = 0) -> Timed:
-        block = super().timed(op, nbytes)
+    def timed(self, op: str, nbytes: int = 0, ops: int = 1) -> Timed:
+        block = super().timed(op, nbytes, ops)
         self.blocks.append(block)
         return block
 

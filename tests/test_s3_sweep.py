@@ -12,9 +12,12 @@ TINY_SWEEP = ("--set", "dataset.num_files=24", "--set", "dataset.sample_size=64K
 
 
 def test_sweep_against_a_bucket(s3_bucket, results):
+    # 3 s points: at 1 s a client stalled beside the parallel pass's other workers left 6 % of
+    # what the bucket fed in batches still being read, and the point rightly said it could not
+    # be measured within 5 % (it named 2 s)
     proc = run_cli("scale", "--phase", "train", "--clients", "1,2", "--target",
                    f"s3://{s3_bucket}/sw", "--results", str(results), "--no-history",
-                   "--no-report", "--no-charts", "-q", "--duration", "1s", *TINY_SWEEP, "--set",
+                   "--no-report", "--no-charts", "-q", "--duration", "3s", *TINY_SWEEP, "--set",
                    "dataset.format=raw")
     assert proc.returncode == 0, proc.stderr
     sweep = saved_result(results, "scale")

@@ -30,12 +30,13 @@ def test_train_reads_every_object_by_get(s3_server, s3_bucket, results):
     # Two epochs of whole-object GETs: every stored byte twice, one request per object read.
     assert agg["bytes"] == 2 * sum(data.values())
     assert agg["requests"] == 2 * 24
+    assert agg["ops"] == agg["requests"]  # an op is a request: not its ttfb, nor body chunks
     assert agg["latency"]["ttfb"]["count"] == 48
     assert agg["latency"]["ttfb"]["max_ns"] <= agg["latency"]["get"]["max_ns"]
     assert agg["first_done"]["mib_s"] > 0 and agg["last_done"]["mib_s"] > 0
     assert 0 < agg["au_mean"] <= 1
     for c in res["clients"]:
-        assert c["requests"] == 24 and c["requests_per_s"] > 0
+        assert c["requests"] == c["ops"] == 24 and c["requests_per_s"] > 0
         assert c["s3"]["calls"] == 24 and c["s3"]["retries"] == 0
     assert res["target"]["fstype"] == "s3" and res["method"] == "s3"
     assert "object_reread" in [w["code"] for w in res["warnings"]]

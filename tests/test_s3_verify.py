@@ -71,7 +71,7 @@ def test_checks_whole_blocks_whatever_size_the_chunks_come_in():
     still checked whole, at its offset in the object."""
     import os
 
-    from aiio import blocks
+    from aiio.engines import blocks
     from aiio.s3.objectio import BlockAligned
 
     size, offset, tag = 10 * 4096 + 1000, 3 * 4096, 77

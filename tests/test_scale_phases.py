@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aiio import result
+from aiio.results import result
 
 from .conftest import REPO, call_cli, client_processes, run_cli
 
@@ -119,3 +119,38 @@ def test_checkpoint_sweep_chart_names_the_figure_it_plots(tmp_path):
     [folder] = list(results.glob("*-scale-*"))
     svg = (folder / "aggregate.svg").read_text()
     assert "measured (write, over the time to persist)" in svg and "(first done)" not in svg
+
+
+def test_lifecycle_sweep_reads_au_from_its_train_stage(tmp_path):
+    """A lifecycle run keeps AU under its train stage: the sweep's table and verdict read it
+    there, so compute-paced points are demand-bound, never linear scaling of the storage."""
+    proc, saved = _sweep(tmp_path, "all", "--set", "train.epochs=1",
+                         "--set", "train.compute_time.h100=0.05")
+    assert proc.returncode == 0, proc.stderr
+    for row, point in zip(saved["table"], saved["points"], strict=True):
+        train = point["result"]["aggregate"]["train"]
+        assert row["au_min"] == pytest.approx(train["au_min"]), row
+        assert row["au_goal"] == train["au_goal"]
+    # paced by the runs' own AU rule (MLPerf's mean by default), as the verdict judges it
+    paced = [row["clients"] for row, point in zip(saved["table"], saved["points"], strict=True)
+             if result.AuFigures.of(point["result"]["aggregate"]["train"]).paced_by_compute]
+    verdict = saved["verdict"]
+    if paced == [1, 2]:  # 50 ms of compute per step of 2 x 64 KiB: the usual case
+        assert verdict["shape"] == "demand_bound", verdict
+        assert "scales linearly" not in " ".join(verdict["statements"])
+    assert verdict["demand_bound_up_to"] == (paced[-1] if paced and paced[0] == 1 else None)
+
+
+@pytest.mark.parametrize("phase", ["checkpoint", "train", "load"])
+def test_a_sweep_on_a_local_folder_says_its_placement_is_not_known(tmp_path, phase):
+    # a local filesystem does not say which server holds a file: each point and the verdict
+    # say so, and claim no collision
+    proc, saved = _sweep(tmp_path, phase)
+    assert proc.returncode == 0, proc.stderr
+    for point in saved["points"]:
+        placed = point["result"]["aggregate"]["placement"]
+        assert placed["source"] is None and "does not say" in placed["reason"]
+        assert all("placement" not in c for c in point["result"]["clients"])
+    verdict = saved["verdict"]
+    assert verdict["placement"]["source"] is None and verdict["placement"]["collided_at"] == []
+    assert any(s.startswith("placement not known") for s in verdict["statements"])

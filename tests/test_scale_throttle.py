@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from aiio import result
+from aiio.results import result
 from aiio.units import MiB
 
 from .conftest import REPO
@@ -64,10 +64,12 @@ def _scale_on_throttled_disk(tmp_path, spec, *args: str) -> subprocess.Completed
 def test_one_shared_limit_is_saturated_at_the_limit(tmp_path):
     spec = tmp_path / "throttled.toml"
     spec.write_text(WORKLOAD)
-    # 5 s points (the later --duration wins): the batches still being read at the end of a
-    # point are delivered, not consumed, and must stay well inside the tolerance
+    # 10 s points (the later --duration wins): the batches still being read at the end of a
+    # point are delivered, not consumed, and must stay inside the tolerance however they
+    # fall. At 5 s a loaded run at 4 clients held 5 % of its bytes in batches and said it
+    # could not be measured; 10 s is the length aiio names for that case
     proc = _scale_on_throttled_disk(tmp_path, spec, "--clients", "1,2,4", "--repeat", "2",
-                                    "--duration", "5s")
+                                    "--duration", "10s")
     assert proc.returncode == 0, proc.stderr
     # the results folder also holds the history database: take the sweep's folder
     (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from aiio.results import result
 from aiio.stats import Histogram
 from aiio.sweep import per_point, run, verdict
 from aiio.sweep.verdict import Point, judge
@@ -117,7 +118,7 @@ def test_au_capacity():
 def test_all_pass_is_stated_as_a_lower_bound_and_as_demand():
     v = judge(pts([100, 200, 400, 800], au=[0.99] * 4), accelerator="a100")
     assert "at least 8 a100 accelerators" in " ".join(v.statements)
-    assert any("paced by its own compute" in c for c in v.statements)
+    assert any("paced by their own compute" in c for c in v.statements)
 
 
 def test_superlinear_and_busy_client_caveats():
@@ -189,11 +190,16 @@ def test_rows_fairness_and_repeats():
     assert two["cpu_percent"] == pytest.approx(10.0)
 
 
-def test_io_view_finds_a_stage():
-    stage = {"first_done": {"mib_s": 1}}
-    assert per_point.io_view({"write": stage, "note": 1}) is stage
+def test_the_judged_stream_is_the_headline_stages_first_section():
+    window = {"seconds": 1.0, "bytes": 1.0, "mib_s": 1.0}
+    stream = {"first_done": window, "last_done": window, "jain": 1.0,
+              "per_client_mib_s": {"mean": 1.0, "min": 1.0, "max": 1.0, "cv": 0.0}}
+    lifecycle = result.model({"phase": "all", "aggregate": {"prep": {}, "train": stream}})
+    assert per_point.judged_stream(lifecycle).path == ("aggregate", "train")
+    assert per_point.judged_stream(result.model({"phase": "train", "aggregate": stream})).path \
+        == ("aggregate",)
     with pytest.raises(Exception, match="no first-done"):
-        per_point.io_view({"x": 1})
+        per_point.judged_stream(result.model({"phase": "train", "aggregate": {"x": 1}}))
 
 
 def test_efficiency_text_never_rounds_onto_the_threshold():
@@ -324,3 +330,23 @@ def test_au_capacity_decides_on_the_runs_own_rule():
         p.au_rule = "min"
     v = judge(points, accelerator="h100")
     assert v.au["max_clients_at_goal"] == 1 and "min rule" in v.statements[-1]
+
+
+def test_demand_bound_is_decided_on_the_runs_own_rule():
+    """A count whose runs passed the AU goal by their own rule (the mean, MLPerf's) was paced
+    by compute: the verdict does not call it linear scaling of the storage while its own AU
+    sentence says the storage kept those accelerators at the goal. Seen on a lifecycle sweep
+    of a busy machine: mean AU 92.5 % at 2 clients, lowest client 89.3 %, and the verdict
+    read "scales linearly up to 2" from a compute-paced aggregate."""
+    points = pts([81.5, 167.9], counts=(1, 2), au=[0.99, 0.893], goal=0.9)
+    for p, mean in zip(points, (0.99, 0.925), strict=True):
+        p.au_mean, p.au_pass, p.au_rule = mean, True, "mean"
+    v = judge(points)
+    assert v.shape == "demand_bound" and v.demand_bound_up_to == 2
+    assert "scales linearly" not in " ".join(v.statements)
+    assert "keeps at least 2" in v.statements[-1]
+    # under the min rule the lowest client decides, and 2 clients did not hold
+    for p in points:
+        p.au_rule = "min"
+    v = judge(points)
+    assert v.demand_bound_up_to == 1 and v.shape != "demand_bound"

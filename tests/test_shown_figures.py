@@ -13,6 +13,7 @@ import pytest
 from aiio.report import html as h
 from aiio.report.common import section_pairs
 from aiio.report.run import io_pairs
+from aiio.results import result
 from aiio.stats import Histogram
 
 from .conftest import TINY_DATA, run_cli
@@ -73,7 +74,7 @@ def test_train_delivered_side_has_bytes_and_operations(tmp_path: Path) -> None:
     d = res["aggregate"]["delivered"]
     assert d["bytes"] == d["device_bytes"] == res["aggregate"]["read_bytes"] > 0
     assert d["ops"] == res["aggregate"]["ops"] > 0
-    rows = dict(io_pairs(d, "delivered"))
+    rows = dict(io_pairs(result.model(res).section("delivered"), "delivered"))
     assert "n/a" not in rows["delivered bytes moved / operations"]
     assert f"{d['ops']} ops" in rows["delivered bytes moved / operations"]
     page = (folder / "report.html").read_text()

@@ -122,9 +122,13 @@ def test_unknown_accelerator_names_the_known_ones():
     assert sizing.find_accelerator("H100", sizing.load_accelerators()).key == "h100"
 
 
-@pytest.mark.parametrize("name,params,ranks", [("llama3-8b", 8e9, 8), ("llama3-70b", 70e9, 64),
-                                               ("llama3-405b", 405e9, 512),
-                                               ("llama3-1t", 1e12, 1024)])
+# DLIO's parameter counts for MLPerf Storage's llama3 shapes (the 1T shape holds 1.183e12)
+P8, P70, P405 = 8_030_261_248, 69_882_617_856, 405_853_388_800
+
+
+@pytest.mark.parametrize("name,params,ranks", [("llama3-8b", P8, 8), ("llama3-70b", P70, 64),
+                                               ("llama3-405b", P405, 512),
+                                               ("llama3-1t", 1_183_035_102_480, 1024)])
 def test_llama3_presets(name, params, ranks):
     model = load_workload(name).model
     assert (model.parameters, model.bytes_per_parameter, model.ranks) == (params, 14, ranks)
@@ -137,58 +141,59 @@ def test_memory_per_replica_llama3_70b_bf16_adam():
     parts = sizing.memory_parts("bf16", "adam")
     assert [b for _, _, b in parts] == [2, 2, 4, 4, 4]
     s = size(SizingInputs(model="llama3-70b", accelerator="h100"))
-    # 70e9 x 16 B = 1.12e12 B = 1,043.1 GiB; / 80 GiB per h100 = 13.04 -> 14 accelerators
-    assert s.value("state_gib") == pytest.approx(1.12e12 / GiB)
-    assert s.value("state_gib") == pytest.approx(1043.08, abs=0.01)
+    # 69.88e9 x 16 B = 1.118e12 B = 1,041.3 GiB; / 80 GiB per h100 = 13.02 -> 14 accelerators
+    assert s.value("state_gib") == pytest.approx(P70 * 16 / GiB)
+    assert s.value("state_gib") == pytest.approx(1041.33, abs=0.01)
     assert s.value("fits_one") is False
     assert s.value("shards") == 14
-    # on a 192 GiB MI300X: 1,043.1 / 192 = 5.43 -> 6
+    # on a 192 GiB MI300X: 1,041.3 / 192 = 5.42 -> 6
     assert size(SizingInputs(model="llama3-70b", accelerator="mi300x")).value("shards") == 6
 
 
 def test_memory_fp32_sgd():
-    # fp32 weights 4 + fp32 gradients 4 + momentum 4 = 12 B/param; 8e9 x 12 B = 89.4 GiB
+    # fp32 weights 4 + fp32 gradients 4 + momentum 4 = 12 B/param; 8.03e9 x 12 B = 89.7 GiB
     s = size(SizingInputs(model="llama3-8b", accelerator="h200", precision="fp32",
                           optimizer="sgd"))
     assert s.value("state_bytes_per_parameter") == 12
-    assert s.value("state_gib") == pytest.approx(96e9 / GiB)
-    assert s.value("fits_one") is True  # 89.4 GiB in an H200's 141 GiB
+    assert s.value("state_gib") == pytest.approx(P8 * 12 / GiB)
+    assert s.value("fits_one") is True  # 89.7 GiB in an H200's 141 GiB
     # without gradients the state is 4 + 4 = 8 B/param, not the workload's 14: said in a note
     assert any("8 B/param" in n for n in s.notes)
 
 
 def test_accelerators_for_llama3_70b_2T_tokens_in_30_days():
-    # work: 6 x 70e9 x 2e12 = 8.4e23 FLOP = 8.4e11 TFLOP
+    # work: 6 x 69.88e9 x 2e12 = 8.386e23 FLOP = 8.386e11 TFLOP
     # one h100 at MFU 0.4: 0.4 x 989e12 = 395.6e12 FLOP/s
-    # 8.4e23 / 395.6e12 = 2.1234e9 accelerator-seconds = 589,821 accelerator-hours
-    # 30 days = 2,592,000 s; 2.1234e9 / 2.592e6 = 819.2 -> 820 h100
-    assert sizing.training_flops(70e9, 2e12) == pytest.approx(8.4e23)
+    # 8.386e23 / 395.6e12 = 2.1198e9 accelerator-seconds = 588,832 accelerator-hours
+    # 30 days = 2,592,000 s; 2.1198e9 / 2.592e6 = 817.8 -> 818 h100
+    flops = 6 * P70 * 2e12
+    assert sizing.training_flops(P70, 2e12) == pytest.approx(flops)
     s = size(SizingInputs(model="llama3-70b", accelerator="h100", tokens=2e12, days=30,
                           mfu=0.4))
-    assert s.value("flops_tflop") == pytest.approx(8.4e11)
+    assert s.value("flops_tflop") == pytest.approx(flops / 1e12)
     assert s.value("effective_tflops") == pytest.approx(395.6)
-    assert s.value("accelerator_hours") == pytest.approx(8.4e23 / 395.6e12 / 3600)
-    assert s.value("accelerator_hours") == pytest.approx(589_821, abs=1)
-    assert s.value("accelerators_needed") == 820
-    assert s.value("accelerators") == 820
-    # at MFU 0.5 the same work needs 819.2 x 0.4 / 0.5 = 655.4 -> 656
+    assert s.value("accelerator_hours") == pytest.approx(flops / 395.6e12 / 3600)
+    assert s.value("accelerator_hours") == pytest.approx(588_832, abs=1)
+    assert s.value("accelerators_needed") == 818
+    assert s.value("accelerators") == 818
+    # at MFU 0.5 the same work needs 817.8 x 0.4 / 0.5 = 654.3 -> 655
     half = size(SizingInputs(model="llama3-70b", accelerator="h100", tokens=2e12, days=30,
                              mfu=0.5))
-    assert half.value("accelerators_needed") == 656
+    assert half.value("accelerators_needed") == 655
 
 
 def test_given_gpus_against_the_budget():
-    # 589,821 accelerator-hours on 512 h100 = 1,152 h = 48.0 days: over a 30-day budget
+    # 588,832 accelerator-hours on 512 h100 = 1,150 h = 47.9 days: over a 30-day budget
     s = size(SizingInputs(model="llama3-70b", accelerator="h100", tokens=2e12, days=30,
                           gpus=512))
-    assert s.value("hours_with_gpus") == pytest.approx(589_821 / 512, abs=0.01)
-    assert any("over the 30-day budget (820 needed)" in v for v in s.verdict)
+    assert s.value("hours_with_gpus") == pytest.approx(588_832.304 / 512, abs=0.01)
+    assert any("over the 30-day budget (818 needed)" in v for v in s.verdict)
 
 
 def test_memory_sets_the_count_when_time_needs_fewer():
-    # llama3-405b on 1e9 tokens: 6 x 405e9 x 1e9 = 2.43e21 FLOP / 395.6e12 FLOP/s = 6.14e6 s;
+    # llama3-405b on 1e9 tokens: 6 x 405.9e9 x 1e9 = 2.435e21 FLOP / 395.6e12 FLOP/s = 6.16e6 s;
     # 30 days = 2.592e6 s, so ceil(2.37) = 3 h100 would finish in time,
-    # but 405e9 x 16 B = 6,035 GiB needs ceil(6,035 / 80) = 76 h100 to hold
+    # but 405.9e9 x 16 B = 6,048 GiB needs ceil(6,048 / 80) = 76 h100 to hold
     s = size(SizingInputs(model="llama3-405b", accelerator="h100", tokens=1e9, days=30))
     assert s.value("accelerators_needed") == 3
     assert s.value("shards") == 76
@@ -209,48 +214,55 @@ def test_unet3d_compute_from_measured_batch_time():
 
 # --- storage side ---------------------------------------------------------------------------
 
-def test_llama3_70b_checkpoint_is_912_GiB():
-    # 70e9 x 14 B = 980e9 B = 980e9 / 2^30 GiB = 912.7 GiB (MLPerf Storage lists 912 GB)
+CK70 = 978_406_572_032  # llama3-70b's checkpoint by DLIO's layout: 128 files, 911.2 GiB
+
+
+def test_llama3_70b_checkpoint_is_911_GiB():
+    # DLIO's layout, as MLPerf Storage v3.0 writes it: 911.2 GiB (not 69.88e9 x 14 B = 911.17:
+    # each optimizer shard adds 3 x 5 x hidden values)
     s = size(SizingInputs(model="llama3-70b", accelerator="h100", retention=3))
-    assert s.value("checkpoint_gib") == pytest.approx(980e9 / GiB)
-    assert s.value("checkpoint_gib") == pytest.approx(912.7, abs=0.05)
-    assert s.value("checkpoints_gib") == pytest.approx(3 * 980e9 / GiB)
+    assert s.value("checkpoint_gib") == pytest.approx(CK70 / GiB)
+    assert s.value("checkpoint_gib") == pytest.approx(911.2, abs=0.05)
+    assert s.value("checkpoints_gib") == pytest.approx(3 * CK70 / GiB)
+    # --parameters sizes another model: parameters x bytes per parameter
+    other = size(SizingInputs(model="llama3-70b", parameters=70e9))
+    assert other.value("checkpoint_gib") == pytest.approx(980e9 / GiB)
 
 
 def test_llama3_8b_checkpoint_matches_mlperf():
-    # 8e9 x 14 B = 112e9 B = 104.3 GiB (MLPerf Storage lists 105 GB)
+    # DLIO's layout: 112,425,623,552 B = 104.7 GiB in 16 files (MLPerf Storage: 104.7 GiB)
     s = size(SizingInputs(model="llama3-8b"))
-    assert s.value("checkpoint_gib") == pytest.approx(104.31, abs=0.01)
+    assert s.value("checkpoint_gib") == pytest.approx(104.70, abs=0.01)
 
 
 def test_checkpoint_write_bandwidth_for_a_stall_budget():
-    # 5 % of a 1 h interval = 180 s per checkpoint; 980e9 B / 180 s = 5.444e9 B/s
-    # / 1,048,576 = 5,192.2 MiB/s
+    # 5 % of a 1 h interval = 180 s per checkpoint; 978.4e9 B / 180 s = 5.436e9 B/s
+    # / 1,048,576 = 5,183.8 MiB/s
     s = size(SizingInputs(model="llama3-70b", checkpoint_interval=3600, stall_budget=0.05))
     assert s.value("checkpoint_stall_s") == pytest.approx(180)
-    assert s.value("checkpoint_write_mib_s") == pytest.approx(980e9 / 180 / MiB)
-    assert s.value("checkpoint_write_mib_s") == pytest.approx(5192.2, abs=0.1)
+    assert s.value("checkpoint_write_mib_s") == pytest.approx(CK70 / 180 / MiB)
+    assert s.value("checkpoint_write_mib_s") == pytest.approx(5183.8, abs=0.1)
 
 
 def test_load_bandwidth_for_replicas():
-    # bf16 weights: 70e9 x 2 B = 140e9 B each; 4 replicas in 60 s: 560e9 B / 60 s
-    # = 9.333e9 B/s / 1,048,576 = 8,901.0 MiB/s
+    # bf16 weights: 69.88e9 x 2 B = 139.8e9 B each; 4 replicas in 60 s: 559.1e9 B / 60 s
+    # = 9.318e9 B/s / 1,048,576 = 8,886.0 MiB/s
     s = size(SizingInputs(model="llama3-70b", replicas=4, load_time=60))
-    assert s.value("weights_gib") == pytest.approx(140e9 / GiB)
-    assert s.value("load_mib_s") == pytest.approx(4 * 140e9 / 60 / MiB)
-    assert s.value("load_mib_s") == pytest.approx(8901.0, abs=0.1)
+    assert s.value("weights_gib") == pytest.approx(P70 * 2 / GiB)
+    assert s.value("load_mib_s") == pytest.approx(4 * P70 * 2 / 60 / MiB)
+    assert s.value("load_mib_s") == pytest.approx(8886.0, abs=0.1)
 
 
 def test_llama3_dataset_and_read_demand():
-    # 2e12 tokens x 4 B = 8e12 B = 7,450.6 GiB; prep output one more copy; 3 checkpoints of 980e9 B
+    # 2e12 tokens x 4 B = 8e12 B = 7,450.6 GiB; prep output one more copy; 3 checkpoints
     s = size(SizingInputs(model="llama3-70b", accelerator="h100", tokens=2e12, days=30))
     assert s.value("dataset_gib") == pytest.approx(8e12 / GiB)
     assert s.value("prep_output_gib") == pytest.approx(8e12 / GiB)
-    assert s.value("capacity_gib") == pytest.approx((16e12 + 3 * 980e9) / GiB)
-    # one h100 trains 395.6e12 / (6 x 70e9) = 941.9 tokens/s x 4 B = 3,768 B/s: tiny
-    assert s.value("tokens_per_s") == pytest.approx(941.905, abs=0.001)
-    assert s.value("demand_mib_s") == pytest.approx(941.905 * 4 / MiB, rel=1e-5)
-    assert s.value("read_mib_s") == pytest.approx(820 * 941.905 * 4 / MiB, rel=1e-5)
+    assert s.value("capacity_gib") == pytest.approx((16e12 + 3 * CK70) / GiB)
+    # one h100 trains 395.6e12 / (6 x 69.88e9) = 943.5 tokens/s x 4 B = 3,774 B/s: tiny
+    assert s.value("tokens_per_s") == pytest.approx(943.487, abs=0.001)
+    assert s.value("demand_mib_s") == pytest.approx(943.487 * 4 / MiB, rel=1e-5)
+    assert s.value("read_mib_s") == pytest.approx(818 * 943.487 * 4 / MiB, rel=1e-5)
 
 
 def test_unet3d_demand_on_h100_is_3030_MiB_s():
@@ -333,6 +345,20 @@ def test_unsaturated_sweep_is_a_lower_bound(tmp_path):
     assert not any("short by" in v for v in s.verdict)
 
 
+def test_largest_count_at_the_goal_is_the_sweeps_own(tmp_path):
+    """One rule with the sweep's AU sentence and --find-max: a count holds when every repeat
+    passed, and the answer is the largest count up to which every count held. 4 clients
+    passing once in two repeats, after 2 failed both, is not an answer of 4."""
+    points = [(1, 0.97, 3_000.0), (1, 0.96, 2_990.0), (2, 0.80, 4_000.0), (2, 0.81, 4_050.0),
+              (4, 0.93, 9_000.0), (4, 0.70, 7_000.0)]
+    folder = write_result(tmp_path / "sweep-1", sweep(points))
+    s = size(SizingInputs(workload="unet3d", accelerator="h100", gpus=64,
+                          results=(str(folder),)))
+    assert s.value("largest_passing") == 1
+    assert s.value("fed_measured") == 1
+    assert "up to 1 h100 (of 4 measured)" in " ".join(s.verdict)
+
+
 def test_au_pass_from_clients_when_the_run_has_none(tmp_path):
     run = train_run(4, 0.85, 10_000.0)  # no aggregate.au_pass; every client at AU 0.85 < 0.9
     folder = write_result(tmp_path / "run-1", run)
@@ -355,9 +381,9 @@ def test_checkpoint_time_on_measured_storage(checkpoint_result):
     rate = measured_write_mib_s(checkpoint_result)
     s = size(SizingInputs(model="llama3-70b", results=(str(checkpoint_result),)))
     assert s.value("checkpoint_measured_mib_s") == rate
-    # 980e9 B at that rate, against a 1 h interval
-    assert s.value("checkpoint_time_s") == pytest.approx(980e9 / (rate * MiB))
-    assert s.value("checkpoint_stall_pct") == pytest.approx(980e9 / (rate * MiB) / 36)
+    # the 911.2 GiB checkpoint at that rate, against a 1 h interval
+    assert s.value("checkpoint_time_s") == pytest.approx(CK70 / (rate * MiB))
+    assert s.value("checkpoint_stall_pct") == pytest.approx(CK70 / (rate * MiB) / 36)
     assert any("2 writers" in n and "64 ranks" in n for n in s.notes)
 
 
@@ -430,8 +456,8 @@ def test_cli_model_with_tokens_and_days():
     proc = run_size("--model", "llama3-70b", "--accelerator", "h100", "--tokens", "2T",
                     "--days", "30")
     assert proc.returncode == 0, proc.stderr
-    assert "820 h100 finish the work in 30 days" in proc.stdout
-    assert "912.7" in proc.stdout and "GiB" in proc.stdout and "MiB/s" in proc.stdout
+    assert "818 h100 finish the work in 30 days" in proc.stdout
+    assert "911.2" in proc.stdout and "GiB" in proc.stdout and "MiB/s" in proc.stdout
 
 
 def test_cli_workload_with_gpus():
@@ -453,8 +479,8 @@ def test_cli_json_matches_the_library(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["schema"] == "aiio.sizing/1"
-    assert data["values"]["accelerators_needed"] == 820
-    assert data["values"]["checkpoint_gib"] == pytest.approx(980e9 / GiB)
+    assert data["values"]["accelerators_needed"] == 818
+    assert data["values"]["checkpoint_gib"] == pytest.approx(CK70 / GiB)
     units = {row["key"]: row["unit"] for rows in data["sections"].values() for row in rows}
     assert units["checkpoint_write_mib_s"] == "MiB/s" and units["flops_tflop"] == "TFLOP"
 
@@ -475,3 +501,16 @@ def test_cli_errors_are_one_line_exit_2(args, message):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_verdict_names_the_rule_that_passed_the_count(tmp_path):
+    # MLPerf's mean rule passed 4 clients whose lowest client read AU 0.80: "every client met
+    # the AU goal up to 4" said what no client count showed
+    run = train_run(4, 0.95, 10_000.0, au_pass=True)
+    run["aggregate"].update(au_rule="mean", au_min=0.80)
+    run["clients"][0]["au"] = 0.80
+    folder = write_result(tmp_path / "run-1", run)
+    s = size(SizingInputs(workload="unet3d", accelerator="h100", results=(str(folder),)))
+    said = " ".join(s.verdict)
+    assert s.value("largest_passing") == 4
+    assert "every client met" not in said and "the mean AU met the AU goal" in said, said

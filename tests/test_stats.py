@@ -353,6 +353,34 @@ def test_first_done_counts_the_fastest_clients_whole_total():
     assert first["mib_s"] == pytest.approx(297.5 / 1.95)
 
 
+def test_first_done_reads_a_running_clients_last_bucket_up_to_its_end():
+    # Two loads of 16 MiB inside the first 0.1 s bucket: A done at 4.5 ms, B at 5 ms. B's
+    # 16 MiB were completed between the start and its end, not over the whole bucket: by
+    # 4.5 ms it had 16 x 4.5 / 5 = 14.4 MiB (the bucket over 0.1 s would say 0.72 MiB).
+    a, b = ByteSeries(), ByteSeries()
+    a.add(0.004, 16 * MiB)
+    b.add(0.0049, 16 * MiB)
+    first = first_done([a, b], [0.0045, 0.005])
+    assert first["bytes"] == pytest.approx(30.4 * MiB)
+    assert first["mib_s"] == pytest.approx(30.4 / 0.0045)
+
+
+def test_first_done_when_clients_end_inside_one_later_bucket():
+    # A ends at 1.92 s, B at 1.94 s, both inside the bucket [1.9, 2.0). B's last bucket holds
+    # 2 MiB completed between 1.9 and 1.94 s: by 1.92 s, half of it. With no end known, a
+    # bucket is still read over its whole width.
+    a, b = _steady(10, 19), _steady(5, 19)
+    a.add(1.91, 2 * MiB)
+    b.add(1.93, 2 * MiB)
+    first = first_done([a, b], [1.92, 1.94])
+    assert first["bytes"] == pytest.approx((192 + 95 + 1) * MiB)
+    assert b.bytes_before(1.92) == pytest.approx(95.4 * MiB)
+    assert b.bytes_before(1.92, end_s=1.94) == pytest.approx(96 * MiB)
+    # an end past its last bucket, or before that bucket began, changes nothing
+    assert b.bytes_before(1.92, end_s=3.0) == b.bytes_before(1.92)
+    assert b.bytes_before(1.92, end_s=1.85) == b.bytes_before(1.92)
+
+
 def test_aggregates_without_time_or_clients():
     assert first_done([], []) == {"seconds": 0.0, "bytes": 0.0, "mib_s": 0.0}
     assert last_done([], []) == {"seconds": 0.0, "bytes": 0.0, "mib_s": 0.0}

@@ -12,7 +12,7 @@ import pytest
 from .conftest import REPO, TINY_ARGS
 
 # the run's parent, stopped as a Ctrl-C would stop it right after every client got ready
-STOPPED_AT_READY = ("import aiio.clients as c\n"
+STOPPED_AT_READY = ("import aiio.run.clients as c\n"
                     "ready = c._wait_ready\n"
                     "def stopped(*a, **k):\n"
                     "    ready(*a, **k)\n"

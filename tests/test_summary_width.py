@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_DATA, call_cli
+from .conftest import TINY_DATA, call_cli, widest
 
 CLIENTS = 16
 
@@ -22,7 +22,7 @@ def test_sixteen_clients_fit_80_columns_a_line_each(tmp_path: Path) -> None:
                     "--no-history", env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert "…" not in proc.stdout and max(len(line) for line in lines) <= 80, proc.stdout
+    assert "…" not in proc.stdout and widest(proc.stdout) <= 80, proc.stdout
     table = lines[next(i for i, line in enumerate(lines) if line.strip() == "per client"):]
     rows = [line for line in table if line.startswith("│")]
     assert len(rows) <= CLIENTS + 2, proc.stdout  # a line per client (a header may wrap)
@@ -66,7 +66,7 @@ def test_each_phase_per_client_table_keeps_a_line_a_client_at_60_columns(
         tmp_path: Path, phase: str) -> None:
     # prep's was drawn as one block per client at 60 columns: 7 lines a client
     out = _summary(tmp_path, phase, CLIENTS, 60)
-    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 60, out
+    assert "…" not in out and widest(out) <= 60, out
     _title, rows = _table(out, OWN_TABLES[phase][0])
     assert len(rows) <= CLIENTS + 2, out  # a line per client (a header may wrap)
 

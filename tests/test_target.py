@@ -7,7 +7,7 @@ import os
 import pytest
 
 from aiio.errors import SpaceError, TargetError
-from aiio.target import MARKER, Target, probe, remove_tree
+from aiio.storage.target import MARKER, Target, probe, remove_tree
 
 from .conftest import call_cli
 

@@ -1,5 +1,6 @@
-"""Every phase against the blkio-throttled loop device (root only): load reads, checkpoint
-writes and restores, and prep's reads and writes each come out at the throttle that binds."""
+"""Prep against the blkio-throttled loop device (root only): its reads and writes each come
+out at the throttle that binds. Load and train reads, and checkpoint writes and restores, on
+a mount and on a bucket, are in test_s3_known_storage.py."""
 
 from __future__ import annotations
 
@@ -37,24 +38,6 @@ def _disk(tmp, read_bps: int, write_bps: int):
     with small_tmpfs(tmp, 300) as ram, \
             throttled_disk(ram, read_bps, size_mib=280, write_bps=write_bps) as disk:
         yield disk
-
-
-def test_load_reads_at_the_read_throttle(tmp_path):
-    with _disk(tmp_path, 40 * MiB, 0) as disk:
-        res = _run(disk, tmp_path, "load", "--set", "load.size=64MiB")
-    assert res["aggregate"]["first_done"]["mib_s"] == pytest.approx(40, rel=0.10)
-
-
-def test_checkpoint_writes_and_restores_at_the_throttles(tmp_path):
-    with _disk(tmp_path, 40 * MiB, 30 * MiB) as disk:
-        # 96 MiB: the throttle lets about 5 MiB through at once when a write burst starts
-        # (48 MiB wrote at 33.6 MiB/s against 30 in 2 of 11 runs), which must stay inside 10 %
-        res = _run(disk, tmp_path, "checkpoint", "--set", "checkpoint.size=96MiB")
-    agg = res["aggregate"]
-    assert res["method"] == "o_direct"  # cgroup v1 throttles only writes the process issues
-    # durable bytes over first start to last durable; the restore's bytes over its window
-    assert agg["write_mib_s"] == pytest.approx(30, rel=0.10)
-    assert agg["read_mib_s"] == pytest.approx(40, rel=0.10)
 
 
 @pytest.mark.parametrize(("read_mib", "write_mib", "bound"),

@@ -1,13 +1,13 @@
-"""The instants phases take through aiio.timing: windows, deadlines and the accelerator's steps,
-all on the engine's clock."""
+"""The instants phases take through aiio.engines.timing: windows, deadlines and the accelerator's
+steps, all on the engine's clock."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from aiio import engine
+from aiio.engines import seam as engine
+from aiio.engines.timing import NEVER, Deadline, StepClock, Window
 from aiio.phases.threads import run_parallel
-from aiio.timing import NEVER, Deadline, StepClock, Window
 
 SECOND = 10**9
 

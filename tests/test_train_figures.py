@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from .conftest import REPO, TINY_ARGS, call_cli, run_cli
+from .conftest import REPO, TINY_ARGS, call_cli, run_cli, saved_result
 
 RAW = ("--set", "dataset.format=raw", "--set", "dataset.sample_size_stdev=0")
 SAMPLES = 24  # TINY_ARGS: 24 files of one sample each
@@ -51,7 +51,7 @@ def test_totals_stay_exact_past_the_step_log_cap(target, results):
         assert len(c["step_log"]) <= 3
     agg = res["aggregate"]
     assert agg["samples"] == 2 * SAMPLES
-    elapsed = max(c["elapsed_s"] for c in res["clients"])
+    elapsed = max(c["consumed_elapsed_s"] for c in res["clients"])  # to the last step's end
     assert agg["samples_per_s"] == pytest.approx(2 * SAMPLES / elapsed)
 
 
@@ -152,6 +152,33 @@ def test_warm_up_is_the_first_step_consumed_not_batch_zero():
     assert fig["au"] == pytest.approx(2 / 3)  # the start-up wait is excluded, batch 0 kept
 
 
+def test_a_batch_is_consumed_over_its_step_not_at_one_instant():
+    # Two clients each taking 48 MiB batches every 2.4 s, their steps 1.2 s apart: the
+    # first-done window closing at one client's step end cut the other between two steps,
+    # and a staircase counted the other's batch wholly or not at all (up to a batch low)
+    from aiio.phases.train_steps import StepTotals
+    from aiio.stats import ByteSeries
+    totals = StepTotals(bucket_s=0.1, log_cap=10, in_flight=2, computes=False)
+    batch = 48 * 2**20
+    totals.record(epoch=0, step=0, t0=0.0, t1=2.4, t2=2.4, samples=2, nbytes=batch)
+    totals.record(epoch=0, step=1, t0=2.4, t1=4.8, t2=4.8, samples=2, nbytes=batch + 1)
+    totals.close_step(4.8, 0)
+    fig = json.loads(json.dumps(totals.figures(compute_asked_s=0.0, batch_size=2)))
+    series = ByteSeries.from_dict(fig["consumed_series"])
+    assert series.total == 2 * batch + 1  # every byte, once
+    assert series.bytes_before(2.4) == pytest.approx(batch)  # exact at a step's end
+    assert series.bytes_before(3.6) == pytest.approx(1.5 * batch, rel=1e-6)  # linear inside
+    assert series.bytes_before(1.2) == pytest.approx(0.5 * batch, rel=1e-6)
+    assert fig["consumed_elapsed_s"] == 4.8  # its window ends with its last step
+    # with two loader threads a batch is read over more than its step: from its read's start
+    late = StepTotals(bucket_s=0.1, log_cap=10, in_flight=4, computes=False)
+    late.record(epoch=0, step=0, t0=0.0, t1=4.8, t2=4.8, samples=2, nbytes=batch)
+    late.record(epoch=0, step=1, t0=4.8, t1=5.0, t2=5.0, samples=2, nbytes=batch, read_s=1.0)
+    series = ByteSeries.from_dict(late.figures(0.0, 2)["consumed_series"])
+    assert series.bytes_before(4.8) == pytest.approx(batch + batch * 3.8 / 4.0, rel=1e-6)
+    assert series.bytes_before(5.0) == pytest.approx(2 * batch)
+
+
 def test_busy_series_splits_compute_exactly_across_buckets():
     from aiio.phases.train_steps import BusySeries
     s = BusySeries(0.1)
@@ -241,8 +268,12 @@ def test_a_run_too_short_for_a_step_is_not_blamed_on_the_dataset(target, results
     # needs "a dataset of 6 samples or more", which it has; the run ended before a step
     proc = call_cli("run", "-t", str(target), "--results", str(results), "--duration", "1ms",
                     "--json", "-q", "--no-report", "--no-history")
-    assert proc.returncode == 0, proc.stderr
-    note = json.loads(proc.stdout)["aggregate"]["au_note"]
+    # no batch taken, none begun: its headline is no rate, not 0 MiB/s "ok" (it was)
+    assert proc.returncode == 1, proc.stderr
+    assert "cannot be measured" in proc.stderr and "--duration" in proc.stderr
+    res = saved_result(results)
+    assert res["status"] == "failed"
+    note = res["aggregate"]["au_note"]
     assert "dataset of" not in note and "--duration" in note, note
 
 
@@ -259,3 +290,22 @@ def test_a_result_whose_step_log_stride_is_not_a_count_still_renders(target, res
     for c in res["clients"]:
         del c["step_log_stride"]  # a result written before the log was thinned
     assert "one step in " not in render(res)
+
+
+def test_a_checkpoint_after_the_loaders_finished_has_no_read_dip(target, results):
+    # 2 epochs, a checkpoint after each: the last comes once the loaders have read the whole
+    # dataset, so nothing is left to read during it. It showed a 100 % read dip and lifted
+    # read_dip_mean.
+    proc = run_cli("run", "--target", str(target), "--results", str(results), *TINY_ARGS,
+                   *RAW, "--set", "checkpoint.size=4MiB", "--checkpoint-every", "1",
+                   "--no-report", "--no-history")
+    assert proc.returncode == 0, proc.stderr
+    assert "loaders had finished" in proc.stdout  # where the dip is shown, it says why not
+    res = saved_result(results)
+    ck = res["aggregate"]["checkpoint"]
+    first, last = ck["checkpoints"]
+    done = max(c["loaders_done_s"] for c in res["clients"])
+    assert last["start_s"] >= done
+    assert last["read_dip"] is None
+    assert first["read_dip"] is not None
+    assert ck["read_dip_mean"] == first["read_dip"]  # the mean over checkpoints with reads

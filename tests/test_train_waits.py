@@ -12,9 +12,9 @@ import threading
 import time
 from types import SimpleNamespace
 
-from aiio.clients import ClientContext, _Shared
+from aiio.engines.timing import NEVER, Deadline
 from aiio.phases import train
-from aiio.timing import NEVER, Deadline
+from aiio.run.clients import ClientContext, _Shared
 
 
 class CountingQueue(queue.Queue):
@@ -45,10 +45,28 @@ def test_a_slow_batch_is_one_wake_up():
 
 def test_a_stop_wakes_the_waiting_loop():
     loader, ctx = _loader_and_ctx()
-    train.wake_on_stop(ctx, loader.ready)
+    train.wake_on_stop(ctx, loader)
     threading.Timer(0.5, ctx.stop.set).start()
     assert train._next_ready(loader, ctx, NEVER) is None
     assert loader.ready.gets == 1
+
+
+def test_a_stop_watcher_that_fails_ends_the_loop_with_its_error():
+    # A bare thread's exception is only printed: the watcher's must reach the client's
+    # errors, or a stop would never wake the loop and the client would not say why.
+    shared = _Shared(mp.get_context("fork"), 1)
+    os.close(shared.halt_r)  # its read fails: EBADF
+    ctx = ClientContext(0, 1, None, shared, 0)
+    loader, _ = _loader_and_ctx()
+    try:
+        train.wake_on_stop(ctx, loader)
+        # no batch comes: the loop ends at once with the error, not at the deadline
+        assert train._next_ready(loader, ctx, Deadline(time.monotonic_ns() + 5 * 10**9)) \
+            is None
+        assert [type(e) for e in loader.errors] == [OSError]
+    finally:
+        shared.halt_r = os.open(os.devnull, os.O_RDONLY)  # for close() to close
+        shared.close()
 
 
 def test_the_deadline_ends_the_wait():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aiio.accept.junit import write_junit
-from aiio.history import History, HistoryError
+from aiio.results.history import History, HistoryError
 
 from .conftest import REPO, call_cli
 from .storage import small_tmpfs

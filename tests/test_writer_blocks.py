@@ -14,15 +14,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from aiio import blocks
 from aiio.cache_methods import METHOD_FADVISE, choose_method
-from aiio.engine import OpLog, Reader, Writer, io_failure
+from aiio.engines import blocks
+from aiio.engines.posix import PosixEngine
+from aiio.engines.seam import OpLog, Reader, Writer, io_failure
 from aiio.errors import RunFailed
 from aiio.phases import shards
 from aiio.phases.rundata import split_sizes
 from aiio.phases.shards import CheckpointPlan
 from aiio.stats import ByteSeries
-from aiio.target import Target, probe
+from aiio.storage.target import Target, probe
 
 
 def _method(folder: Path) -> str:
@@ -114,9 +115,10 @@ def test_checkpoint_burst_durable_then_restore_finds_flip(tmp_path: Path) -> Non
     disk between the write and the restore is reported with its file and offset."""
     method = _method(tmp_path)
     plan = _plan(tmp_path / "ck", 9 * (1 << 20) + 123, clients=2, files=3, method=method)
-    ctx = SimpleNamespace(index=1, add_bytes=lambda n: None, stop=threading.Event())
+    eng = PosixEngine(method)
+    ctx = SimpleNamespace(index=1, add_bytes=lambda n: None, stop=threading.Event(), engine=eng)
     writers = shards.make_writers(plan, ctx)
-    fig = shards.write_burst(plan, 0, 1, writers, 0, 0)
+    fig = shards.write_burst(plan, 0, 1, writers, 0, 0, eng).to_dict()  # as saved
     sizes = plan.sizes(1)
     assert [os.path.getsize(plan.path(0, 1, f)) for f in range(3)] == sizes
     assert fig["bytes"] == sum(sizes) and fig["files"] == 3
@@ -128,14 +130,14 @@ def test_checkpoint_burst_durable_then_restore_finds_flip(tmp_path: Path) -> Non
         fh.seek(12345)
         fh.write(bytes([b[0] ^ 0xFF]))
     readers = shards.make_readers(plan, ctx)
-    back = shards.read_burst(plan, 0, 1, readers, 0, 0)
+    back = shards.read_burst(plan, 0, 1, readers, 0, 0, eng).to_dict()
     assert back["bytes"] == sum(sizes)  # every byte read back
     assert back["verify"]["mismatches"] == 1
     assert back["verify"]["corrupt"][0]["file"] == victim
     assert back["verify"]["corrupt"][0]["offset"] == 12288
     for io in writers + readers:
         io.close()
-    assert shards.retire(plan, 0, 1, OpLog(0)) == 3
+    assert shards.retire(plan, 0, 1, OpLog(0), eng) == 3
 
 
 def test_writer_reports_a_full_filesystem_as_such() -> None:
@@ -166,11 +168,12 @@ def test_checkpoint_burst_fsyncs_its_folders_and_times_each_file_durable(tmp_pat
     """A shard is persisted after its files' fsyncs and the fsync of the folders naming them;
     each file's durable instant is kept, inside the burst, on the run's clock."""
     plan = _plan(tmp_path / "ck", 6 * (1 << 20), clients=2, files=3, method=METHOD_FADVISE)
-    ctx = SimpleNamespace(index=0, add_bytes=lambda n: None, stop=threading.Event())
+    eng = PosixEngine(METHOD_FADVISE)
+    ctx = SimpleNamespace(index=0, add_bytes=lambda n: None, stop=threading.Event(), engine=eng)
     writers = shards.make_writers(plan, ctx)
     os.makedirs(plan.folder)
     run_ns = time.monotonic_ns()
-    fig = shards.write_burst(plan, 0, 0, writers, run_ns, run_ns)
+    fig = shards.write_burst(plan, 0, 0, writers, run_ns, run_ns, eng).to_dict()
     for wr in writers:
         wr.close()
     assert fig["histograms"]["dir_fsync"]["count"] == 2  # ckpt-0, and the run's folder

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aiio import engine
-from aiio.clients import ClientContext
-from aiio.engine import OpLog
+from aiio.engines import seam as engine
+from aiio.engines.seam import OpLog
 from aiio.phases.base import Phase, RunContext, client_identity, client_io_figures, io_aggregate
+from aiio.run.clients import ClientContext
 
 
 class UnevenPhase(Phase):

@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from aiio import dataset
 from aiio.cli import main
+from aiio.storage import dataset
 
 
 def hang() -> None:

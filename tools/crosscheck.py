@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
-from aiio.clients import ClientContext, run_clients
-from aiio.engine import OpLog, Reader
+from aiio.engines.seam import OpLog, Reader
 from aiio.fio.job import seq_read_mib_s, try_realtime
-from aiio.target import Target, probe_direct_io, remove_tree
+from aiio.run.clients import ClientContext, run_clients
+from aiio.storage.target import Target, probe_direct_io, remove_tree
 from aiio.units import MiB, mib_per_s
 
 TOLERANCE = 0.05
@@ -41,7 +41,7 @@ class SeqReadArgs:
 def _client(ctx: ClientContext) -> dict[str, Any]:
     """One aiio client: read its file `loops` times through the engine's Reader."""
     args: SeqReadArgs = ctx.args
-    # clients run in their own session, as fio's jobs do (see aiio.clients._own_session)
+    # clients run in their own session, as fio's jobs do (see aiio.run.clients._own_session)
     rt = try_realtime() if args.realtime else False
     log = OpLog(start_ns=0)
     reader = Reader(args.method, args.block_size, log)

@@ -1,4 +1,4 @@
-"""What one client of each phase holds in memory: the figures aiio/memcheck.py is built on.
+"""What one client of each phase holds in memory: the figures aiio/run/memcheck.py is built on.
 
 Runs `aiio run --phase P --clients N` for each phase and count asked, and samples every
 process of the run's tree from /proc while it runs: each client's USS (the pages it alone
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from aiio import memcheck
+from aiio.run import memcheck
 from aiio.units import KiB, MiB
 from aiio.workload import load_workload
 
@@ -37,6 +37,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "randrw": ("--phase", "randrw"),
     "checkpoint": ("--phase", "checkpoint"),
     "load": ("--phase", "load"),
+    "vector": ("--phase", "vector"),
 }
 
 
@@ -49,7 +50,7 @@ class Sample:
     seen: int = 0                 # client processes seen at least once
     uss_max: int = 0              # the largest peak USS of any client
     uss_mean: float = 0.0         # the mean of the clients' peak USS
-    counted: int = 0              # the I/O buffers aiio.memcheck counts for the phase
+    counted: int = 0              # the I/O buffers aiio.run.memcheck counts for the phase
     pss_sum: int = 0              # peak of the run's summed PSS (parent and clients)
     parent_pss: int = 0           # the parent's PSS at that peak
     per_client: dict[int, int] = field(default_factory=dict, repr=False)

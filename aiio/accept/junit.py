@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aiio import __version__
-from aiio.figures import FIGURES
-from aiio.files import write_atomic
+from aiio.results.figures import FIGURES
+from aiio.results.files import write_atomic
 
 
 def _timestamp(iso: str | None) -> str:

@@ -1,5 +1,5 @@
 """Acceptance runs: each check of a spec (`aiio.accept.spec`) run through the same runner as
-`aiio run`, judged from the saved result's figures (`aiio.figures`), and recorded in the
+`aiio run`, judged from the saved result's figures (`aiio.results.figures`), and recorded in the
 history. A check that crashes is an errored check with its reason; the others still run.
 """
 
@@ -11,22 +11,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio import result as results
 from aiio.accept.spec import THRESHOLDS, Check, Require, Spec, load_spec
 from aiio.errors import AiioError, RunInterrupted
-from aiio.figures import FIGURES, headline, run_figures, sweep_figures
-from aiio.history import (
+from aiio.phases import REGISTRY, result_layout
+from aiio.results import result as results
+from aiio.results.figures import FIGURES, headline, label, run_figures, sweep_figures
+from aiio.results.history import (
     History,
     Record,
     regressions,
     run_record,
+    settings_of,
     sweep_record,
     target_key,
     variant_of,
 )
-from aiio.sysinfo import collect_environment
+from aiio.results.layout import Layout
+from aiio.run.sysinfo import collect_environment
+from aiio.run.wallclock import now_iso
 from aiio.ui import UI
-from aiio.wallclock import now_iso
 
 __all__ = ["Check", "Spec", "judge", "load_spec", "run_spec", "save", "exit_code"]
 
@@ -43,14 +46,15 @@ def judge(require: Require, measured: dict[str, float], phase: str,
     """(verdicts, failure messages, missing-figure messages) for every threshold that is set;
     `hints` says, per figure, why a result may lack it and what to do."""
     verdicts, failures, missing = [], [], []
+    judged = _layout(phase)
     for threshold, limit in require.items():
         figure, op = THRESHOLDS[threshold]
         fig = FIGURES[figure]
         value = measured.get(figure)
         if value is None:
             hint = (hints or {}).get(figure)
-            missing.append(f"{threshold}: this {phase} result has no {fig.label} ({figure})"
-                           + (f": {hint}" if hint else ""))
+            missing.append(f"{threshold}: this {phase} result has no {label(figure, judged)} "
+                           f"({figure})" + (f": {hint}" if hint else ""))
             verdicts.append({"threshold": threshold, "figure": figure, "op": op,
                              "required": limit, "measured": None, "pass": None})
             continue
@@ -58,9 +62,15 @@ def judge(require: Require, measured: dict[str, float], phase: str,
         verdicts.append({"threshold": threshold, "figure": figure, "op": op, "required": limit,
                          "measured": value, "pass": ok})
         if not ok:
-            failures.append(f"{threshold}: {fig.label} measured {fig.format(value)}, required "
-                            f"{op} {fig.format(limit)}")
+            failures.append(f"{threshold}: {label(figure, judged)} measured {fig.format(value)}, "
+                            f"required {op} {fig.format(limit)}")
     return verdicts, failures, missing
+
+
+def _layout(phase: str) -> Layout | str:
+    """The phase's layout as its results record it (how its headline is judged), its name
+    when this aiio does not know it."""
+    return result_layout({"phase": phase}) if phase in REGISTRY else phase
 
 
 def required_figures(require: Require) -> dict[str, float]:
@@ -106,14 +116,14 @@ def figure_hints(res: dict[str, Any]) -> dict[str, str]:
 
 def _measure_run(check: Check, target: str, results_dir: str, ui: UI,
                  saved: list[Saved]) -> Measured:
-    from aiio import runner
     from aiio.fio import hero
+    from aiio.run import runner
 
     # the runner saves a failed or interrupted run too; keep it for the history
     req = runner.RunRequest(check.phase, check.workload, target, results_dir, check.cache,
                             check.options,
                             on_saved=lambda res, folder: saved.append((res, folder)),
-                            hero=hero.Pairing(results_dir))
+                            hero=hero.Pairing(results_dir), engine=check.engine)
     res, folder = runner.run(req, ui)
     return Measured(run_figures(res, check.latency_op or None), res["id"], [res],
                     res.get("warnings", []), figure_hints(res), folder=folder.name)
@@ -125,7 +135,8 @@ def _measure_sweep(check: Check, target: str, results_dir: str, ui: UI,
 
     req = SweepRequest(check.phase, check.workload, target, list(check.clients),
                        threshold=check.require.min_scaling_efficiency or 0.9,
-                       results_dir=results_dir, method=check.cache, options=check.options)
+                       results_dir=results_dir, method=check.cache, options=check.options,
+                       engine=check.engine)
     try:
         out, folder = sweep(req, ui)
     except SweepStopped as exc:
@@ -188,6 +199,14 @@ def series_of(name: str, m: Measured) -> str:
     return name + (variant_of(what) if what is not None else "")
 
 
+def check_settings(m: Measured | None) -> str:
+    """The settings a check's record is compared within: those of what it measured (its
+    sweep, or its last run); none when it measured nothing."""
+    what = None if m is None else m.sweep if m.sweep is not None else \
+        m.runs[-1] if m.runs else None
+    return settings_of(what) if what is not None else ""
+
+
 class CheckInterrupted(RunInterrupted):
     """Ctrl-C during a check; carries the check's entry and its partial run for the history."""
 
@@ -238,7 +257,8 @@ def run_check(check: Check, target: str, results_dir: str,
     return out, m
 
 
-def check_record(check: Check, entry: dict[str, Any], target: str, spec: str) -> Record:
+def check_record(check: Check, entry: dict[str, Any], target: str, spec: str,
+                 settings: str = "") -> Record:
     """A check's entry as a history record, in the series its entry names."""
     clients = check.clients_value()
     return Record(kind="check", name=entry.get("series") or check.name, target=target,
@@ -247,7 +267,8 @@ def check_record(check: Check, entry: dict[str, Any], target: str, spec: str) ->
                   required=required_figures(check.require), phase=check.phase,
                   workload=check.workload.name,
                   clients=",".join(map(str, clients)) if isinstance(clients, list)
-                  else str(clients), result_id=entry["result_id"] or "", spec=spec)
+                  else str(clients), result_id=entry["result_id"] or "", spec=spec,
+                  settings=settings)
 
 
 def record_check(history: History, spec: Spec, check: Check, entry: dict[str, Any],
@@ -259,8 +280,9 @@ def record_check(history: History, spec: Spec, check: Check, entry: dict[str, An
             history.add(run_record(res))
         if measured.sweep is not None:
             history.add(sweep_record(measured.sweep))
-    rec = check_record(check, entry, target, spec.name)
-    prior = history.records(name=rec.name, target=target)
+    rec = check_record(check, entry, target, spec.name, check_settings(measured))
+    # judged within its settings: a spec that changed a setting starts a key of its own
+    prior = [r for r in history.records(name=rec.name, target=target) if r.key == rec.key]
     found = regressions(rec, prior, spec.info.regression_fraction, spec.info.baseline_runs)
     entry["regressions"] = [{"figure": r.figure, "value": r.value, "baseline": r.baseline,
                              "change": r.change, "runs": r.runs, "message": r.describe()}

@@ -18,8 +18,8 @@ from typing import Any
 
 from aiio.cache_methods import REQUESTS
 from aiio.errors import ConfigError
-from aiio.history import DEFAULT_BASELINE_RUNS, DEFAULT_FRACTION
 from aiio.options import RunOptions
+from aiio.results.history import DEFAULT_BASELINE_RUNS, DEFAULT_FRACTION
 
 # the same key table and checks as workloads, so specs and workloads fail the same way
 from aiio.workload import Workload, _check, _coerce, key, load_workload
@@ -47,7 +47,8 @@ class Require:
     min_au: float | None = key("float", None, "every client's AU at least this", gt=0, max=1)
     min_au_mean: float | None = key("float", None, "the mean AU over clients at least this "
                                     "(MLPerf's rule)", gt=0, max=1)
-    min_aggregate_mib_s: float | None = key("float", None, "aggregate MiB/s (first done)", gt=0)
+    min_aggregate_mib_s: float | None = key("float", None, "aggregate MiB/s (first done; a "
+                                            "checkpoint's: until every shard is durable)", gt=0)
     min_client_mib_s: float | None = key("float", None, "the slowest client's MiB/s", gt=0)
     max_cv: float | None = key("float", None, "per-client MiB/s coefficient of variation", gt=0)
     min_scaling_efficiency: float | None = key(
@@ -58,6 +59,8 @@ class Require:
                                       "client", gt=0)
     max_load_s: float | None = key("duration", None, "model load time, last replica", gt=0)
     max_p99_ms: float | None = key("float", None, "p99 latency of the main operation, ms", gt=0)
+    max_query_p99_ms: float | None = key("float", None, "a vector search's query p99 latency, "
+                                         "pooled over clients, ms", gt=0)
     min_hero_fraction: float | None = key("float", None, "aggregate as a fraction of the fio "
                                           "hero number", gt=0, max=1)
 
@@ -79,6 +82,7 @@ THRESHOLDS = {
     "max_restore_s": ("restore_s", "<="),
     "max_load_s": ("load_s", "<="),
     "max_p99_ms": ("p99_ms", "<="),
+    "max_query_p99_ms": ("query_p99_ms", "<="),
     "min_hero_fraction": ("hero_fraction", ">="),
 }
 
@@ -117,6 +121,7 @@ class Check:
     latency_op: str = ""
     options: RunOptions = RunOptions()
     description: str = ""
+    engine: str | None = None  # the storage engine it runs on (--engine); None: the target's
 
     @property
     def sweep(self) -> bool:
@@ -214,6 +219,9 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
     if req.min_au is not None and not _measures_au(phase):
         raise ConfigError(f"{where}.require.min_au: phase {phase} has no accelerator "
                           "utilization; use it with phase = \"train\"")
+    if req.max_query_p99_ms is not None and not _records(phase, "query_p99_ms"):
+        raise ConfigError(f"{where}.require.max_query_p99_ms: phase {phase} records no query "
+                          "p99; use it with phase = \"vector\"")
     return req
 
 
@@ -221,6 +229,12 @@ def _measures_au(name: str) -> bool:
     """The phase, or one of its stages, emulates accelerators and so measures AU."""
     from aiio.phases import get_phase, with_stages
     return any(p.accelerators for p in with_stages(get_phase(name)))
+
+
+def _records(name: str, figure: str) -> bool:
+    """The phase's results hold the figure beside its reads (its sweep table shows it)."""
+    from aiio.phases import get_phase
+    return any(extra[0] == figure for extra in get_phase(name).sweep_extras)
 
 
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:

@@ -30,6 +30,7 @@ COMMANDS = {
     "fio": "fio",
     "compare": "compare",
     "report": "report",
+    "mlperf": "mlperf",
 }
 
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     Under MPI only rank 0 runs the command; the other ranks serve its requests (their share
     of the dataset and of the clients) and print nothing.
     """
-    from aiio.comm import version_mismatch, world
+    from aiio.run.comm import version_mismatch, world
 
     try:
         comm = world()

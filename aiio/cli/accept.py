@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from aiio.cli.common import emit_json
+from aiio.cli.common import check_engine, emit_json, engine_option
 from aiio.cli.history import default_history, history_options
 from aiio.cli.s3opts import access_for, s3_options
 from aiio.errors import AiioError, ConfigError
@@ -34,17 +34,20 @@ from aiio.options import RunOptions
 @click.option("--json", "as_json", is_flag=True, help="print the accept result as JSON")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--no-report", is_flag=True, help="do not write report.html pages")
+@engine_option
 @s3_options
 def accept(spec_path: str, target: str | None, junit_path: str | None, names: tuple[str, ...],
            results: str, history_path: str | None, no_history: bool,
            fail_on_regression: bool, prom_path: str | None, as_json: bool, quiet: bool,
-           no_report: bool, endpoint: str | None, profile: str | None) -> None:
+           no_report: bool, engine: str | None, endpoint: str | None,
+           profile: str | None) -> None:
     """Run the acceptance checks of SPEC against the target; pass or fail each one."""
-    from aiio import memcheck, monitoring, runner
     from aiio.accept import run as acc
     from aiio.accept.junit import write_junit
-    from aiio.history import History
-    from aiio.target import Target
+    from aiio.results import monitoring
+    from aiio.results.history import History
+    from aiio.run import memcheck, runner
+    from aiio.storage.target import Target
     from aiio.term.console import RichUI
 
     spec = acc.load_spec(spec_path)
@@ -52,6 +55,9 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
     target = target or spec.info.target
     if not target:
         raise ConfigError(f"{spec_path}: no target; pass --target DIR or set target in [spec]")
+    for check in checks:  # each check's cache method with the engine, before anything runs
+        check_engine(target, check.cache, engine)
+    checks = tuple(replace(c, engine=engine) for c in checks)
     access = access_for(target, endpoint, profile)
     if access is not None:  # --endpoint/--profile, else the AWS chain (AWS_ENDPOINT_URL, config)
         runner.open_target(target, RunOptions(s3=access))
@@ -65,8 +71,8 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         _check_junit(Path(junit_path))
     for check in checks:  # refuse what cannot fit before anything runs
         largest = max(check.clients)
-        memcheck.check_need(memcheck.target_bytes(check.workload, check.phase, target, largest),
-                            largest)
+        memcheck.check_need(memcheck.target_bytes(check.workload, check.phase, target, largest,
+                                                  check.cache, engine), largest)
     history = None if no_history else History(default_history(results, history_path))
     ui = RichUI(quiet=quiet or as_json)
 
@@ -76,6 +82,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
 
     try:
         out = acc.run_spec(spec, checks, target, results, ui, history, on_check)
+        out["engine"] = engine  # asked for every check (None: each ran on the target's)
         exported = acc.judged_checks(spec, checks, out) if prom_path else []
         if history is not None and prom_path:  # --check runs keep the other checks' series
             exported += monitoring.other_checks(history, spec.name, out["target"], exported)
@@ -102,7 +109,7 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
 
 def _check_junit(path: Path) -> None:
     """Refuse, before any check runs, a --junit path no file can be written at."""
-    from aiio.files import check_place
+    from aiio.results.files import check_place
 
     try:
         check_place(path)
@@ -123,8 +130,8 @@ def _write_junit_copy(out: dict[str, Any], path: Path) -> Path:
 
 def _write_reports(out: dict[str, Any], folder: Path, results: Path) -> list[Path]:
     """The acceptance run's page, and the page of each run its checks link to."""
-    from aiio import result
     from aiio.cli.run import write_report
+    from aiio.results import result
 
     for check in out["checks"]:
         where = check.get("result_folder") or check.get("result_id")
@@ -161,7 +168,7 @@ STATUS_STYLE = {"pass": "[green]PASS[/]", "fail": "[red]FAIL[/]", "error": "[red
 
 def _check_rows(check: dict[str, Any]) -> list[tuple[str, ...]]:
     """Rows of one check: one per threshold, then its error and its regressions."""
-    from aiio.figures import FIGURES
+    from aiio.results.figures import FIGURES
 
     rows = []
     for v in check["verdicts"]:

@@ -14,7 +14,7 @@ from aiio.cli.s3opts import access_for, s3_options
 def clean(target: str, endpoint: str | None, profile: str | None) -> None:
     """Remove TARGET/aiio (only if it carries aiio's ownership marker); for s3://bucket/prefix
     the objects below prefix/aiio/ (never the bucket)."""
-    from aiio.target import Target
+    from aiio.storage.target import Target
     from aiio.units import format_size
 
     access = access_for(target, endpoint, profile)

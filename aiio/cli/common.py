@@ -50,6 +50,22 @@ NAMED_OVERRIDES = {
 }
 
 
+def engine_option(func):
+    """--engine: the storage engine every run of the command uses (aiio.engines)."""
+    return click.option(
+        "--engine", default=None, metavar="NAME",
+        help="storage engine: posix, io_uring, s3, or external:MODULE (an engine module of "
+             "your own) [default: the target's; --cache null: null]")(func)
+
+
+def check_engine(target: str, method: str, engine: str | None) -> None:
+    """Refuse, before anything is created, an engine that is unknown, does not load or
+    cannot serve the target or the cache method (one line, exit 2)."""
+    if engine:
+        from aiio import engines
+        engines.choose(target, method, engine)
+
+
 def resolve_workload(kwargs: dict[str, Any]) -> Workload:
     """Build the workload from --workload plus named options plus --set (last wins)."""
     overrides = []
@@ -57,7 +73,7 @@ def resolve_workload(kwargs: dict[str, Any]) -> Workload:
     if per_host is not None:
         if kwargs.get("clients") is not None:
             raise ConfigError("give --clients (the total) or --clients-per-host, not both")
-        from aiio.comm import world
+        from aiio.run.comm import world
         kwargs["clients"] = str(per_host * world().size)
     for option, (section, key_name) in NAMED_OVERRIDES.items():
         value = kwargs.pop(option, None)

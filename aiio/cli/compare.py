@@ -17,9 +17,9 @@ from aiio.units import format_rate
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON on stdout")
 def compare(runs: tuple[str, ...], fio_path: str | None, as_json: bool) -> None:
     """List each run's aggregate, per-client and latency figures beside the fio hero's."""
-    from aiio import result
     from aiio.errors import ConfigError
     from aiio.fio import hero
+    from aiio.results import result
 
     fixed = result.load(fio_path) if fio_path else None
     if fixed is not None:
@@ -49,7 +49,7 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     """One line naming the fio figure the comparison lacks, and how to make it; None when
     nothing is missing."""
     from aiio.fio import hero
-    from aiio.result import dig
+    from aiio.results.result import dig
 
     test = hero.run_hero_test(run)
     if test is None:  # nothing to make: no fio test has the phase's pattern, or no I/O was done
@@ -60,7 +60,7 @@ def _missing(run: dict, folder: Path, fio_res) -> str | None:
     if fio_res.section(test) is None:
         return (f"fio {test} missing: fio result {fio_res.id} has no {test} test; run the "
                 f"full suite: aiio fio --target {dig(run, 'target', 'path', default='TARGET')}")
-    return None
+    return hero.ramp_note(run, fio_res)
 
 
 def _print(item: dict) -> None:

@@ -112,7 +112,7 @@ def _s3(target: str, access, clients: int, size: str, object_size: str | None, p
 def _emit(phase: str, w, target: str) -> None:
     """Print the job file; its files go to TARGET/aiio/fio/emit-<phase>-<workload>."""
     from aiio.fio.emit import emit, emitter_for
-    from aiio.target import Target
+    from aiio.storage.target import Target
 
     emitter_for(phase, w)  # a phase without a fio job fails before anything is created
     folder = Target(target).subdir("fio", f"emit-{phase}-{w.name}")

@@ -9,7 +9,7 @@ import click
 
 from aiio.cli.common import emit_json
 from aiio.errors import ConfigError
-from aiio.history import watched
+from aiio.results.history import differences, watched
 from aiio.units import format_rate
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -35,7 +35,7 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
     """Add saved results' records to the history; a history problem is a warning on stderr,
     never a lost result (the result is saved before this is called)."""
     from aiio.errors import AiioError
-    from aiio.history import History
+    from aiio.results.history import History
 
     path = default_history(results, history_path)
     try:
@@ -73,9 +73,9 @@ def history(history_path: str | None, results: str, name: str | None, target: st
     """Show the history: each check's trend, or one check over time with --check."""
     import os
 
-    from aiio import history as hist
-    from aiio import monitoring
-    from aiio.figures import FIGURES
+    from aiio.results import history as hist
+    from aiio.results import monitoring
+    from aiio.results.figures import FIGURES
 
     path = default_history(results, history_path)
     if not os.path.exists(path):
@@ -139,7 +139,7 @@ def _when(ts: float) -> str:
 
 def _value(figure: str, value: float | None) -> str:
     """A figure's value without its unit (the figure's name says it): 812.3, 91.2%."""
-    from aiio.figures import FIGURES
+    from aiio.results.figures import FIGURES
 
     if value is None:
         return "-"
@@ -215,8 +215,9 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
     regression (after the sparkline: of another watched figure)."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    from aiio.history import baseline
+    from aiio.results.history import baseline
 
     tables = []
     for target, items in _by(judged, lambda j: j[0].target).items():
@@ -226,8 +227,10 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
             table.add_column(col, justify="right" if col in ("last", "baseline") else "left",
                              no_wrap=col != "series", min_width=10 if col == "series" else None,
                              overflow="fold" if col == "series" else "ellipsis")
-        for name, series in _by(items, lambda j: j[0].name).items():
+        differ = _differ(items)
+        for key, series in _by(items, lambda j: j[0].key).items():
             rec, regs = series[-1]
+            name = key[0]
             # a failed last record may lack the figure: trend by what the series measured
             fig = next(filter(None, (headline(r, figure) for r, _ in reversed(series))), None)
             base = baseline([r for r, _ in series[:-1]], fig, runs) if fig else None
@@ -235,11 +238,15 @@ def trend_tables(judged: list, figure: str | None, last: int, runs: int) -> list
             value = _value(fig, rec.figures.get(fig)) if fig else "-"
             if any(r.figure == fig for r in regs):
                 value = f"[bold yellow]!{value}[/]"
-            table.add_row(f"{escape(name)} [dim]{_count(series)}[/]",
+            # one settings key of several: its hash here, what sets it apart below the table
+            differs = f"\nsettings {key[2] or '(none)'}" if key in differ else ""
+            table.add_row(f"{escape(name)} [dim]{_count(series)}{differs}[/]",
                           time.strftime("%m-%d %H:%M", time.localtime(rec.ts)),
                           STATUS.get(rec.status, rec.status), fig or "-", value,
                           _value(fig, base[0]) if base else "-", trend(shown, fig))
         tables.append(table)
+        tables += [Text.from_markup(f"settings {key[2] or '(none)'} of {escape(key[0])}: "
+                                    f"{text}") for key, text in differ.items()]
     return tables
 
 
@@ -250,7 +257,8 @@ def check_tables(judged: list, figure: str | None, last: int, width: int = 80) -
     as it takes to fit `width` columns, each led by the record's number, time and status;
     host and aiio version follow in a table of their own."""
     tables = []
-    for (name, target), items in _by(judged, lambda j: (j[0].name, j[0].target)).items():
+    differ = _differ(judged)
+    for (name, target, key), items in _by(judged, lambda j: j[0].key).items():
         items = items[-last:]
         figs: list[str] = [figure] if figure else []
         for rec, _ in items:
@@ -260,6 +268,8 @@ def check_tables(judged: list, figure: str | None, last: int, width: int = 80) -
                 ("time", [_when(rec.ts) for rec, _ in items]),
                 ("status", [STATUS.get(rec.status, rec.status) for rec, _ in items])]
         title = f"{escape(name)} on {escape(target)} (last {len(items)})"
+        if (name, target, key) in differ:  # one key of several: its hash and what differs
+            title += f"\nsettings {key or '(none)'}: {differ[(name, target, key)]}"
         for chunk in _chunks([(f, cells[f]) for f in figs], width - EDGES - _width(lead)):
             tables.append(_record_table(title, [*lead, *chunk], right={"#", *figs}))
             title = ""
@@ -267,6 +277,19 @@ def check_tables(judged: list, figure: str | None, last: int, width: int = 80) -
                                             ("aiio", [r.version for r, _ in items])],
                                     right={"#"}))
     return tables
+
+
+def _differ(judged: list) -> dict[tuple[str, str, str], str]:
+    """For a series whose records ran with other settings (each a key of its own, never
+    compared across), each key's line: its hash and the settings where they differ."""
+    out = {}
+    for (name, target), items in _by(judged, lambda j: j[0].series).items():
+        kept = {j[0].compared: None for j in items}
+        if len(kept) < 2:
+            continue
+        for key, text in differences(list(kept)).items():
+            out[(name, target, key)] = escape(text)
+    return out
 
 
 def _cell(fig: str, rec: Any, regs: list) -> str:
@@ -311,7 +334,7 @@ def regression_lines(judged: list, every: bool, last: int) -> list[str]:
     """One line per regression: of each series' last record, or (`every`) of every record
     shown."""
     lines = []
-    for _, items in _by(judged, lambda j: j[0].series).items():
+    for _, items in _by(judged, lambda j: j[0].key).items():
         for rec, regs in (items[-last:] if every else items[-1:]):
             for r in regs:
                 lines.append(f"[bold yellow]![/] #{rec.id} {escape(rec.name)} {_when(rec.ts)}: "

@@ -10,6 +10,7 @@ import click
 from aiio.errors import AiioError, ConfigError
 
 DEFAULT_HISTORY_DB = "reports/history.sqlite"
+MLPERF_SUMMARY = "mlperf.json"  # an `aiio mlperf` folder's summary (its runs are in runs/)
 
 
 @click.command()
@@ -27,7 +28,7 @@ def report(path: str | None, history: bool, history_db: str | None,
            output: str | None, no_charts: bool) -> None:
     """Write the self-contained HTML report of the result in PATH (a reports/<id> folder or
     its result.json), or with --history the trends of every check."""
-    from aiio import charts
+    from aiio.results import charts
 
     if (history or history_db) and path:
         raise ConfigError("give either a result folder or --history, not both")
@@ -44,15 +45,41 @@ def report(path: str | None, history: bool, history_db: str | None,
 
 
 def _result(path: Path, output: str | None) -> Path:
-    from aiio import report, result
+    from aiio import report
     from aiio.cli.common import print_notices
+    from aiio.results import result
 
-    res = result.load(path)
-    print_notices(res)
+    summary = _mlperf_summary(path)
+    res = summary if summary is not None else result.load(path)
+    if summary is None:
+        print_notices(res)
     folder = path if path.is_dir() else path.parent
     target = Path(output) if output else folder / report.REPORT_NAME
-    _not_the_source(target, path / "result.json" if path.is_dir() else path, "result")
+    source = path if not path.is_dir() else path / ("result.json" if summary is None
+                                                    else MLPERF_SUMMARY)
+    _not_the_source(target, source, "result")
     return _write(lambda: report.write(res, target.parent, target.name), target)
+
+
+def _mlperf_summary(path: Path) -> dict | None:
+    """The summary of an `aiio mlperf` folder (or its mlperf.json), None for anything else;
+    one saved before it named its kind is read as one."""
+    import json
+
+    from aiio.sweep.mlperf_rules import KIND, RULES
+
+    file = path / MLPERF_SUMMARY if path.is_dir() else path
+    if file.name != MLPERF_SUMMARY or (path.is_dir() and (path / "result.json").exists()):
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise AiioError(f"cannot read the summary {file}: {exc}") from None
+    if not isinstance(data, dict) or data.get("rules") != RULES:
+        raise AiioError(f"{file} is not an aiio mlperf summary")
+    return {**data, "kind": KIND}
 
 
 def _history(db: Path, output: str | None) -> Path:
@@ -67,7 +94,7 @@ def _history(db: Path, output: str | None) -> Path:
 def _history_records(db: Path) -> list[dict]:
     """Records {check, time, figure, value, passed, regression} from the history database:
     the figures each record is judged on, regressions as the history itself finds them."""
-    from aiio import history
+    from aiio.results import history
 
     if not db.exists():
         raise ConfigError(f"no history database at {db}; `aiio run` and `aiio accept` create "
@@ -75,13 +102,17 @@ def _history_records(db: Path) -> list[dict]:
     with history.History(db) as h:
         records = h.records()
     targets: dict[str, set[str]] = {}
+    keys: dict[tuple[str, str], set[str]] = {}
     for rec in records:
         targets.setdefault(rec.name, set()).add(rec.target)
+        keys.setdefault(rec.series, set()).add(rec.key[2])
     out = []
     for rec, regs in history.with_regressions(records):
         worse = {r.figure for r in regs}
         # A series is a name on a target; name the target only where it tells series apart.
         check = rec.name if len(targets[rec.name]) == 1 else f"{rec.name} on {rec.target}"
+        if len(keys[rec.series]) > 1:  # runs of other settings: a line of their own each
+            check += f" [settings {rec.key[2] or 'not recorded'}]"
         figures = history.watched(rec) or sorted(rec.figures)
         for figure in figures:
             out.append({"check": check, "time": rec.ts, "figure": figure,

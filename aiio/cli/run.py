@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from aiio.cache_methods import AUTO, METHOD_NULL, RUN_REQUESTS
-from aiio.cli.common import emit_json, resolve_workload, workload_options
+from aiio.cli.common import (
+    check_engine,
+    emit_json,
+    engine_option,
+    resolve_workload,
+    workload_options,
+)
 from aiio.cli.history import history_options, record_in_history
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
@@ -29,10 +35,12 @@ DEFAULT_TARGET = "./aiio-target"
                    "or s3://BUCKET/PREFIX (aiio writes only below PREFIX/aiio/)")
 @click.option("--results", default="reports", show_default=True, help="folder for results")
 @click.option("--reader", type=click.Choice(["raw", "native"]), default=None,
-              help="raw: aligned reads; native: the format's own library")
+              help="raw: aligned reads; native: the format's own library (vector: "
+              "diskannpy)")
 @click.option("--cache", "method", type=click.Choice(RUN_REQUESTS), default=AUTO,
               show_default=True, help="how the page cache is defeated; null: no read or write "
                                       "system call at all, to measure aiio's own overhead")
+@engine_option
 @click.option("--scale", default=None, metavar="F",
               help="multiply checkpoint and model-weight bytes by F (small test systems)")
 @click.option("--checkpoints", default=None, metavar="K",
@@ -52,24 +60,26 @@ DEFAULT_TARGET = "./aiio-target"
 @s3_options
 @part_size_option
 def run(phase: str, target: str, results: str, reader: str | None, method: str,
-        scale: str | None, checkpoints: str | None, checkpoint_every: str | None,
-        stagger: str | None, verify: bool, no_space_check: bool, as_json: bool, quiet: bool,
+        engine: str | None, scale: str | None, checkpoints: str | None,
+        checkpoint_every: str | None, stagger: str | None, verify: bool, no_space_check: bool,
+        as_json: bool, quiet: bool,
         history_path: str | None, no_history: bool, no_report: bool,
         endpoint: str | None, profile: str | None, part_size: str | None, **kwargs) -> None:
     """Run one phase of the AI lifecycle against TARGET and measure every client."""
-    from aiio import runner
     from aiio.errors import RunFailed
     from aiio.fio import hero
     from aiio.options import RunOptions
     from aiio.phases import get_phase
-    from aiio.result import model
+    from aiio.results.result import model
+    from aiio.run import runner
     from aiio.term.console import RichUI, phase_tables, print_result
 
     get_phase(phase)  # unknown phases fail before anything else happens
+    check_engine(target, method, engine)  # likewise an engine that cannot be had
     extra = phase_sets(phase, scale=scale, checkpoints=checkpoints,
                        checkpoint_every=checkpoint_every, stagger=stagger)
-    if reader:
-        extra.append(f"train.reader={reader}")
+    if reader:  # the vector phase's queries, or training's samples
+        extra.append(f"{'vector' if phase == 'vector' else 'train'}.reader={reader}")
     extra += part_size_sets(target, part_size)
     kwargs["sets"] = (*kwargs.get("sets", ()), *extra)
     duration = kwargs.pop("duration", None)
@@ -91,14 +101,14 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
             written.extend(write_report(res, folder))
 
     req = runner.RunRequest(phase, workload, target, results, method, options,
-                            on_saved=on_saved, hero=hero.Pairing(results))
+                            on_saved=on_saved, hero=hero.Pairing(results), engine=engine)
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it
         if saved and not no_history and saved[-1].get("method") == METHOD_NULL:
             click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
         elif saved and not no_history:
-            from aiio.history import run_record
+            from aiio.results.history import run_record
             record_in_history([run_record(saved[-1])], results, history_path)
     if as_json:
         emit_json(res)

@@ -63,11 +63,24 @@ def _collect() -> tuple[tuple[list[dict], list[dict], list[dict]], list[str]]:
             models.append({"name": name, "description": w.workload.description,
                            "parameters": w.model.parameters,
                            "bytes_per_parameter": w.model.bytes_per_parameter,
-                           "checkpoint_bytes": w.model.parameters * w.model.bytes_per_parameter,
-                           "ranks": w.model.ranks, "sections": list(w.given), **where})
+                           **_checkpoint(w), "ranks": w.model.ranks,
+                           "sections": list(w.given), **where})
         else:
             rows.append(_training_row(name, w, where))
     return (rows, models, mixes), broken
+
+
+def _checkpoint(w) -> dict:
+    """A model's checkpoint: by DLIO's layout when it gives its shape (files counted), else
+    parameters x bytes per parameter."""
+    from aiio.phases.checkpoint_layout import shape_of, totals
+
+    shape = shape_of(w)
+    if shape is None:
+        return {"checkpoint_bytes": w.model.parameters * w.model.bytes_per_parameter,
+                "checkpoint_files": None}
+    nbytes, files = totals(shape)
+    return {"checkpoint_bytes": nbytes, "checkpoint_files": files}
 
 
 def _training_row(name: str, w, where: dict) -> dict:
@@ -109,16 +122,16 @@ def _datasets(rows: list[dict], wide: bool):
                   box=box.SIMPLE_HEAD)
     extra = ("samples/file", "batch", "threads", "compute s/batch", "AU goal") if wide else ()
     _columns(table, ("name", "format", "sample", "files", "dataset", *extra, "demand MiB/s",
-                     "from"), ("name", "format", "from"))
+                     "on", "from"), ("name", "format", "on", "from"))
     for r in rows:
         compute = ", ".join(f"{k} {v:g}" for k, v in r["compute_time"].items())
         more = (f"{r['samples_per_file']:,}", f"{r['batch_size']:,}", str(r["read_threads"]),
                 compute, f"{r['au_goal']:.0%}") if wide else ()
         table.add_row(r["name"], r["format"], format_size(r["sample_size"]), f"{r['files']:,}",
                       format_size(r["dataset_bytes"]), *more,
-                      f"{r['demand_mib_s']:,.0f} ({r['accelerator']})", r["source"])
+                      f"{r['demand_mib_s']:,.0f}", r["accelerator"], r["source"])
     # 85 columns at least: at 80 a row wrapped its cells over two lines
-    return may_leave_out(table, ("from", "format", "files"), LEFT_OUT_WHERE)
+    return may_leave_out(table, ("from", "on", "format", "files"), LEFT_OUT_WHERE)
 
 
 def _models(models: list[dict], wide: bool):
@@ -130,14 +143,17 @@ def _models(models: list[dict], wide: bool):
 
     table = Table(title="model workloads (checkpoint, load, sizing)", box=box.SIMPLE_HEAD)
     extra = ("bytes/param", "description") if wide else ()
-    _columns(table, ("name", "parameters", "checkpoint", "MLPerf ranks", *extra, "from"),
+    _columns(table, ("name", "parameters", "checkpoint", "files", "MLPerf ranks", *extra,
+                     "from"),
              ("name", "description", "from"))
     for m in models:
         more = (f"{m['bytes_per_parameter']:g}", m["description"]) if wide else ()
         table.add_row(m["name"], f"{m['parameters'] / 1e9:,.1f} B",
-                      format_size(m["checkpoint_bytes"]), str(m["ranks"] or "-"), *more,
+                      format_size(m["checkpoint_bytes"]),
+                      f"{m['checkpoint_files']:,}" if m["checkpoint_files"] else "-",
+                      str(m["ranks"] or "-"), *more,
                       m["source"])
-    return may_leave_out(table, ("from",), LEFT_OUT_WHERE)
+    return may_leave_out(table, ("from", "files"), LEFT_OUT_WHERE)
 
 
 def _mixes(mixes: list[dict], wide: bool):

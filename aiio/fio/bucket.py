@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from aiio import result
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
 from aiio.fio.http_engine import require_http_engine
 from aiio.fio.suite import HeroTest
 from aiio.options import Access, RunOptions
+from aiio.results import result
+from aiio.run.sysinfo import collect_environment
+from aiio.run.wallclock import now_iso, now_unix
 from aiio.s3 import backend
 from aiio.s3.connect import session
-from aiio.sysinfo import collect_environment
 from aiio.ui import UI, QuietUI
 from aiio.units import GiB, MiB, format_size
-from aiio.wallclock import now_iso, now_unix
 
 FOLDER = ("fio", "hero")
 MAX_PUT = 5 * GiB  # the largest object one PUT may carry

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiio import __version__
-from aiio.engine import align_up
+from aiio.engines.seam import align_up
 from aiio.errors import ConfigError
 from aiio.fio.job import escape, render, size_opt
 from aiio.phases import REGISTRY, get_phase
@@ -100,6 +100,7 @@ def _files_list(names: list[str]) -> str:
 
 def checkpoint_job(w: Workload, folder: Path) -> str:
     """Every client writes its shard (files_per_client files) and fsyncs; then the restore."""
+    from aiio.phases.load import reader_count
     from aiio.phases.rundata import split_sizes
     from aiio.phases.shards import checkpoint_bytes
 
@@ -108,7 +109,8 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
     slots = clients * c.files_per_client
     file_size = max(split_sizes(total, slots))
     bs = min(c.transfer_size, align_up(file_size))
-    glob = {"directory": escape(str(folder)), **_engine(c.threads), "direct": 1,
+    writers = reader_count(c.threads, c.files_per_client)  # as many as the client starts
+    glob = {"directory": escape(str(folder)), **_engine(writers), "direct": 1,
             "bs": size_opt(bs), "nrfiles": c.files_per_client,
             "filesize": size_opt(align_up(file_size)), "file_service_type": "sequential",
             "filename_format": "ckpt.$jobnum.$filenum"}
@@ -125,8 +127,10 @@ def checkpoint_job(w: Workload, folder: Path) -> str:
         "fsyncs each on close",
         "then every job reads its shard back (restore, after all writes: stonewall)" if c.restore
         else "no restore (checkpoint.restore = false)",
-        f"{c.threads} writer threads per client become queue depth {c.threads}; "
-        f"{c.count} checkpoint(s) become loops={c.count} over the same files",
+        f"{writers} writer thread{'' if writers == 1 else 's'} per client "
+        f"become{'s' if writers == 1 else ''} queue depth {writers}"
+        + (f" ({c.threads} asked: one per file at most)" if writers < c.threads else "")
+        + f"; {c.count} checkpoint(s) become loops={c.count} over the same files",
         "run: fio THIS_FILE   (every job is reported on its own: per-client figures)",
     ]
     return render(glob, jobs, comments)

@@ -8,19 +8,20 @@ write for checkpoint, the random mix for prep.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from aiio import result
 from aiio.cache_methods import METHOD_NULL
 from aiio.errors import AiioError
-from aiio.figures import headline
 from aiio.fio import pairing
 from aiio.phases import REGISTRY, get_phase, layout_of
-from aiio.result import Result, dig
+from aiio.results import result
+from aiio.results.figures import headline
+from aiio.results.result import IoFigures, Result, dig
 from aiio.units import format_rate
+from aiio.workload import Workload
 
 ABOVE_HERO = 105.0  # % beyond which the hero number, not the phase, is suspect
 
@@ -59,15 +60,19 @@ def fio_results(results_dir: str | os.PathLike) -> Found:
 
 
 def hero_for(target_path: str, phase: str, results_dir: str | os.PathLike,
-             test: str | None = None, streams: int | None = None) -> dict | None:
+             test: str | None = None, streams: int | None = None,
+             ramp_ok: Callable[[float], bool] | None = None) -> dict | None:
     """The latest fio result in results_dir on this target holding `test` (by default the
-    phase's first), at `streams` = fio jobs x iodepth when given; None when there is none."""
-    return latest_hero(fio_results(results_dir), target_path, phase, test, streams)
+    phase's first), at `streams` = fio jobs x iodepth when given, with a ramp ramp_ok
+    accepts; None when there is none."""
+    return latest_hero(fio_results(results_dir), target_path, phase, test, streams, ramp_ok)
 
 
 def latest_hero(found: Found, target_path: str, phase: str, test: str | None = None,
-                streams: int | None = None) -> dict | None:
-    """hero_for among fio results read already."""
+                streams: int | None = None,
+                ramp_ok: Callable[[float], bool] | None = None) -> dict | None:
+    """hero_for among fio results read already; with ramp_ok, only a result whose ramp (the
+    seconds fio left out at the start) it accepts."""
     test = test or hero_test(phase)
     if test is None:
         return None
@@ -80,11 +85,14 @@ def latest_hero(found: Found, target_path: str, phase: str, test: str | None = N
         jobs, depth = len(entry.get("clients", [])), int(res.get("options", {}).get("iodepth", 1))
         if streams is not None and jobs * depth != streams:
             continue
+        ramp = pairing.ramp_of(res)
+        if ramp_ok is not None and not ramp_ok(ramp):
+            continue
         spread = fio.per_client_mib_s
         return {"test": test, "description": entry.get("description", test),
                 "fio_mib_s": fio.mib_s, "fio_iops": 0.0 if fio.iops is None else fio.iops,
                 "fio_per_client_mib_s": spread.mean if spread else 0.0,
-                "fio_clients": jobs, "fio_iodepth": depth,
+                "fio_clients": jobs, "fio_iodepth": depth, "ramp_s": ramp,
                 "block_size": entry.get("block_size"),
                 "fio_latency": dict(fio.main_latency) or None,
                 "fio_result_id": res.get("id", folder.name), "fio_result": str(folder),
@@ -104,13 +112,25 @@ class Pairing:
         """The folder's successful fio results, read the first time they are asked for."""
         return fio_results(self.results_dir)
 
-    def live(self, target_path: str, phase: str) -> dict[str, Any] | None:
-        """The hero the live view shows: the latest fio result on this target for the phase."""
-        return latest_hero(self.found, target_path, phase)
+    def live(self, target_path: str, phase: str, w: Workload) -> dict[str, Any] | None:
+        """The hero the live view shows: the one the finished run is paired with (its test,
+        at its concurrency), when the live counter holds that test's bytes only."""
+        return live_hero(self.found, target_path, {"phase": phase, "workload": w.to_dict()})
 
     def entry(self, res: dict[str, Any]) -> dict[str, Any]:
         """The finished result's `hero` field, paired with the results read at first use."""
         return pair_entry(res, self.found)
+
+
+def live_hero(found: Found, target_path: str, run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The live view's hero for a run about to start (its phase and workload): the latest fio
+    result holding the run's live test at clients x streams per client; None when the run's
+    live counter matches no fio test or no result is at that concurrency."""
+    test = pairing.live_test(run)
+    if test is None:
+        return None
+    streams = result.clients_requested(run) * pairing.streams_per_client(run)
+    return latest_hero(found, target_path, run["phase"], test, streams)
 
 
 def percent(value: float, hero: float) -> float | None:
@@ -148,7 +168,7 @@ def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     if not sides:
         return {"text": f"no fio hero number matches phase {phase!r}"}
     pairs = [_pair(res, side, target, found) for side in sides]
-    missing = [p["test"] for p in pairs if p.get("fio_mib_s") is None]
+    missing = [p for p in pairs if p.get("fio_mib_s") is None]
     if missing:
         return {"test": "+".join(p["test"] for p in pairs),
                 "text": _no_hero_text(res, target, missing, found)}
@@ -156,8 +176,8 @@ def pair_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
         return pairs[0]
     low = min(pairs, key=lambda p: p["percent"] if p["percent"] is not None else float("inf"))
     text = "; ".join(f"{p['direction']}: {p['text']}" for p in pairs)
-    return {**{k: low[k] for k in ("test", "window", "fio_mib_s", "phase_mib_s", "percent",
-                                   "fio_result_id", "fio_clients", "pairing")},
+    return {**{k: low[k] for k in ("test", "window", "ramp_s", "fio_mib_s", "phase_mib_s",
+                                   "percent", "fio_result_id", "fio_clients", "pairing")},
             "pairs": pairs, "text": f"{text}; the lower, {p_text(low['percent'])}, is the "
             "headline"}
 
@@ -166,18 +186,30 @@ def p_text(pct: float | None) -> str:
     return "n/a" if pct is None else f"{pct:.1f} %"
 
 
+def window_name(ramp_s: float) -> str:
+    """The window both sides of a pairing are measured over."""
+    return pairing.WINDOW if ramp_s <= 0 else f"{pairing.WINDOW} after the first {ramp_s:g} s"
+
+
 def _pair(res: dict[str, Any], side: pairing.Side, target: str,
           heroes: Found) -> dict[str, Any]:
-    """One direction against its fio test at the run's concurrency."""
+    """One direction against its fio test at the run's concurrency, over fio's window: the
+    latest such result whose ramp the run can leave out of its own first seconds too."""
     clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
-    found = latest_hero(heroes, target, res.get("phase", ""), side.test, clients * streams)
+    phase = res.get("phase", "")
+    found = latest_hero(heroes, target, phase, side.test, clients * streams, side.leaves_out)
     out: dict[str, Any] = {"direction": side.direction, "test": side.test, "window": pairing.WINDOW,
                            "phase_mib_s": side.phase_mib_s}
     if found is None:
+        other = latest_hero(heroes, target, phase, side.test, clients * streams)
+        if other is not None and side.phase_mib_s is not None:  # only its ramp is unlike
+            out["ramp_s"] = other["ramp_s"]
+            out["unlike"] = _unlike(side, other["fio_result_id"], other["ramp_s"])
         return out
-    pct = percent(side.phase_mib_s, found["fio_mib_s"]) if side.phase_mib_s is not None \
-        else None
-    out.update(fio_mib_s=found["fio_mib_s"], percent=pct, fio_result_id=found["fio_result_id"],
+    mine = side.after_ramp(found["ramp_s"])
+    pct = percent(mine, found["fio_mib_s"]) if mine is not None else None
+    out.update(window=window_name(found["ramp_s"]), ramp_s=found["ramp_s"], phase_mib_s=mine,
+               fio_mib_s=found["fio_mib_s"], percent=pct, fio_result_id=found["fio_result_id"],
                fio_clients=found["fio_clients"],
                pairing={"clients": clients, "streams_per_client": streams,
                         "fio_jobs": found["fio_clients"], "fio_iodepth": found["fio_iodepth"],
@@ -185,6 +217,25 @@ def _pair(res: dict[str, Any], side: pairing.Side, target: str,
                         "pattern": pairing.PATTERN.get(side.test, side.test)})
     out["text"] = _hero_text(found, res.get("phase", ""), out, target)
     return out
+
+
+def _unlike(side: pairing.Side, fio_id: str, ramp_s: float) -> str:
+    """Why a fio result at the run's concurrency is not set against it: its ramp."""
+    return (f"fio {side.test} in {fio_id} left out its first {ramp_s:g} s (a {ramp_s:g} s "
+            f"ramp) and this run cannot leave out the same: {side.why_not(ramp_s)}")
+
+
+def ramp_note(run: Mapping[str, Any], fio_res: Result) -> str | None:
+    """For `aiio compare`: why the given fio result's aggregate stands beside none of the
+    run's figures (its ramp, which the run cannot leave out), and the command that makes one
+    it can; None when it does stand beside them."""
+    sides = pairing.sides(run)
+    ramp = pairing.ramp_of(fio_res)
+    if not sides or sides[0].leaves_out(ramp):
+        return None
+    target = dig(run, "target", "path", default="TARGET")
+    command = pairing.fio_command(str(target), dict(run), [sides[0].test], no_ramp=True)
+    return f"{_unlike(sides[0], fio_res.id or 'the fio result', ramp)}; run: {command}"
 
 
 def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
@@ -196,15 +247,19 @@ def _stages_entry(res: dict[str, Any], found: Found) -> dict[str, Any]:
     return {"stages": stages, "text": text or "no stage of this run has a fio hero number"}
 
 
-def _no_hero_text(res: dict[str, Any], target: str, missing: list[str],
+def _no_hero_text(res: dict[str, Any], target: str, missing: list[dict[str, Any]],
                   found: Found) -> str:
     """Why there is no % of hero, and the command that makes a matching one."""
     clients, streams = result.clients_requested(res), pairing.streams_per_client(res)
-    command = pairing.fio_command(target, res, missing)
-    other = latest_hero(found, target, res.get("phase", ""), missing[0])
+    unlike = [p["unlike"] for p in missing if "unlike" in p]
+    tests = [p["test"] for p in missing]
+    command = pairing.fio_command(target, res, tests, no_ramp=bool(unlike))
+    if unlike:  # a result at this concurrency, whose ramp the run cannot leave out
+        return f"{'; '.join(unlike)}; run: {command}"
+    other = latest_hero(found, target, res.get("phase", ""), tests[0])
     if other is None:
         return f"no fio result for this target; run: {command}"
-    return (f"no fio {'/'.join(missing)} at this run's concurrency ({_clients(clients)} x "
+    return (f"no fio {'/'.join(tests)} at this run's concurrency ({_clients(clients)} x "
             f"{_streams(streams)} = {clients * streams}; the latest, {other['fio_result_id']}, "
             f"ran {other['fio_clients']} fio jobs x iodepth {other['fio_iodepth']}); "
             f"run: {command}")
@@ -227,8 +282,9 @@ def _hero_text(found: dict[str, Any], phase: str, pair: dict[str, Any], target: 
         return f"fio {test} in {fio_id} measured 0 MiB/s"
     p = pair["pairing"]
     text = (f"{pct:.1f} % of fio {test} ({format_rate(mine, unit=False)} of "
-            f"{format_rate(found['fio_mib_s'])}, "
-            f"both last done; {_clients(p['clients'])} x {_streams(p['streams_per_client'])} "
+            f"{format_rate(found['fio_mib_s'])} delivered, "
+            f"both {pair['window']}; {_clients(p['clients'])} x "
+            f"{_streams(p['streams_per_client'])} "
             f"against {p['fio_jobs']} fio jobs x iodepth {p['fio_iodepth']}, "
             f"{p['pattern']}, {_block(p['block_size'])}; {fio_id})")
     if pct > ABOVE_HERO:
@@ -259,7 +315,8 @@ def results_dir_of(run_folder: Path) -> Path:
 
 def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
     """The fio result a run was compared with when it ran, else the latest on its target at
-    the run's concurrency (fio jobs x iodepth = clients x streams per client)."""
+    the run's concurrency (fio jobs x iodepth = clients x streams per client) whose ramp the
+    run can leave out of its own first seconds."""
     base = results_dir_of(run_folder)
     recorded = (run.get("hero") or {}).get("fio_result_id")
     if recorded:
@@ -268,9 +325,9 @@ def fio_result_for(run: Mapping[str, Any], run_folder: Path) -> Result | None:
         except AiioError:
             pass  # moved or deleted since: fall back to the latest matching one
     streams = result.clients_requested(run) * pairing.streams_per_client(run)
-    target = dig(run, "target", "path")
-    found = None if not isinstance(target, str) else hero_for(
-        target, run.get("phase", ""), base, run_hero_test(run), streams)
+    target, sides = dig(run, "target", "path"), pairing.sides(run)
+    found = None if not isinstance(target, str) or not sides else hero_for(
+        target, run.get("phase", ""), base, sides[0].test, streams, sides[0].leaves_out)
     if found is None:
         return None
     return result.load(found["fio_result"])
@@ -301,6 +358,27 @@ def compared(run: Mapping[str, Any], fio_res: Result | None) -> dict[str, Any]:
             "rows": compare_rows(run, paired)}
 
 
+def _hero_figures(sides: list[pairing.Side], fio_res: Result | None,
+                  fio: IoFigures | None) -> tuple[float | None, float | None]:
+    """The % of hero row's two figures over fio's window: the run's with fio's ramp left out
+    of its own first seconds; when the run cannot leave it out, its whole-run figure with no
+    fio figure beside it."""
+    if not sides:
+        return None, fio and fio.mib_s
+    ramp = pairing.ramp_of(fio_res) if fio_res is not None else 0.0
+    mine = sides[0].after_ramp(ramp)
+    if mine is None:
+        return sides[0].phase_mib_s, None
+    return mine, fio and fio.mib_s
+
+
+def _compared_doc(run: Mapping[str, Any]) -> Result:
+    """The run as the phase its figures are compared by: a lifecycle run's headline stage."""
+    stage = compared_stage(run)
+    return result.model(result.stage_doc(run, stage)) if stage else (
+        run if isinstance(run, Result) else result.model(run))
+
+
 def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[str, Any]]:
     """(figure, phase value, fio value, % of fio) rows: aggregate, per client, latency. With
     no fio result, none holding the test, or no test paired, the fio side of every row is
@@ -308,20 +386,27 @@ def compare_rows(run: Mapping[str, Any], fio_res: Result | None) -> list[dict[st
     sides = pairing.sides(run)
     test = run_hero_test(run)  # None: no fio test pairs with its phase
     fio = fio_res.section(test) if fio_res is not None and test else None
-    mine = headline(run)[0]  # where the phase keeps them (randrw: its mix)
+    head = headline(run)[0]  # where the phase keeps them (randrw: its mix), latency included
+    # the bytes fio counts: training's loaders' side, not what its accelerators consumed
+    mine = pairing.delivered_section(_compared_doc(run)) or head
     # with no fio test paired (a phase of stats, say) its own main operation's latency
     op = TEST_OP.get(test, "read") if sides else result.main_op(run)
-    spread, fspread = mine and mine.per_client_mib_s, fio and fio.per_client_mib_s
+    spread = mine and mine.per_client_mib_s
+    # a client's MiB/s is over its whole run: beside fio's per-job figures only when fio left
+    # out no first seconds either
+    fspread = fio.per_client_mib_s if fio and pairing.ramp_of(fio_res) == 0 else None
     rows = [("clients / fio jobs", len(run.get("clients", [])),
              len(dig(fio_res, "tests", test, "clients", default=[])) if fio else None, None),
-            ("aggregate MiB/s (the % of hero figure)", sides[0].phase_mib_s if sides else None,
-             fio and fio.mib_s, "MiB/s"),
+            ("aggregate MiB/s (the % of hero figure)", *_hero_figures(sides, fio_res, fio),
+             "MiB/s"),
+            # fio's aggregate is last done (its jobs' bytes over the slowest): no first done
+            # of fio's to set beside the phase's
             ("aggregate MiB/s, first done", mine and mine.first_done and mine.first_done.mib_s,
-             fio and fio.mib_s, "MiB/s"),
+             None, "MiB/s"),
             ("per client MiB/s, mean", spread and spread.mean, fspread and fspread.mean, "MiB/s"),
             ("per client MiB/s, min", spread and spread.min, fspread and fspread.min, "MiB/s"),
-            (f"{op} latency p50", mine and mine.p(op, "p50"), fio and fio.main_p("p50"), "ns"),
-            (f"{op} latency p99", mine and mine.p(op, "p99"), fio and fio.main_p("p99"), "ns")]
+            (f"{op} latency p50", head and head.p(op, "p50"), fio and fio.main_p("p50"), "ns"),
+            (f"{op} latency p99", head and head.p(op, "p99"), fio and fio.main_p("p99"), "ns")]
     out = []
     for name, mine, theirs, unit in rows:
         pct = percent(mine, theirs) if unit == "MiB/s" and mine is not None and theirs else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio import honesty, result
+from aiio import honesty
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
@@ -29,11 +29,12 @@ from aiio.fio.job import (
     run,
     size_opt,
 )
-from aiio.sysinfo import collect_environment
-from aiio.target import Target, TargetInfo, probe, remove_tree
+from aiio.results import result
+from aiio.run.sysinfo import collect_environment
+from aiio.run.wallclock import now_iso, now_unix
+from aiio.storage.target import Target, TargetInfo, probe, remove_tree
 from aiio.ui import UI, QuietUI
 from aiio.units import GiB, KiB, MiB, format_size
-from aiio.wallclock import now_iso, now_unix
 
 FOLDER = ("fio", "hero")
 FILE_FORMAT = "hero.$jobnum"  # the same file per client in every test

@@ -3,25 +3,26 @@ I/O summary."""
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from aiio import dataset as ds
-from aiio import stats
-from aiio.engine import OpLog, merge_logs
+from aiio.document import Where
+from aiio.engines.seam import OpLog, merge_logs
 from aiio.options import RunOptions
-from aiio.ranks import THIS_HOST, Ranks
-from aiio.result import Where, dig
-from aiio.stats import ByteSeries, Histogram
-from aiio.target import Target, TargetInfo
-from aiio.units import KiB, MiB, mib_per_s
+from aiio.results.layout import burst_sections, read_write_sections  # noqa: F401 (phases take them from here)
+from aiio.results.sections import AggregateIo, ClientIo
+from aiio.run.ranks import THIS_HOST, Ranks
+from aiio.storage import dataset as ds
+from aiio.storage.target import Target, TargetInfo
+from aiio.units import KiB, MiB
 from aiio.workload import Workload
 
 if TYPE_CHECKING:
-    from aiio.clients import ClientContext
+    from aiio.run.clients import ClientContext
 
 
 @dataclass
@@ -36,7 +37,10 @@ class RunContext:
     options: RunOptions = RunOptions()
     note: Callable[[str], None] = print
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total)
-    ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.comm's world)
+    ranks: Ranks = THIS_HOST  # the hosts a dataset is written from (aiio.run.comm's world)
+    # The run's storage engine (aiio.engines.base.Engine), chosen once by the runner: what
+    # the phase reads, writes and asks metadata of, here and (ClientContext.engine) in clients.
+    engine: Any = None
 
 
 THREAD_BYTES = 256 * KiB  # one I/O thread's stack pages and operation log
@@ -49,7 +53,7 @@ OBJECT_CLIENT_BASE = 30 * MiB
 
 @dataclass(frozen=True)
 class ClientMemory:
-    """What one client of a phase holds in memory; aiio.memcheck adds its margin. `base` is
+    """What one client of a phase holds in memory; aiio.run.memcheck adds its margin. `base` is
     the largest client USS measured for the phase (`python -m tools.phase_memory`) less the
     buffers counted for that run: its threads and records are in it and counted again (an
     upper bound)."""
@@ -62,6 +66,16 @@ class ClientMemory:
     @property
     def bytes(self) -> int:
         return int(self.base + self.buffers + self.threads * THREAD_BYTES + self.log)
+
+
+@dataclass(frozen=True)
+class PrepareMemory:
+    """What the parent holds at the peak of a phase's `prepare`, beyond its own, before any
+    client runs (a vector index laid out); aiio.run.memcheck adds its margin."""
+
+    bytes: int
+    what: str    # "laying out the vector index (...)", as a refusal names it
+    advice: str  # what to do when it does not fit
 
 
 def object_writer_bytes(part_size: int) -> int:
@@ -92,6 +106,9 @@ class Phase(Protocol):
     duration_key: tuple[str, str] | None = None
     # (section, key) of the workload's concurrent I/O streams in one client (fio/pairing)
     streams_key: tuple[str, str] | None = None
+    # The key, in that section, of the files each client's threads share: a thread takes whole
+    # files, so a client runs min(threads, files) streams (fio/pairing); None: no such cap.
+    streams_files_key: str | None = None
     # How sweeps and headline figures judge it: a key of aiio.sweep.per_point.JUDGES.
     judged_on: str = "first_done"
     # Its own figures a sweep tables against clients: (key, column title, unit).
@@ -112,8 +129,34 @@ class Phase(Protocol):
     other_series: tuple[tuple[str, str], ...] = ()
     # Where its metadata operations' figures sit, in its aggregate and in a client's entry.
     metadata_at: Where | None = None
-    # Runs against a bucket (aiio.s3's subclasses): its clients hold an S3 client each.
+    # Runs against a bucket: its clients hold an S3 client each (its memory estimate).
     object_store: bool = False
+    # (section, key) of the concurrent users each client serves, with the latency goals in
+    # that section: `aiio scale --find-max --max-users` searches it (aiio.sweep.find_users).
+    users_key: tuple[str, str] | None = None
+    # (section, key) of its open loop's offered request rate, per client: `aiio scale
+    # --rates` runs a table over it (aiio.sweep.rates_sweep). None: it has no open loop.
+    rate_key: tuple[str, str] | None = None
+    # (section, key) in its aggregate of its steady-or-overloaded verdict (aiio.phases.
+    # steadiness): a sweep names the counts whose runs were overloaded.
+    steadiness_at: tuple[str, str] | None = None
+    # The workload sections its code reads: its figures follow them, so a record's settings
+    # key in the history holds these (and the run's own settings), never another phase's
+    # section (aiio.results.history.compared_settings). None: not declared, every section.
+    # tests/test_phase_sections.py runs each phase and sees it read no other.
+    workload_sections: tuple[str, ...] | None = None
+
+    def sections_read(self, w: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The workload sections a run of `w` (the workload as its result records it) reads:
+        `workload_sections`, unless a setting makes it read more."""
+        return self.workload_sections
+
+    def on_objects(self) -> Phase:
+        """The phase as it runs against a bucket: the same code, its clients holding an S3
+        client each, which its memory estimate counts."""
+        bucket = copy.copy(self)
+        bucket.object_store = True
+        return bucket
 
     def variant(self, w: Workload) -> Phase:
         """The phase that runs this workload: itself, unless a workload mode hands it on."""
@@ -139,10 +182,20 @@ class Phase(Protocol):
     def validate(self, w: Workload, options: RunOptions) -> None:
         """Refuse impossible values in one line, before anything is written."""
 
+    def closed_to_rates(self, w: Workload) -> str | None:
+        """Why `w` runs no open loop whose rate `rate_key` sets, as a one-line refusal of
+        `aiio scale --rates`; None when it runs one."""
+        return None
+
     def client_memory(self, w: Workload, clients: int,
                       lifecycle: bool = False) -> ClientMemory | None:
         """What one of `clients` clients holds (`lifecycle`: as a stage of `--phase all`);
-        None: not measured, and aiio.memcheck takes the largest of the phases that are."""
+        None: not measured, and aiio.run.memcheck takes the largest of the phases that are."""
+        return None
+
+    def prepare_memory(self, w: Workload, target: str) -> PrepareMemory | None:
+        """What `prepare` holds in the parent on `target` (a path or a bucket's URL) at its
+        peak, beyond the parent's own; None: nothing of note."""
         return None
 
     def prepare(self, rc: RunContext) -> Any:
@@ -160,7 +213,7 @@ class Phase(Protocol):
 
     def rehearsal(self, args: Any) -> tuple[Callable[[ClientContext], dict], Any] | None:
         """A client function and arguments for a rehearsal of one client in the parent before
-        the clients are forked (aiio.clients.rehearse): the same code, reaching nothing
+        the clients are forked (aiio.run.clients.rehearse): the same code, reaching nothing
         outside the process. None: no rehearsal."""
         return None
 
@@ -187,24 +240,12 @@ class UndeclaredPhase(Phase):
     name = ""
 
 
-def burst_sections(part: Any, sides: tuple[str, ...]) -> dict[str, Where]:
-    """'checkpoint.N.write' (and '.read') -> path, for each burst under part['checkpoints']."""
-    out: dict[str, Where] = {}
-    bursts = dig(part, "checkpoints", default=[])
-    for k, burst in enumerate(bursts if isinstance(bursts, list) else ()):
-        for side in sides:
-            if isinstance(dig(burst, side), Mapping):
-                out[f"checkpoint.{burst.get('n', k + 1)}.{side}"] = ("checkpoints", k, side)
-    return out
-
-
-def read_write_sections(part: Mapping[str, Any]) -> dict[str, Where]:
-    """'read' and 'write', each under its own key (data preparation, the random mix)."""
-    return {d: (d,) for d in ("read", "write") if isinstance(part.get(d), Mapping)}
-
-
 def ensure_dataset(rc: RunContext) -> ds.Dataset:
-    """The run's dataset, reused when it matches, else generated with a progress bar."""
+    """The run's dataset, reused when it matches, else generated with a progress bar; a
+    target that keeps its dataset its own way (a bucket's objects) makes it itself."""
+    own = getattr(rc.target, "ensure_dataset", None)
+    if own is not None:
+        return own(rc)
     w = rc.workload
     progress = None
     if rc.progress:
@@ -214,51 +255,30 @@ def ensure_dataset(rc: RunContext) -> ds.Dataset:
     return data
 
 
+def client_io(logs: list[OpLog], start_ns: int, end_ns: int,
+              main_op: str | None = None) -> ClientIo:
+    """One client's stream, typed: bytes, ops, MiB/s, latency summary (of main_op),
+    histograms and series of its merged operation logs."""
+    hist, series, ops, nbytes = merge_logs(logs)
+    return ClientIo.of(hist, series, ops, nbytes, (end_ns - start_ns) / 1e9, main_op)
+
+
 def client_io_figures(logs: list[OpLog], start_ns: int, end_ns: int,
                       prefix: str = "", main_op: str | None = None) -> dict[str, Any]:
-    """One client's bytes, ops, MiB/s, latency summary (of main_op), histograms and series."""
-    hist, series, ops, nbytes = merge_logs(logs)
-    elapsed = (end_ns - start_ns) / 1e9
-    if main_op is None:
-        main_op = "read" if "read" in hist else next(iter(hist), "read")
-    lat = hist.get(main_op, Histogram()).summary()
-    return {
-        f"{prefix}bytes": nbytes, f"{prefix}ops": ops,
-        f"{prefix}elapsed_s": elapsed, f"{prefix}mib_s": mib_per_s(nbytes, elapsed),
-        f"{prefix}latency": lat,
-        f"{prefix}histograms": {op: h.to_dict() for op, h in hist.items()},
-        f"{prefix}series": series.to_dict(),
-    }
+    """One client's stream (`client_io`) as its entry records it, its keys after `prefix`."""
+    return client_io(logs, start_ns, end_ns, main_op).to_dict(prefix)
 
 
 def client_identity(index: int) -> dict[str, Any]:
     return {"client": index, "host": socket.gethostname(), "pid": os.getpid()}
 
 
-def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
-    """Aggregates over every client: first done, last done, spread, fairness, latency."""
-    series = [ByteSeries.from_dict(c[f"{prefix}series"]) for c in clients]
-    ends = [c[f"{prefix}elapsed_s"] for c in clients]
-    per_client = [c[f"{prefix}mib_s"] for c in clients]
-    hist: dict[str, Histogram] = {}
-    for c in clients:
-        for op, d in c[f"{prefix}histograms"].items():
-            hist.setdefault(op, Histogram()).merge(Histogram.from_dict(d))
-    total = ByteSeries()
-    for s in series:
-        total.merge(s)
-    # A client that made no call of this kind (more clients than files or samples) ends at
-    # once: the window until the first client finished would close with it, near 0 s.
-    busy = [i for i, c in enumerate(clients) if c[f"{prefix}ops"]] or range(len(clients))
-    return {
-        "first_done": stats.first_done([series[i] for i in busy], [ends[i] for i in busy]),
-        "last_done": stats.last_done(series, ends),
-        "per_client_mib_s": stats.spread(per_client),
-        "jain": stats.jain(per_client) if any(per_client) else 0.0,
-        "latency": {op: h.summary() for op, h in hist.items()},
-        "histograms": {op: h.to_dict() for op, h in hist.items()},
-        "series_mib_s": total.per_second(max(ends) if ends else None),
-        "bytes": sum(c[f"{prefix}bytes"] for c in clients),
-        "ops": sum(c[f"{prefix}ops"] for c in clients),
-    }
+def aggregate_io(clients: list[dict], prefix: str = "") -> AggregateIo:
+    """One stream over every client's entry, typed: first done, last done, spread, fairness,
+    latency."""
+    return AggregateIo.over([ClientIo.from_dict(c, prefix) for c in clients])
 
+
+def io_aggregate(clients: list[dict], prefix: str = "") -> dict[str, Any]:
+    """`aggregate_io` as the aggregate records it."""
+    return aggregate_io(clients, prefix).to_dict()

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiio.clients import ClientContext
+from aiio.document import Where
 from aiio.errors import RunFailed
 from aiio.options import RunOptions
-from aiio.phases import get_phase, load, prep, train
+from aiio.phases import get_phase, load, phase_paths, prep, train
 from aiio.phases.base import ClientMemory, Phase, RunContext, client_identity
-from aiio.result import Where, phase_paths
+from aiio.run.clients import ClientContext
 from aiio.workload import Workload
 
 STAGES = ("prep", "train", "load")
@@ -48,6 +48,7 @@ class Stage:
     def __init__(self, ctx: ClientContext, name: str, args: Any, first: bool) -> None:
         self._ctx, self.name, self.args, self._first = ctx, name, args, first
         self.index, self.count = ctx.index, ctx.count
+        self.engine = ctx.engine  # every stage reads and writes through the run's engine
 
     def ready_and_wait(self) -> int:
         start = self._ctx.ready_and_wait() if self._first else self._ctx.sync()
@@ -115,11 +116,14 @@ class AllPhase(Phase):
     cli_options = ("scale", "checkpoint_every", "stagger")
     main_op = "read"  # of its train stage, where its figures are read (figures.views)
     console = "all_tables"
-    # The stages' phases, and how their clients name them (aiio/s3/lifecycle.py: a bucket's)
+    # The stages' phases (on a bucket the same ones: see client_memory)
     stage_table: dict[str, Phase] = _PHASES
-    registry_prefix = ""
     stages = STAGES
     headline_stage = "train"
+    # its stages' (prep's covers randrw's), training with its checkpoints (lifecycle_workload)
+    workload_sections = tuple(dict.fromkeys(
+        (*prep.PHASE.workload_sections, *train.PHASE.sections_read({"checkpoint": {"every": 1}}),
+         *load.PHASE.workload_sections)))
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """Each stage's sections as that stage's phase lays them out, named 'stage.name'."""
@@ -130,7 +134,9 @@ class AllPhase(Phase):
     def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
         """The largest of its stages' (one client process runs them in turn), training with
         its checkpoints."""
-        stages = stage_phases(w, self.stage_table).values()
+        stages = list(stage_phases(w, self.stage_table).values())
+        if self.object_store:  # each stage's clients hold an S3 client, as the run's do
+            stages = [p.on_objects() for p in stages]
         return max((p.client_memory(w, clients, lifecycle=True) for p in stages),
                    key=lambda m: m.bytes if m else 0)
 
@@ -150,8 +156,7 @@ class AllPhase(Phase):
                                                                         verify=False))
         stages = stage_phases(lw, self.stage_table)
         args = AllArgs(None, None, None, rc.method,
-                       {name: self.registry_prefix + phase.name
-                        for name, phase in stages.items()})
+                       {name: phase.name for name, phase in stages.items()})
         try:
             args.prep = stages["prep"].prepare(sub)
             args.train = stages["train"].prepare(train_rc)
@@ -177,6 +182,8 @@ class AllPhase(Phase):
             agg[name] = args.phase(name).summarize(rc, getattr(args, name),
                                                    [c[name] for c in clients])
         agg["train"].setdefault("read_bytes", agg["train"]["bytes"])
+        if "not_measured" in agg["train"]:  # its headline stage's
+            agg["not_measured"] = agg["train"]["not_measured"]
         agg["read_bytes"] = sum(agg[n].get("read_bytes", 0) for n in STAGES)
         agg["write_bytes"] = sum(agg[n].get("write_bytes", 0) for n in STAGES)
         agg["bytes"] = agg["read_bytes"] + agg["write_bytes"]

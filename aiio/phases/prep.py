@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import blocks, engine, stats
-from aiio import dataset as ds
-from aiio.clients import ClientContext
-from aiio.engine import OpLog, Reader, Writer, io_failure
+from aiio import stats
+from aiio.document import Where, dig
+from aiio.engines import blocks
+from aiio.engines.seam import OpLog, io_failure
+from aiio.engines.timing import PolledStop, Window, cpu_seconds
 from aiio.errors import ConfigError, RunFailed
 from aiio.options import RunOptions
 from aiio.phases import randrw
@@ -40,13 +41,15 @@ from aiio.phases.base import (
 from aiio.phases.rundata import new_run_tag, remove_run_folder
 from aiio.phases.threads import run_parallel
 from aiio.phases.train import epoch_order, shard_bounds
-from aiio.result import Where, dig
+from aiio.run.clients import ClientContext
 from aiio.stats import Histogram
-from aiio.timing import PolledStop, Window, cpu_seconds
+from aiio.storage import dataset as ds
 from aiio.units import MiB, format_size, mib_per_s
 from aiio.workload import Workload
 
-META_OPS = ("list", "stat", "open", "create", "unlink")
+# Metadata operations by the names engines time them: a mount's, then a bucket's requests
+# (HEAD, and the GETs and PUTs its reads and shard writes are); absent ones are left out.
+META_OPS = ("list", "stat", "open", "create", "unlink", "head", "get", "put", "delete")
 
 
 @dataclass
@@ -84,7 +87,7 @@ def client_items(data: ds.Dataset, seed: int, passes: int, clients: int, index: 
 class ShardStream:
     """One thread's output: processed bytes appended to shards written sequentially."""
 
-    def __init__(self, writer: Writer, folder: str, prefix: str, shard_size: int,
+    def __init__(self, writer: Any, folder: str, prefix: str, shard_size: int,
                  seed: int) -> None:
         self.writer, self.folder, self.prefix = writer, folder, prefix
         self.shard_size, self.seed = shard_size, seed
@@ -125,17 +128,20 @@ class ShardStream:
             try:
                 self.writer.fsync(self.fd, self.path)
             finally:
-                os.close(self.fd)
+                self.writer.close_file(self.fd)
                 self.fd = None
 
 
 class PrepWorker:
-    """One prep thread: its reader, its shard stream and its metadata log."""
+    """One prep thread: its reader, its shard stream and its metadata log. On an engine that
+    sends objects in parts a shard is one object, sent in one request."""
 
     def __init__(self, a: PrepArgs, ctx: ClientContext, i: int) -> None:
-        self.reader = Reader(a.method, a.transfer_size, OpLog(0), ctx.add_bytes)
-        self.writer = Writer(a.method, a.transfer_size, OpLog(0), ctx.add_bytes,
-                             seed=(a.seed * 1_000_003 + ctx.index) * 256 + i)
+        self.engine = ctx.engine
+        self.reader = ctx.engine.reader(a.transfer_size, OpLog(0), ctx.add_bytes)
+        write_size = a.shard_size if ctx.engine.caps.multipart else a.transfer_size
+        self.writer = ctx.engine.writer(write_size, OpLog(0), ctx.add_bytes,
+                                        seed=(a.seed * 1_000_003 + ctx.index) * 256 + i)
         self.reader.stop = PolledStop(ctx.stop)
         self.writer.stop = PolledStop(ctx.stop)
         self.shards = ShardStream(self.writer, a.client_folder(ctx.index), f"t{i:03d}",
@@ -161,12 +167,12 @@ def _work(a: PrepArgs, ctx: ClientContext):
         kind, i = item
         if stop.is_set():
             return
-        if kind == "list":
-            path = os.path.join(data.folder, f"d{i:05d}")
-            engine.listdir(worker.log, path)
+        if kind == "list":  # folder i: where its first file is (a key prefix on a bucket)
+            path = os.path.dirname(data.path(i * data.params.files_per_dir))
+            worker.engine.listdir(worker.log, path)
             return
         path = data.path(i)
-        size = engine.stat(worker.log, path).st_size
+        size = worker.engine.stat(worker.log, path)
         try:
             # The size just stat'ed bounds the read: no second stat (fstat) per sample.
             got = worker.reader.read_file(path, 0, size)
@@ -189,13 +195,12 @@ def transform(a: PrepArgs, ctx: ClientContext, worker: Any, path: str, size: int
     ctx.add_units(1)
 
 
-def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
-                  remove: Any = None, ops: tuple[str, ...] = META_OPS) -> dict[str, Any]:
-    """One client of the shards mode (see the module doc). Object storage passes its own
-    worker class, per-item body, shard removal and operation names."""
+def shards_client(ctx: ClientContext) -> dict[str, Any]:
+    """One client of the shards mode (see the module doc)."""
     a: PrepArgs = ctx.args
-    make_worker, work, remove = make_worker or PrepWorker, work or _work, remove or _unlink_all
-    workers = [make_worker(a, ctx, i) for i in range(a.threads)]
+    # a bucket sizes its connection pool to the threads, so no request waits for one
+    ctx.engine = ctx.engine.with_streams(a.threads)
+    workers = [PrepWorker(a, ctx, i) for i in range(a.threads)]
     cleanup = OpLog(0)
     try:
         run = Window(ctx.ready_and_wait())
@@ -205,46 +210,48 @@ def shards_client(ctx: ClientContext, make_worker: Any = None, work: Any = None,
             wk.reset(start_ns)
         cleanup.start_ns = start_ns
         items = client_items(a.dataset, a.seed, a.passes, ctx.count, ctx.index)
-        run_parallel(items, workers, work(a, ctx), start_ns)
+        run_parallel(items, workers, _work(a, ctx), start_ns)
         for wk in workers:
             wk.shards.flush()
         for wk in workers:  # staging done: the processed shards are removed
-            remove(wk.shards.paths, cleanup)
+            _unlink_all(wk.shards.paths, cleanup, ctx.engine)
         end_ns = run.close()
     finally:
         for wk in workers:
             wk.close()
-    return _shards_figures(ctx, workers, cleanup, start_ns, end_ns, cpu0, ops)
+    out = _shards_figures(ctx, workers, cleanup, start_ns, end_ns, cpu0)
+    out.update(ctx.engine.client_figures(out, out["elapsed_s"]))  # a bucket's SDK counts
+    return out
 
 
-def _unlink_all(paths: list[str], log: OpLog) -> None:
+def _unlink_all(paths: list[str], log: OpLog, eng: Any) -> None:
     for path in paths:
-        engine.unlink(log, path)
+        eng.unlink(log, path)
 
 
 def _shards_figures(ctx: ClientContext, workers: list[PrepWorker], cleanup: OpLog,
-                    start_ns: int, end_ns: int, cpu0: float,
-                    ops: tuple[str, ...] = META_OPS) -> dict[str, Any]:
+                    start_ns: int, end_ns: int, cpu0: float) -> dict[str, Any]:
     out = client_identity(ctx.index)
     elapsed = (end_ns - start_ns) / 1e9
     read = client_io_figures([w.reader.log for w in workers], start_ns, end_ns, main_op="read")
     write = client_io_figures([w.writer.log for w in workers], start_ns, end_ns,
                               main_op="write")
-    read["iops"] = read["histograms"].get("read", {}).get("count", 0) / elapsed
+    # read requests (a read call, or a GET whose body came in chunks) per second
+    read["iops"] = read["histograms"].get(ctx.engine.caps.read_op, {}).get("count", 0) / elapsed
     samples = sum(w.samples for w in workers)
     logs = [w.log for w in workers] + [cleanup]
     out.update(elapsed_s=elapsed, cpu_s=cpu_seconds() - cpu0, samples=samples,
                samples_per_s=samples / elapsed if elapsed else 0.0,
                shards=sum(len(w.shards.paths) for w in workers),
                read=read, write=write, bytes=read["bytes"] + write["bytes"],
-               metadata=metadata_figures(logs, read, write, elapsed, ops))
+               metadata=metadata_figures(logs, read, write, elapsed))
     return out
 
 
 def metadata_figures(logs: list[OpLog], read: dict, write: dict, elapsed: float,
                      names: tuple[str, ...] = META_OPS) -> dict[str, Any]:
-    """Counts, operations per second and latency of every metadata operation type (`names`:
-    object storage has its own); those timed inside the reads and writes come from there."""
+    """Counts, operations per second and latency of every metadata operation type (`names`);
+    those timed inside the reads and writes come from there."""
     hist: dict[str, Histogram] = {}
     for log in logs:
         log.flush()
@@ -262,12 +269,14 @@ def metadata_figures(logs: list[OpLog], read: dict, write: dict, elapsed: float,
             "total": total, "ops_s": total / elapsed if elapsed else 0.0}
 
 
-def shards_aggregate(clients: list[dict], names: tuple[str, ...] = META_OPS) -> dict[str, Any]:
-    """Read and write aggregates, metadata rates and latencies over every client."""
+def shards_aggregate(clients: list[dict], names: tuple[str, ...] = META_OPS,
+                     read_op: str = "read") -> dict[str, Any]:
+    """Read and write aggregates, metadata rates and latencies over every client; read IOPS
+    count `read_op`, the engine's read request."""
     read = io_aggregate([c["read"] for c in clients])
     write = io_aggregate([c["write"] for c in clients])
     last = max(c["elapsed_s"] for c in clients)
-    read["iops"] = read["latency"].get("read", {}).get("count", 0) / last if last else 0.0
+    read["iops"] = read["latency"].get(read_op, {}).get("count", 0) / last if last else 0.0
     meta: dict[str, Any] = {}
     for op in names:
         hs = [Histogram.from_dict(c["metadata"]["ops"][op]["histogram"]) for c in clients
@@ -300,8 +309,9 @@ def _prepare_shards(rc: RunContext, folder: str) -> PrepArgs:
         rc.target.require_space(out_bytes, f"prep shards ({p.passes} pass(es) of "
                                            f"{format_size(data.total_bytes)} x {p.output_ratio:g})")
     rc.target.make_run_folder(Path(folder))  # after the checks: none left over
-    for c in range(rc.clients):
-        os.mkdir(os.path.join(folder, f"client{c:05d}"))
+    if rc.engine.caps.folders:  # a key prefix needs no folder
+        for c in range(rc.clients):
+            os.mkdir(os.path.join(folder, f"client{c:05d}"))
     return PrepArgs(data, folder, rc.method, p.threads, p.transfer_size, p.passes,
                     p.transform_time, p.shard_size, p.output_ratio, w.run.seed)
 
@@ -323,6 +333,7 @@ class PrepPhase(Phase):
     sweep_extras = (("samples_per_s", "samples/s", "1/s"), ("metadata_ops_s", "meta ops/s", "1/s"))
     hero_pairing = "direction_sides"
     metadata_at = ("metadata",)
+    workload_sections = ("dataset", "prep")  # the raw samples in, its own settings
 
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         return read_write_sections(part)
@@ -362,11 +373,20 @@ class PrepPhase(Phase):
         return shards_client(ctx)
 
     def summarize(self, rc: RunContext, args: PrepArgs, clients: list[dict]) -> dict[str, Any]:
-        return shards_aggregate(clients)
+        agg = shards_aggregate(clients, read_op=rc.engine.caps.read_op)
+        agg.update(rc.engine.aggregate(clients))  # a bucket's SDK counts
+        return agg
+
+    def warnings(self, rc: RunContext, args: PrepArgs, out: dict[str, Any]) -> list[dict]:
+        # what the run keeps stored: the raw dataset, and the shards it wrote (read never)
+        agg = out["aggregate"]
+        return rc.engine.warnings(agg, args.dataset.total_bytes + agg.get("write_bytes", 0))
 
     def cleanup(self, rc: RunContext, args: PrepArgs | None, status: str) -> None:
-        """The run's shards go; the raw dataset is kept for reuse."""
+        """The run's shards go; the raw dataset is kept for reuse (a bucket's local copy of
+        its index goes)."""
         if args is not None:
+            args.dataset.discard_local()
             remove_run_folder(rc, args.folder)
 
 

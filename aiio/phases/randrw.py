@@ -14,14 +14,16 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aiio import blocks, compiled, depth, engine, stats
+from aiio import stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_NULL
-from aiio.clients import ClientContext
-from aiio.engine import O_DIRECT, OpLog, Reader, ReadFailed, Writer, io_failure
+from aiio.document import Where
+from aiio.engines import blocks, compiled, depth
+from aiio.engines.seam import OpLog, ReadFailed, io_failure
+from aiio.engines.timing import Deadline, DeadlineOrStop, PolledStop, Window, cpu_seconds
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
 from aiio.phases.base import (
@@ -35,10 +37,12 @@ from aiio.phases.base import (
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder, verify_summary
 from aiio.phases.threads import run_parallel
-from aiio.result import Where
-from aiio.timing import Deadline, DeadlineOrStop, PolledStop, Window, cpu_seconds
+from aiio.run.clients import ClientContext
 from aiio.units import MiB, format_size, mib_per_s
 from aiio.workload import Workload
+
+if TYPE_CHECKING:
+    from aiio.engines.base import Engine
 
 BATCH = 1024  # random choices drawn at once
 # At depth, offsets handed to the ring a call: each call ends by waiting for every request in
@@ -75,8 +79,22 @@ class RandrwArgs:
         return blocks.file_tag(self.seed, self.name(client))
 
 
+def refuse_engine(rc: RunContext) -> None:
+    """Refuse, in one line, an engine that cannot run the mix: one that cannot rewrite a block
+    in place (a bucket), or keep the reads asked for in flight."""
+    eng, depth_asked = rc.engine, rc.workload.prep.iodepth
+    if not eng.caps.partial_overwrite:
+        raise ConfigError(getattr(eng, "overwrite_refusal", "") or (
+            f"randrw rewrites blocks of its files in place, and the {eng.name} engine cannot "
+            "rewrite part of a file"))
+    if depth_asked > eng.caps.queue_depth:
+        raise ConfigError(f"prep.iodepth = {depth_asked}: the {eng.name} engine keeps at most "
+                          f"{eng.caps.queue_depth} read(s) in flight")
+
+
 def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     """Check space, then write one file per client (durable, cache dropped) in `folder`."""
+    refuse_engine(rc)
     p, w = rc.workload.prep, rc.workload
     # Whole blocks only, so every random I/O is a full, aligned block.
     size = p.file_size // p.block_size * p.block_size
@@ -90,8 +108,8 @@ def prepare(rc: RunContext, folder: str) -> RandrwArgs:
     rc.target.make_run_folder(Path(folder))
     a = RandrwArgs(folder, rc.method, p.threads, size, p.block_size, p.read_share,
                    p.duration, w.run.seed, rc.options.verify, p.iodepth)
-    writers = [Writer(engine.setup_method(rc.method), 1024 * 1024, OpLog(0), seed=w.run.seed + i,
-                      checksum=True)
+    writers = [rc.engine.setup().writer(1024 * 1024, OpLog(0), seed=w.run.seed + i,
+                                        checksum=True)
                for i in range(min(4, rc.clients))]
     rc.note(f"writing {rc.clients} randrw file(s) of {format_size(size)}")
     try:
@@ -110,17 +128,17 @@ class _Mixer:
     """One thread's random mix over its own blocks of the client's file: a Reader (checking
     blocks with --verify) and a Writer (stamping them) on one shared descriptor."""
 
-    def __init__(self, a: RandrwArgs, client: int, thread: int, threads: int) -> None:
+    def __init__(self, a: RandrwArgs, client: int, thread: int, threads: int,
+                 eng: Engine) -> None:
         self.a, self.thread, self.threads = a, thread, threads
         self.rng = np.random.Generator(np.random.PCG64([a.seed, client, thread, 1]))
         self.tag = a.tag(client)
         self.path = a.path(client)
         self.verifier = blocks.Verifier()
-        self.reader = (depth.DepthReader(a.iodepth, a.block_size, OpLog(0)) if a.iodepth > 1
-                       else Reader(a.method, a.block_size, OpLog(0)))
-        self.writer = Writer(a.method, a.block_size, OpLog(0),
-                             seed=(a.seed * 1_000_003 + client) * 256 + thread,
-                             checksum=a.checksum)
+        self.reader = eng.reader(a.block_size, OpLog(0), depth=a.iodepth)
+        self.writer = eng.writer(a.block_size, OpLog(0),
+                                 seed=(a.seed * 1_000_003 + client) * 256 + thread,
+                                 checksum=a.checksum)
         if a.checksum:
             self.reader.check = lambda view, n, pos: self.verifier.check(view, n, self.path,
                                                                          self.tag, pos)
@@ -234,11 +252,8 @@ def _runs(reads: np.ndarray) -> list[tuple[bool, int, int]]:
 def run_client(ctx: ClientContext) -> dict[str, Any]:
     """One client's random mix on its own file for the run's duration."""
     a: RandrwArgs = ctx.args
-    flags = os.O_RDWR | (O_DIRECT if a.method == METHOD_DIRECT else 0)
-    fd = os.open(a.path(ctx.index), flags)
-    if a.method != METHOD_DIRECT:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    mixers = [_Mixer(a, ctx.index, t, a.threads) for t in range(a.threads)]
+    fd = ctx.engine.open_rw(a.path(ctx.index))
+    mixers = [_Mixer(a, ctx.index, t, a.threads, ctx.engine) for t in range(a.threads)]
     errors: list[BaseException] = []
     stop = _FirstError(ctx.stop)
     try:
@@ -258,7 +273,7 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
         if errors:
             raise errors[0]
         fsync_log = OpLog(start_ns)
-        engine.fsync(fsync_log, fd, a.path(ctx.index))
+        ctx.engine.fsync(fsync_log, fd, a.path(ctx.index))
     finally:
         os.close(fd)
         for m in mixers:
@@ -383,6 +398,7 @@ class RandrwPhase(Phase):
     streams_key = ("prep", "threads")
     judged_on = "read_plus_write"  # as prep in randrw mode always was
     hero_pairing = "mix_side"
+    workload_sections = ("prep",)  # the mode's keys live in prep's section
 
 
     def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
@@ -409,7 +425,7 @@ class RandrwPhase(Phase):
     def before_fork(self, args: RandrwArgs) -> None:
         """Compile the read loop here, once, when the clients will use it: each client
         compiling its own costs it about 0.5 s of CPU and the compiler's memory
-        (aiio.compiled; at depth, aiio.ringloop)."""
+        (aiio.engines.compiled; at depth, aiio.engines.ringloop)."""
         if uses_compiled_loop(args):
             compiled.load()
         # the ring's loop: compiled where the run checked its depth, but an MPI rank forks

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiio import blocks
+from aiio.engines import blocks
+from aiio.engines.timing import Window
 from aiio.phases.base import RunContext
-from aiio.timing import Window
-from aiio.wallclock import now_stamp
+from aiio.run.wallclock import now_stamp
 
 ALIGN = 4096
 
@@ -34,19 +34,24 @@ HELD_OPEN_POLL_S = 0.1
 
 def remove_run_folder(rc: RunContext, folder: str | None) -> None:
     """Delete this run's files under TARGET/aiio/<kind>/<run>, and <kind> when left empty."""
+    remove_folder(rc.target, folder)
+
+
+def remove_folder(target: Any, folder: str | None) -> None:
+    """Delete TARGET/aiio/<kind>/<name> (a mount's or a bucket's), and <kind> when left empty."""
     if not folder:
         return
     path = Path(folder)
     until = Window().deadline(HELD_OPEN_S)
     while True:
         try:
-            rc.target.remove(path)
+            target.remove(path)
             break
         except OSError as exc:
             if exc.errno != errno.ENOTEMPTY or until.passed():
                 raise
             time.sleep(HELD_OPEN_POLL_S)  # the renamed file goes when its last holder closes it
-    rc.target.remove_if_empty(path.parent)  # kept while other runs' folders are there
+    target.remove_if_empty(path.parent)  # kept while other runs' folders are there
 
 
 def split_sizes(total: int, slots: int) -> list[int]:

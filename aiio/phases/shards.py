@@ -13,20 +13,28 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from aiio import blocks, engine, stats
-from aiio.engine import OpLog, Reader, Writer, io_failure
+from aiio import stats
+from aiio.engines import blocks
+from aiio.engines.seam import OpLog, align_up, io_failure
+from aiio.engines.timing import PolledStop, Window
 from aiio.errors import ConfigError, RunFailed
-from aiio.phases.base import RunContext, client_io_figures, io_aggregate
+from aiio.phases import checkpoint_layout
+from aiio.phases.base import RunContext, client_io
 from aiio.phases.rundata import split_sizes
 from aiio.phases.threads import run_parallel
+from aiio.results.bursts import SPENT, Burst, ClientBurst, ClientRound
+from aiio.results.sections import AggregateIo
 from aiio.stats import Histogram
-from aiio.timing import PolledStop, Window
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
+
+if TYPE_CHECKING:
+    from aiio.engines.base import Engine
 
 SAME_START_S = 0.001  # bursts whose clients started within this count as one common start
 
@@ -34,8 +42,11 @@ SAME_START_S = 0.001  # bursts whose clients started within this count as one co
 def checkpoint_bytes(w: Workload) -> tuple[int, int, str]:
     """(bytes after --scale, bytes before it, where the size came from)."""
     c = w.checkpoint
+    shape = checkpoint_layout.shape_of(w)
     if c.size > 0:
         base, source = c.size, "checkpoint.size"
+    elif shape is not None:
+        base, source = checkpoint_layout.total_bytes(shape), "transformer (DLIO's formula)"
     elif w.model.parameters > 0:
         base, source = int(round(w.model.parameters * w.model.bytes_per_parameter)), "model"
     else:
@@ -69,19 +80,31 @@ class CheckpointPlan:
     keep: int = 1
     restore: bool = True
     restore_within: float = 30.0
+    restore_after: str = "each"
     every: int = 0
     every_unit: str = "epochs"
     stall_model: str = "synchronous"
-    _sizes: list[int] = field(default_factory=list, repr=False)
-    delete_op: ClassVar[str] = "unlink"  # the operation retention deletes a shard with
+    # Bytes per request a shard is sent in, on an engine that writes whole objects in parts
+    # (Capabilities.multipart: the workload's s3.part_size); 0 on files.
+    part_size: int = 0
+    # A model's files rank by rank (DLIO's layout, scaled): client c writes the files of ranks
+    # c, c + clients, ... as a host runs many ranks; empty: total_bytes split evenly.
+    rank_sizes: list[list[int]] = field(default_factory=list, repr=False)
+    _sizes: list[list[int]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        self._sizes = split_sizes(self.total_bytes, self.clients * self.files_per_client)
+        if self.rank_sizes:
+            self._sizes = [[n for r in range(c, len(self.rank_sizes), self.clients)
+                            for n in self.rank_sizes[r]] for c in range(self.clients)]
+            self.files_per_client = max(map(len, self._sizes))
+            return
+        flat = split_sizes(self.total_bytes, self.clients * self.files_per_client)
+        f = self.files_per_client
+        self._sizes = [flat[c * f:(c + 1) * f] for c in range(self.clients)]
 
     def sizes(self, client: int) -> list[int]:
         """Bytes of each of this client's files."""
-        f = self.files_per_client
-        return self._sizes[client * f:(client + 1) * f]
+        return self._sizes[client]
 
     def relpath(self, k: int, client: int, f: int) -> str:
         return f"ckpt-{k}/client{client:05d}-part{f:03d}.bin"
@@ -93,19 +116,24 @@ class CheckpointPlan:
         # The checkpoint number is in the name, so a stale block of an older one is misplaced.
         return blocks.file_tag(self.seed, self.relpath(k, client, f))
 
-    # Where the shards go: files here; a bucket's plan (aiio/s3/checkpoint.py) puts objects.
     def make_writers(self, ctx: Any) -> list:
         return make_writers(self, ctx)
 
     def write_burst(self, k: int, client: int, writers: list, burst_ns: int,
-                    run_ns: int) -> dict[str, Any]:
-        return write_burst(self, k, client, writers, burst_ns, run_ns)
+                    run_ns: int, eng: Engine) -> ClientBurst:
+        return write_burst(self, k, client, writers, burst_ns, run_ns, eng)
 
-    def retire(self, k: int, client: int, log: OpLog) -> int:
-        return retire(self, k, client, log)
+    def retire(self, k: int, client: int, log: OpLog, eng: Engine) -> int:
+        return retire(self, k, client, log, eng)
 
     def describe(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        out = {k: v for k, v in asdict(self).items()
+               if not k.startswith("_") and k != "rank_sizes"}
+        if self.rank_sizes:  # the layout in brief: 2,072 sizes are no summary
+            out["ranks"] = len(self.rank_sizes)
+            out["files"] = sum(map(len, self.rank_sizes))
+        if not self.part_size:
+            del out["part_size"]  # files are not sent in parts
         out["shard_bytes_per_client"] = stats.spread(
             [sum(self.sizes(c)) for c in range(self.clients)])
         return out
@@ -116,22 +144,47 @@ def make_plan(rc: RunContext, run_tag: str, **changes: Any) -> CheckpointPlan:
     w = rc.workload
     c = w.checkpoint
     total, base, source = checkpoint_bytes(w)
+    ranks = _rank_sizes(w, source, rc.clients)
+    if ranks:
+        total = sum(map(sum, ranks))
     folder = rc.target.root / "checkpoints" / run_tag
     plan = CheckpointPlan(
         folder=str(folder), total_bytes=total, base_bytes=base, scale=c.scale, source=source,
         clients=rc.clients, files_per_client=c.files_per_client, threads=c.threads,
         transfer_size=c.transfer_size, method=rc.method, seed=w.run.seed,
         checksum=rc.options.verify, count=c.count, keep=c.keep,
-        restore=c.restore, restore_within=c.restore_within, every=c.every,
-        every_unit=c.every_unit, stall_model=c.stall_model)
+        restore=c.restore, restore_within=c.restore_within, restore_after=c.restore_after,
+        every=c.every,
+        every_unit=c.every_unit, stall_model=c.stall_model,
+        part_size=w.s3.part_size if rc.engine.caps.multipart else 0, rank_sizes=ranks)
     for name, value in changes.items():
         setattr(plan, name, value)
     return plan
 
 
+def _rank_sizes(w: Workload, source: str, clients: int) -> list[list[int]]:
+    """Every rank's scaled file sizes when the size is the model's layout, else none."""
+    shape = checkpoint_layout.shape_of(w)
+    if shape is None or source == "checkpoint.size":
+        return []
+    if w.checkpoint.files_per_client != 1:
+        raise ConfigError(f"workload {w.name}: its files are laid out rank by rank; "
+                          "checkpoint.files_per_client applies to an even split (set "
+                          "checkpoint.size for one)")
+    if clients > shape.ranks:
+        raise ConfigError(f"workload {w.name}: its checkpoint is laid out over {shape.ranks} "
+                          f"ranks, fewer than {clients} clients; use --clients {shape.ranks} "
+                          "or fewer (each client writes the files of one or more ranks)")
+    return [[max(1, int(n * w.checkpoint.scale)) for _, n in files]
+            for files in checkpoint_layout.layout_of(shape)]
+
+
 def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
-    """Refuse before writing when `copies` checkpoints (retention) do not fit; then create
-    the run's folder."""
+    """Refuse before writing when `copies` checkpoints (retention) do not fit, or a shard is
+    larger than the engine's parts can carry; then create the run's folder."""
+    if plan.part_size:
+        largest = max((max(plan.sizes(c), default=0) for c in range(plan.clients)), default=0)
+        rc.engine.check_parts(largest, plan.part_size, "a checkpoint shard")
     if rc.options.space_check:
         rc.target.require_space(plan.total_bytes * copies,
                                 f"{copies} checkpoint(s) of {format_size(plan.total_bytes)}")
@@ -140,63 +193,92 @@ def require_space(rc: RunContext, plan: CheckpointPlan, copies: int) -> None:
 
 # --- the client side -----------------------------------------------------------------------
 
-def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Writer]:
-    """One Writer per thread, each with its own seeded payload."""
+def make_writers(plan: CheckpointPlan, ctx: Any) -> list[Any]:
+    """One writer of the run's engine per thread, each with its own seeded payload; a
+    file's bytes count when it is durable (count_at_fsync). An engine that sends objects in
+    parts writes a part per request."""
     n = min(plan.threads, plan.files_per_client)
     out = []
     for i in range(n):
-        wr = Writer(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes,
-                    seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i, checksum=plan.checksum,
-                    count_at_fsync=True)
+        wr = ctx.engine.writer(write_size(plan, ctx.index), OpLog(0), ctx.add_bytes,
+                               seed=(plan.seed * 1_000_003 + ctx.index) * 64 + i,
+                               checksum=plan.checksum, count_at_fsync=True)
         wr.stop = PolledStop(ctx.stop)
         out.append(wr)
     return out
 
 
-def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Reader]:
+def write_size(plan: CheckpointPlan, client: int) -> int:
+    """What a client's writer's buffer holds: a transfer on files; on a bucket a part, or
+    its largest shard (4 KiB-widened) when that is smaller: such a shard is one PUT, and a
+    part-size buffer, made at once, held bytes it never sent."""
+    if not plan.part_size:
+        return plan.transfer_size
+    return min(plan.part_size, align_up(max(plan.sizes(client), default=plan.part_size)))
+
+
+def make_readers(plan: CheckpointPlan, ctx: Any) -> list[Any]:
     n = min(plan.threads, plan.files_per_client)
     out = []
     for _ in range(n):
-        rd = Reader(plan.method, plan.transfer_size, OpLog(0), ctx.add_bytes)
+        rd = ctx.engine.reader(plan.transfer_size, OpLog(0), ctx.add_bytes)
         rd.stop = PolledStop(ctx.stop)
         out.append(rd)
     return out
 
 
-def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Writer],
-                burst_ns: int, run_ns: int) -> dict[str, Any]:
+def write_burst(plan: CheckpointPlan, k: int, client: int, writers: list[Any],
+                burst_ns: int, run_ns: int, eng: Engine) -> ClientBurst:
     """Write and fsync every file of this client's shard of checkpoint k, then fsync the
     folders that name them; the burst ends when all of that has returned (persisted)."""
     burst = Window(burst_ns)  # from the common release of checkpoint k
     folder = os.path.join(plan.folder, f"ckpt-{k}")
     meta = OpLog(burst_ns)  # the folder's mkdir: inside the burst, so timed with it
-    engine.makedirs(meta, folder)
+    eng.makedirs(meta, folder)
     items = list(enumerate(plan.sizes(client)))
-    durable: list[list[float]] = []  # [seconds since the run's start, bytes] per file
+    synced: list[tuple[int, int, str]] = []  # (durable instant, bytes, path) per file
 
-    def work(wr: Writer, item: tuple[int, int]) -> None:
+    def work(wr: Any, item: tuple[int, int]) -> None:
         f, size = item
-        done = wr.write_file(plan.path(k, client, f), size, plan.tag(k, client, f))
-        durable.append([(wr.synced_ns - run_ns) / 1e9, done])
+        path = plan.path(k, client, f)
+        done = wr.write_file(path, size, plan.tag(k, client, f))
+        synced.append((wr.synced_ns, done, path))
 
     logs = run_parallel(items, writers, work, burst_ns)
     # New names are durable only once their folder is: ckpt-k's entries, and ckpt-k's own
     # entry in the run's folder (it may be new in this burst).
-    writers[0].fsync_dir(folder)
-    writers[0].fsync_dir(plan.folder)
-    fig = burst_figures([*logs, meta], burst_ns, burst.close(), run_ns, "write", len(items))
-    fig["durable"] = sorted(durable)
-    return fig
+    eng.fsync_dir(meta, folder)
+    eng.fsync_dir(meta, plan.folder)
+    end_ns = burst.close()
+    fig = burst_figures([*logs, meta], burst_ns, end_ns, run_ns, "write", len(items))
+    return replace(fig, durable=durable_instants(synced, burst_ns, end_ns, run_ns, eng.name))
 
 
-def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
-               burst_ns: int, run_ns: int) -> dict[str, Any]:
+def durable_instants(synced: list[tuple[int, int, str]], burst_ns: int, end_ns: int,
+                     run_ns: int, engine: str) -> tuple[tuple[float, int], ...]:
+    """(seconds since the run's start, bytes) of each file, in order, at the instant its
+    writer says it became durable (`synced_ns`). First done counts the bytes durable by then,
+    so an instant outside the burst that wrote the file (unset, or later than the burst's
+    end) is the engine's error, said in one line, never a figure."""
+    for at, _, path in synced:
+        if not burst_ns <= at <= end_ns:
+            when = ("it never said when" if at == 0 else
+                    f"{(at - burst_ns) / 1e9:+.3f} s from the start of a burst of "
+                    f"{(end_ns - burst_ns) / 1e9:.3f} s")
+            raise RunFailed(f"engine {engine}: its writer dated {path} durable outside the "
+                            f"burst that wrote it ({when}); first done needs the instant its "
+                            "fsync or completing request returned (the writer's synced_ns)")
+    return tuple(sorted(((at - run_ns) / 1e9, n) for at, n, _ in synced))
+
+
+def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Any],
+               burst_ns: int, run_ns: int, eng: Engine | None = None) -> ClientBurst:
     """Read back every byte of this client's shard of checkpoint k (cache defeated)."""
     burst = Window(burst_ns)
     items = list(enumerate(plan.sizes(client)))
     checkers = {id(rd): blocks.Verifier() for rd in readers}
 
-    def work(rd: Reader, item: tuple[int, int]) -> None:
+    def work(rd: Any, item: tuple[int, int]) -> None:
         f, size = item
         path = plan.path(k, client, f)
         if plan.checksum:
@@ -215,33 +297,28 @@ def read_burst(plan: CheckpointPlan, k: int, client: int, readers: list[Reader],
         merged = blocks.Verifier()
         for v in checkers.values():
             merged.merge(v)
-        fig["verify"] = merged.to_dict()
+        fig = replace(fig, verify=merged.to_dict())
     return fig
 
 
 def burst_figures(logs: list[OpLog], burst_ns: int, end_ns: int, run_ns: int, op: str,
-                  files: int) -> dict[str, Any]:
+                  files: int) -> ClientBurst:
     """One client's figures for one burst; times are seconds since the run's common start."""
-    fig = client_io_figures(logs, burst_ns, end_ns, main_op=op)
-    fig.update(start_s=(burst_ns - run_ns) / 1e9, end_s=(end_ns - run_ns) / 1e9, files=files)
-    for extra in ("fsync", "dir_fsync", "checksum", "verify"):
-        if extra in fig["histograms"]:
-            h = Histogram.from_dict(fig["histograms"][extra])
-            fig[f"{extra}_s"] = h.sum / 1e9
-            if extra.endswith("fsync"):
-                fig[f"{extra}_latency"] = h.summary()
-    return fig
+    return ClientBurst.of(client_io(logs, burst_ns, end_ns, main_op=op),
+                          (burst_ns - run_ns) / 1e9, (end_ns - run_ns) / 1e9, files)
 
 
-def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
+def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog, eng: Engine) -> int:
     """Delete this client's files of checkpoint k (retention); each unlink is timed."""
     removed = 0
-    for f in range(plan.files_per_client):
+    for f in range(len(plan.sizes(client))):
         try:
-            engine.unlink(log, plan.path(k, client, f))
+            eng.unlink(log, plan.path(k, client, f))
         except FileNotFoundError:
             continue
         removed += 1
+    if not eng.caps.folders:
+        return removed  # a key prefix is no folder: nothing left to remove
     if plan.stall_model != "synchronous":
         # No barrier: a slower client may have opened ckpt-k's folder and not yet created
         # its file there; removing the (empty) folder now would fail its write. The run's
@@ -255,36 +332,39 @@ def retire(plan: CheckpointPlan, k: int, client: int, log: OpLog) -> int:
     return removed
 
 
-def retention_figures(log: OpLog, delete_op: str = "unlink") -> dict[str, Any]:
-    """One client's retention deletes: how many, their latency summary and histogram."""
+def retention_figures(log: OpLog) -> dict[str, Any]:
+    """One client's retention deletes (the only calls its log holds: an unlink of a file, a
+    DELETE of an object): how many, their latency summary and histogram."""
     log.flush()
-    h = log.hist.get(delete_op, Histogram())
+    h = Histogram()
+    for deletes in log.hist.values():
+        h.merge(deletes)
     return {"files_deleted": h.count, "unlink_latency": h.summary(),
             "unlink_histogram": h.to_dict()}
 
 
 # --- the parent side -----------------------------------------------------------------------
 
-def burst_aggregate(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def burst_aggregate(entries: list[ClientBurst]) -> dict[str, Any]:
     """All clients' figures for one burst, over its real window from the first client's start:
     first done (until the fastest client was done), last done (until the slowest was: MLPerf's
     duration), and the aggregate MiB/s over the last-done window. Written bytes count from
     their file's fsync on."""
-    agg = io_aggregate(entries)
-    start = min(e["start_s"] for e in entries)
-    first, last = min(e["end_s"] for e in entries), max(e["end_s"] for e in entries)
-    if all("durable" in e for e in entries):
-        durable = sum(n for e in entries for t, n in e["durable"] if t <= first)
+    agg = AggregateIo.over([e.io for e in entries]).to_dict()
+    start = min(e.start_s for e in entries)
+    first, last = min(e.end_s for e in entries), max(e.end_s for e in entries)
+    if all(e.durable is not None for e in entries):
+        durable = sum(n for e in entries for t, n in e.durable or () if t <= first)
         agg["first_done"] = _window(durable, first - start)
         agg["last_done"] = _window(agg["bytes"], last - start)
-    if max(e["start_s"] for e in entries) - start > SAME_START_S:
+    if max(e.start_s for e in entries) - start > SAME_START_S:
         # each client's series starts at its own burst start: their sum would mix instants
         del agg["series_mib_s"]
     agg.update(first_done_s=first - start, last_done_s=last - start, start_s=start, end_s=last,
                mib_s=mib_per_s(agg["bytes"], last - start))
-    for extra in ("fsync_s", "dir_fsync_s", "checksum_s", "verify_s"):
-        if any(extra in e for e in entries):
-            agg[extra] = sum(e.get(extra, 0.0) for e in entries)
+    for call in SPENT:
+        if any(call in e.spent_s for e in entries):
+            agg[f"{call}_s"] = sum(e.spent_s.get(call, 0.0) for e in entries)
     return agg
 
 
@@ -292,31 +372,66 @@ def _window(nbytes: float, seconds: float) -> dict[str, float]:
     return {"seconds": seconds, "bytes": nbytes, "mib_s": mib_per_s(nbytes, seconds)}
 
 
-def checkpoints_aggregate(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
-    """Per checkpoint and over all of them: time to persist, stall, restore, MiB/s."""
-    rounds = min((len(c.get("checkpoints", [])) for c in clients), default=0)
+# Each client's record of each checkpoint, read back from what it sent: [client][k]
+Sent = list[list[ClientRound]]
+Round = TypeVar("Round")
+
+
+def every_round(clients: list[dict],
+                read: Callable[[dict[str, Any]], Round] = ClientRound.from_dict,
+                ) -> list[list[Round]]:
+    """Each client's records of its checkpoints, read back by their class (`read`)."""
+    return [[read(r) for r in c.get("checkpoints", [])] for c in clients]
+
+
+def completed(rounds: list[list[Round]]) -> list[list[Round]]:
+    """Each client's records of the checkpoints every client completed."""
+    k = min(map(len, rounds), default=0)
+    return [c[:k] for c in rounds]
+
+
+def client_bursts(clients: list[dict]) -> Sent:
+    """Each client's bursts of the checkpoints every client completed."""
+    return completed(every_round(clients))
+
+
+def checkpoint_bursts(plan: CheckpointPlan, sent: Sent) -> list[Burst]:
+    """Each checkpoint over every client: its write and restore, and the gap between."""
     per = []
-    for k in range(rounds):
-        entries = [c["checkpoints"][k] for c in clients]
-        one = {"n": k, "write": burst_aggregate([e["write"] for e in entries])}
-        if all("read" in e for e in entries):
-            one["read"] = burst_aggregate([e["read"] for e in entries])
-            one["restore_gap_s"] = one["read"]["start_s"] - one["write"]["end_s"]
-        per.append(one)
-    out: dict[str, Any] = {"plan": plan.describe(), "checkpoints": per, "completed": rounds,
-                           "stall_model": plan.stall_model}
+    for k in range(len(sent[0]) if sent else 0):
+        entries = [c[k] for c in sent]
+        write = burst_aggregate([e.write for e in entries])
+        read = gap = None
+        if all(e.read is not None for e in entries):
+            read = burst_aggregate([e.read for e in entries if e.read is not None])
+            gap = read["start_s"] - write["end_s"]
+        per.append(Burst(k, write, read, gap))
+    if plan.restore_after == "all_writes" and per and per[0].read is not None:
+        # the reads follow every write: the gap is the read phase's start after the write
+        # phase's end (MLPerf Storage's 30 s), the same for each checkpoint
+        gap = per[0].read["start_s"] - per[-1].write["end_s"]
+        per = [replace(b, restore_gap_s=gap) for b in per]
+    return per
+
+
+def checkpoints_aggregate(plan: CheckpointPlan, sent: Sent,
+                          per: list[Burst]) -> dict[str, Any]:
+    """Per checkpoint (`per`, from `checkpoint_bursts`) and over all of them: time to
+    persist, stall, restore, MiB/s."""
+    out: dict[str, Any] = {"plan": plan.describe(), "checkpoints": [b.to_dict() for b in per],
+                           "completed": len(per), "stall_model": plan.stall_model}
     if not per:
         return out
-    writes = [p["write"] for p in per]
+    writes = [b.write for b in per]
     if plan.stall_model == "synchronous":  # every accelerator waits for the last shard
         stalls = [w["last_done_s"] for w in writes]
     else:  # each accelerator waits for its own shard
-        stalls = [c["checkpoints"][k]["write"]["elapsed_s"] for c in clients for k in range(rounds)]
+        stalls = [r.write.io.elapsed_s for c in sent for r in c]
     out.update(_over_bursts("write", "persist", writes), stall_s=stats.spread(stalls))
-    reads = [p["read"] for p in per if "read" in p]
+    reads = [b.read for b in per if b.read is not None]
     if reads:
         out.update(_over_bursts("read", "restore", reads),
-                   restore_gap_s_max=max(p["restore_gap_s"] for p in per if "read" in p))
+                   restore_gap_s_max=max(b.restore_gap_s for b in per if b.read is not None))
     return out
 
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from aiio.engine import OpLog
-from aiio.timing import Window
+from aiio.engines.seam import OpLog
+from aiio.engines.timing import Window
 
 _DONE = object()
 # The longest the main thread waits for a worker without running a signal's handler. A

@@ -8,6 +8,7 @@ accelerators consumed (the samples of the batches they computed on: the headline
 
 from __future__ import annotations
 
+import _thread
 import math
 import mmap
 import queue
@@ -18,20 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from aiio import dataset as ds
-from aiio import engine, formats, stats
+from aiio import stats
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE, METHOD_NULL
-from aiio.clients import ClientContext, sleep_until
-from aiio.engine import (
+from aiio.document import Where, dig
+from aiio.engines.seam import (
     OpLog,
     Reader,
     align_down,
     align_up,
-    aligned_buffer,
-    buffer_size,
+    io_failure,
     thread_read_bytes,
 )
-from aiio.errors import RunFailed
+from aiio.engines.timing import NEVER, Deadline, StepClock, Window, cpu_seconds, edge_ns
+from aiio.errors import ConfigError, RunFailed
 from aiio.options import RunOptions
 from aiio.phases import checkpoint, train_au, train_checkpoints
 from aiio.phases.base import (
@@ -39,16 +39,18 @@ from aiio.phases.base import (
     ClientMemory,
     Phase,
     RunContext,
-    burst_sections,
     client_identity,
     client_io_figures,
     ensure_dataset,
     io_aggregate,
 )
 from aiio.phases.train_steps import StepTotals
-from aiio.result import Where
+from aiio.results.layout import train_sections
+from aiio.run.clients import ClientContext, sleep_until
 from aiio.stats import ByteSeries
-from aiio.timing import NEVER, Deadline, StepClock, Window, cpu_seconds
+from aiio.storage import dataset as ds
+from aiio.storage import formats
+from aiio.storage.placement import Located, locate, recorded, tally
 from aiio.units import MiB, mib_per_s
 from aiio.workload import Workload
 
@@ -100,8 +102,10 @@ class TrainArgs:
     duration_s: float
     checkpoint: Any = None   # a CheckpointPlan when checkpointing during training
     # Makes each loader thread's reader, (method, transfer_size, log, counter) -> reader;
-    # None reads files. Object storage passes its own (aiio.s3).
+    # None: the engine's (the rehearsal passes its own, which reads nothing).
     reader: Any = None
+    # Where the dataset's files live (aiio.storage.placement); None: storage without folders
+    placed: Located | None = None
 
 
 def step_log_cap(clients: int) -> int:
@@ -189,26 +193,30 @@ class Loader:
         self.logs: list[OpLog] = []
         self.readers: list[Reader] = []  # those of the threads that got a batch
         self.app_bytes = [0] * t.read_threads  # sample bytes delivered, per loader thread
+        # Per loader thread: its log's byte count when it began the batch it is reading;
+        # None between batches (`partly_read`)
+        self.reading_from: list[int | None] = [None] * t.read_threads
+        # Per loader thread: when it ran out of batches (None: it never did; `done_s`)
+        self.ran_out_ns: list[int | None] = [None] * t.read_threads
         self.errors: list[BaseException] = []
         self.finished = 0  # loader threads that ran out of batches
         self.threads = [threading.Thread(target=self._work, daemon=True, name=f"loader-{i}")
                         for i in range(t.read_threads)]
         self.native = t.reader == "native"
         self.fmt = formats.get_format(args.dataset.params.format)
-        # No range read goes past its file: the largest file bounds the buffer each thread
-        # needs (local files; object storage's readers size their own).
-        self.largest = (0 if args.reader is not None
-                        else align_up(int(args.dataset.index()["file_sizes"].max())))
-        # One read buffer for every loader thread of the client: training never looks at the
-        # bytes it reads (no verify, no decode), so the threads may land them in one place;
-        # made by the first thread that gets a batch.
-        self.buffer: mmap.mmap | None = None
+        # Each loader thread reads into a buffer of its own, as any real loader does: never
+        # one that another read is landing in at the same time (`read_buffer_bound`).
+        self.largest = read_buffer_bound(args, ctx)
+        # bytes and time per server, where the filesystem said where each file lives
+        self.tally = tally(args.placed, ctx.index)
 
     def start(self, start_ns: int) -> None:
         """Hand the threads the common start instant, ahead of it; each waits for it."""
         for log in self.logs:
             log.start_ns = start_ns
         self.start_ns = start_ns
+        if self.tally is not None:
+            self.tally.start_ns = start_ns
         self.go.set()
 
     def prepare(self) -> None:
@@ -231,11 +239,8 @@ class Loader:
         if self.args.reader is not None:
             reader = self.args.reader(self.args.method, transfer, log, self.ctx.add_bytes)
         else:
-            with self.lock:
-                if self.buffer is None:
-                    self.buffer = aligned_buffer(buffer_size(transfer, self.largest))
-            reader = Reader(self.args.method, transfer, log, self.ctx.add_bytes,
-                            buffer=self.buffer)
+            reader = self.ctx.engine.reader(transfer, log, self.ctx.add_bytes,
+                                            largest=self.largest)
         reader.stop = self.stop
         self.readers.append(reader)
         return reader
@@ -258,11 +263,15 @@ class Loader:
             sleep_until(self.start_ns)
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
+                    self.ran_out_ns[me] = edge_ns()
                     self.ready.put(None)
                     break
+                began = edge_ns()
+                self.reading_from[me] = log.nbytes
                 app = self._read_batch(reader, batch)
+                self.reading_from[me] = None
                 self.app_bytes[me] += app
-                self.ready.put((batch, app))
+                self.ready.put((batch, app, began))
                 batch = self._take()
         except BaseException as exc:  # surfaced by the accelerator loop
             self.errors.append(exc)
@@ -270,6 +279,27 @@ class Loader:
         finally:
             if reader is not None:
                 reader.close()
+
+    def partly_read(self) -> tuple[int, int]:
+        """Bytes the storage delivered into batches no accelerator has taken: device bytes
+        the loader threads have read of batches they are still reading, and the sample bytes
+        of batches read whole and waiting in the queue (read ahead, up to the permits): a
+        storage-paced client cut with a batch queued missed it as surely as one half read."""
+        held = 0
+        for log, began in zip(self.logs, list(self.reading_from), strict=True):
+            if began is not None:
+                held += max(0, log.nbytes - began)
+        with self.ready.mutex:  # the queue's own lock: the threads put batches meanwhile
+            # batches only: a loader's end (None) or the stop's wake-up (WAKE) hold no bytes
+            queued = [item for item in self.ready.queue if isinstance(item, tuple)]
+        return held, sum(app for _, app, _ in queued)
+
+    def done_s(self) -> float | None:
+        """Seconds from the start until the last loader thread ran out of batches (the whole
+        dataset read, every epoch); None while one had more to read (a duration-bound run)."""
+        if any(t is None for t in self.ran_out_ns):
+            return None
+        return max(0.0, (max(self.ran_out_ns) - self.start_ns) / 1e9)
 
     def _take(self) -> Batch | None | object:
         """A read-ahead permit, then the next batch (None: no more); STOPPED at a stop."""
@@ -287,20 +317,27 @@ class Loader:
             if self.stop.is_set():
                 break
             path = data.path(f)
+            began = edge_ns() if self.tally is not None else 0
             if self.native:
-                app += length if self._read_native(reader.log, path, first, (off, length)) else 0
+                done = self._read_native(reader.log, path, first, (off, length))
+                app += length if done else 0
             else:
-                got = sample_bytes(off, length, reader.read_file(path, off, length),
-                                   self.args.method)
+                try:
+                    done = reader.read_file(path, off, length)
+                except OSError as exc:  # named by its file, as prep's and load's are
+                    raise io_failure(exc, "reading", path, off) from exc
+                got = sample_bytes(off, length, done, self.args.method)
                 # Never a part of a sample counted as the whole; a stop ends a read early
                 if got < length and not self.stop.is_set():
                     raise RunFailed(short_sample(path, off, length, got))
                 app += got
+            if self.tally is not None:
+                self.tally.add(f, done, began, edge_ns())
         return app
 
     def _read_native(self, log: OpLog, path: str, index: int, span: tuple[int, int]) -> int:
         """Read one sample through the format's own library; bytes from the thread's rchar."""
-        engine.drop_cached(log, path)
+        self.ctx.engine.drop_cached(log, path)
         spf = self.args.dataset.params.samples_per_file
         before = thread_read_bytes()
         with log.timed("read") as op:
@@ -328,9 +365,13 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     """One emulated accelerator: loader threads feed batches; compute sleeps per batch."""
     args: TrainArgs = ctx.args
     w = args.workload
+    if ctx.engine is not None:  # None in the rehearsal, which reads nothing
+        # a bucket sizes its connection pool to the loader threads and checkpoint writers
+        writers = args.checkpoint.threads if args.checkpoint is not None else 0
+        ctx.engine = ctx.engine.with_streams(w.train.read_threads + writers)
     loader = Loader(ctx, args, _all_batches(args, ctx))
     loader.prepare()
-    wake_on_stop(ctx, loader.ready)
+    wake_on_stop(ctx, loader)
     hook = train_checkpoints.checkpointer(ctx, args)
     totals = StepTotals(ByteSeries().bucket_s, step_log_cap(ctx.count),
                         w.train.read_threads * w.train.prefetch, computes=args.compute_s > 0)
@@ -344,6 +385,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     if hook is not None:
         hook.start(start_ns)
     _accelerate(ctx, args, loader, run, totals, hook)
+    if not totals.steps:  # no batch taken: its window is its whole run, and it ends now
+        totals.close_step(0.0, *loader.partly_read())
     if hook is not None:
         hook.finish()  # a synchronous checkpoint may be waiting for this client
     end_ns = run.close()
@@ -357,13 +400,26 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     out = client_identity(ctx.index)
     out.update(client_io_figures(loader.logs, start_ns, end_ns))
     out["app_bytes"] = sum(loader.app_bytes)
+    out["loaders_done_s"] = loader.done_s()
+    if loader.tally is not None:
+        out["placement"] = loader.tally.to_dict()
     out.update(totals.figures(args.compute_s, w.train.batch_size))
     if hook is not None:
         out.update(hook.figures(out))
     out["cpu_s"] = cpu_seconds() - cpu0
-    out["samples_per_s"] = out["samples"] / out["elapsed_s"] if out["elapsed_s"] else 0.0
-    out["consumed_mib_s"] = mib_per_s(out["consumed_bytes"], out["elapsed_s"])
+    window = consumed_window(out)
+    out["samples_per_s"] = out["samples"] / window if window else 0.0
+    out["consumed_mib_s"] = mib_per_s(out["consumed_bytes"], window)
+    if ctx.engine is not None:
+        out.update(ctx.engine.client_figures(out, out["elapsed_s"]))  # a bucket's requests
     return out
+
+
+def _rehearsal_client(ctx: ClientContext) -> dict[str, Any]:
+    """`run_client` with no engine: the rehearsal reads nothing, and a bucket's engine would
+    connect and send a request for it."""
+    ctx.engine = None
+    return run_client(ctx)
 
 
 REHEARSAL_S = 0.25            # the rehearsal's run: hundreds of steps of every kind of call
@@ -382,14 +438,34 @@ def _rehearsal_reader(method: str, transfer_size: int, log: OpLog, counter: Any)
 
 
 def rehearsal_args(args: TrainArgs) -> TrainArgs | None:
-    """The arguments of a rehearsal of `run_client` (aiio.clients.rehearse): the same dataset
+    """The arguments of a rehearsal of `run_client` (aiio.run.clients.rehearse): the same dataset
     and workload, for a moment, reading nothing, writing no checkpoint; None with the native
     reader (the format's library opens and reads the files itself)."""
     if args.workload.train.reader == "native":
         return None
     return replace(args, method=METHOD_NULL, reader=_rehearsal_reader, checkpoint=None,
+                   placed=None,
                    epochs=None, duration_s=REHEARSAL_S,
                    compute_s=min(args.compute_s, REHEARSAL_COMPUTE_S))
+
+
+def read_buffer_bound(args: TrainArgs, ctx: ClientContext) -> int:
+    """The most bytes a loader thread's buffer must hold (0: no bound, the transfer size).
+    No range read goes past its file, so the largest file bounds it on local files (an object
+    engine's GET bodies arrive in buffers of its own); the native reader's thread reads
+    through its format's library, and its reader keeps only the op log: a page.
+
+    Never one buffer for several threads or clients, though training never looks at the
+    bytes: an O_DIRECT read lands by DMA in the reader's pages and a layer below may check
+    them there (btrfs's data checksums: another read landing in the same pages failed the
+    check, EIO, and btrfs counted corruption errors on a sound device), and two processes
+    copying buffered reads into the same pages spent 20 % more CPU a byte than into their own
+    (docs/PERFORMANCE.md, "A read buffer a loader thread")."""
+    if args.reader is not None or not ctx.engine.caps.local_files:
+        return 0
+    if args.workload.train.reader == "native":
+        return mmap.PAGESIZE
+    return align_up(int(args.dataset.index()["file_sizes"].max()))
 
 
 def _all_batches(args: TrainArgs, ctx: ClientContext) -> Iterator[Batch]:
@@ -418,28 +494,42 @@ def _accelerate(ctx: ClientContext, args: TrainArgs, loader: Loader, run: Window
         item = _next_ready(loader, ctx, deadline)
         if item is None:
             break
-        batch, app = item
+        batch, app, began = item
         step.compute(args.compute_s)
         loader.permits.release()
         ctx.add_units(1)
-        totals.record(batch.epoch, batch.step, *step.spans(), batch.samples, app)
+        totals.record(batch.epoch, batch.step, *step.spans(), batch.samples, app,
+                      run.since_start_s(began))
         # A due checkpoint stalls this loop (the loaders keep reading); one whose barrier
         # opened past the deadline ends it, on every host alike.
-        if hook is not None and hook.after_step(batch.epoch, batch.step):
+        done = hook is not None and hook.after_step(batch.epoch, batch.step)
+        totals.close_step(run.since_start_s(run.lap()), *loader.partly_read())
+        if done:
             break
 
 
 WAKE = object()  # put in a ready queue when the run stops: wakes the accelerator loop
 
 
-def wake_on_stop(ctx: Any, ready: queue.Queue) -> None:
+def wake_on_stop(ctx: Any, loader: Loader) -> None:
     """A thread that blocks until the run is told to stop, then wakes the accelerator loop.
     The loop used to poll the stop flag 20 times a second; at 1,024 clients those wake-ups
-    took both CPUs of the client host and every client read at a tenth of its share."""
+    took both CPUs of the client host and every client read at a tenth of its share.
+    A bare thread, not a threading.Thread: nothing joins it (the client leaves with os._exit),
+    and threading's objects for it (events, locks, its registry entry, the code that makes
+    them) cost each client about 0.1 MiB of pages of its own (docs/PERFORMANCE.md, Density).
+    The rehearsal waits for it all the same (aiio.run.clients.rehearse). Its error ends the
+    loop as a loader's does: a bare thread's exception is only printed, and a stop would
+    never wake the loop."""
     def watch() -> None:
-        ctx.wait_for_stop()
-        ready.put(WAKE)
-    threading.Thread(target=watch, daemon=True, name="stop-watch").start()
+        try:
+            ctx.wait_for_stop()
+        except BaseException as exc:  # surfaced by the accelerator loop
+            loader.errors.append(exc)
+            loader.ready.put(None)
+            return
+        loader.ready.put(WAKE)
+    _thread.start_new_thread(watch, ())
 
 
 def _next_ready(loader: Loader, ctx: ClientContext, deadline: Deadline):
@@ -449,7 +539,9 @@ def _next_ready(loader: Loader, ctx: ClientContext, deadline: Deadline):
             item = loader.ready.get(timeout=deadline.remaining_s())
         except queue.Empty:  # the deadline passed
             return None
-        if item is WAKE:
+        # a wait cut to 0 s still hands over a batch that lay ready: one taken past the
+        # deadline is not the run's (a 1 us run once consumed a step so)
+        if item is WAKE or deadline.passed():
             return None
         if item is None and not loader.errors:
             # One loader thread ran out of batches; the others may still be reading theirs.
@@ -493,14 +585,30 @@ def compute_warnings(clients: list[dict], asked_s: float) -> list[dict[str, str]
         f"overloaded, {au}the storage was asked for less than the workload needs")}]
 
 
+def consumed_window(c: Mapping[str, Any]) -> float:
+    """A client's consumed window, s: from the common start to the end of its last step (its
+    checkpoint included); its whole window when it took no batch (or recorded no end)."""
+    return c.get("consumed_elapsed_s") or c["elapsed_s"]
+
+
 # --- the parent side -----------------------------------------------------------------------
 
+# The share of the bytes fed into batches that a run's consumed headline may miss: more than
+# this partly read when the clients' last steps ended, or falling between a client's last step
+# and the run's (`not_measured`), and the headline is not given.
+PARTLY_READ_LIMIT = 0.05
+# A client whose accelerator was busy at least this share of its measured steps was paced by
+# its compute: what its loaders held partly read is read-ahead, not consumption it missed.
+COMPUTE_PACED_AU = 0.95
+
+
 def byte_figures(clients: list[dict]) -> dict[str, Any]:
-    """Consumed sample bytes as the headline aggregate (first done, last done, spread); the
-    bytes the storage delivered to the loaders under `delivered`, device and sample bytes."""
+    """Consumed sample bytes as the headline aggregate (first done, last done, spread), each
+    client over its consumed window; the bytes the storage delivered to the loaders under
+    `delivered`, device and sample bytes, over the clients' whole windows."""
     delivered = io_aggregate(clients)
     series = [ByteSeries.from_dict(c["consumed_series"]) for c in clients]
-    ends = [c["elapsed_s"] for c in clients]
+    ends = [consumed_window(c) for c in clients]
     per_client = [c["consumed_mib_s"] for c in clients]
     total = ByteSeries()
     for s in series:
@@ -514,6 +622,10 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
         "jain": stats.jain(per_client) if any(per_client) else 0.0,
         "series_mib_s": total.per_second(max(ends)),
         "bytes": consumed, "consumed_bytes": consumed,
+        "partly_read_bytes": sum(c.get("partly_read_bytes", 0) for c in clients
+                                 if storage_paced(c))
+        + sum(c.get("queued_bytes", 0) for c in clients if waited_for_data(c)),
+        "ended_early_bytes": ended_early(clients, ends),
         "read_bytes": delivered["bytes"],
         "ops": delivered["ops"], "latency": delivered["latency"],
         "histograms": delivered["histograms"],
@@ -525,6 +637,70 @@ def byte_figures(clients: list[dict]) -> dict[str, Any]:
                                          "series_mib_s")},
         },
     }
+
+
+def ended_early(clients: list[dict], ends: list[float]) -> float:
+    """Bytes the storage-paced clients whose last step came before the longest consumed window
+    ended would have consumed until then at their own rate: the last-done window counts that
+    time against them, though it only fell between two of their batches. A client whose
+    loaders had read the whole dataset (an epoch-bound run) was done, not between batches."""
+    last = max(ends, default=0.0)
+    return sum(c["consumed_bytes"] / end * (last - end)
+               for c, end in zip(clients, ends, strict=True)
+               if end > 0 and storage_paced(c) and c.get("loaders_done_s") is None)
+
+
+def storage_paced(c: Mapping[str, Any]) -> bool:
+    """The client's accelerator waited for data (compute 0, AU below COMPUTE_PACED_AU, or no
+    AU measured): its consumed bytes follow what the storage delivered."""
+    au = c.get("au_without_checkpoints", c.get("au"))
+    return au is None or au < COMPUTE_PACED_AU
+
+
+def waited_for_data(c: Mapping[str, Any]) -> bool:
+    """The client's measured steps show its accelerator waiting for data (AU measured and
+    below COMPUTE_PACED_AU): a batch queued when its window closed is one it missed. With no
+    AU measured (every step an epoch's first) a queued batch is read-ahead, as in any
+    compute-paced client."""
+    au = c.get("au_without_checkpoints", c.get("au"))
+    return au is not None and au < COMPUTE_PACED_AU
+
+
+def not_measured(agg: Mapping[str, Any], batch_bytes: int, read_threads: int,
+                 clients: int) -> str | None:
+    """Why the consumed headline cannot be given within 5 %, or None. Consumed bytes move a
+    whole batch at a time: when a client's window closes its loader threads may be part way
+    through batches the storage was feeding all along, and those bytes are in no consumed
+    figure; a client whose last step came well before another's loses the time between in the
+    last-done window. An epoch-bound run ends with every batch taken; a short duration-bound
+    run of large batches can miss most of what the storage delivered."""
+    consumed = agg["consumed_bytes"]
+    held = agg["partly_read_bytes"] + agg["ended_early_bytes"]
+    if not held and not consumed:  # nothing went into a batch: no rate, not a rate of 0
+        return (f"the training headline cannot be measured: no accelerator took a batch and "
+                f"no loader had read into one in the run's {agg['last_done']['seconds']:.3g} s"
+                "; run longer (--duration)")
+    if held <= PARTLY_READ_LIMIT * (held + consumed):
+        return None
+    rate = agg["delivered"]["last_done"]["mib_s"] * MiB
+    # At worst every loader thread of every client holds a batch partly read and a client's
+    # last step comes a batch before the run's: a run that consumes enough for that to stay
+    # within the limit, at the delivered rate, is measured whatever the batches' timing
+    worst = clients * (read_threads + 1) * batch_bytes
+    need_s = worst * (1 / PARTLY_READ_LIMIT - 1) / rate if rate > 0 else math.inf
+    # a client that stalled can hold more than that bound: the bytes held stay about the same
+    # as a run grows while those consumed grow with it, so this run's own share names a floor
+    if consumed:
+        need_s = max(need_s, agg["last_done"]["seconds"] * held * (1 / PARTLY_READ_LIMIT - 1)
+                     / consumed)
+    longer = (f"a run of {math.ceil(need_s):,} s (--duration) measures it however the batches "
+              "fall" if math.isfinite(need_s) else "run longer (--duration)")
+    return (f"the training headline cannot be measured within 5 %: consumed bytes move a "
+            f"batch at a time ({batch_bytes / MiB:,.1f} MiB), and "
+            f"{held / (held + consumed):.0%} of what the storage fed into batches "
+            f"({held / MiB:,.1f} MiB) was in batches still being read when the clients' last "
+            f"steps ended, or fell between a client's last step and the run's; {longer}, or "
+            "use smaller batches")
 
 
 def with_samples(clients: list[dict]) -> list[int]:
@@ -545,6 +721,11 @@ def idle_warnings(clients: list[dict], dataset_samples: int) -> list[dict]:
         "use a larger dataset or fewer clients")}]
 
 
+# Why the native reader needs files: docs/OBJECT.md, "What a bucket does not run".
+NATIVE_NEEDS_FILES = ("--reader native reads files through format libraries; s3:// targets "
+                      "are read with GET requests (--reader raw)")
+
+
 class TrainPhase(Phase):
     name = "train"
     cli_options = ("scale", "checkpoint_every")
@@ -557,13 +738,21 @@ class TrainPhase(Phase):
     accelerators = True
     checkpoint_at = ("checkpoint",)
     other_series = (("consumed", "consumed_"),)  # what the accelerators consumed, over time
+    workload_sections = ("dataset", "train")
+
+    def sections_read(self, w: Mapping[str, Any]) -> tuple[str, ...]:
+        """Its own, and the checkpoint phase's when it saves checkpoints (--checkpoint-every)."""
+        saves = dig(w, "checkpoint", "every", default=0)
+        if isinstance(saves, (int, float)) and saves > 0:
+            return (*self.workload_sections, *checkpoint.PHASE.workload_sections)
+        return self.workload_sections
 
     def client_memory(self, w: Workload, clients: int, lifecycle: bool = False) -> ClientMemory:
         """The loader's read buffers and threads, the checkpoint writers it runs (with
         --checkpoint-every, or every epoch as a lifecycle stage), and its step log."""
         t = w.train
-        # On a mount a client's loader threads read into one buffer; an object reader each.
-        buffers = (t.read_threads if self.object_store else 1) * t.transfer_size
+        # A buffer a loader thread (`read_buffer_bound`), at most the transfer size.
+        buffers = t.read_threads * t.transfer_size
         base = OBJECT_CLIENT_BASE if self.object_store else MEMORY_BASE
         if t.reader == "native":  # each thread holds the sample it reads, at most 2 stdev long
             buffers += t.read_threads * (w.dataset.sample_size + 2 * w.dataset.sample_size_stdev)
@@ -577,17 +766,16 @@ class TrainPhase(Phase):
     def io_sections(self, part: Mapping[str, Any], client: bool) -> dict[str, Where]:
         """The reads (the accelerators' consumed bytes), flat; in the aggregate also the loaders'
         side (read-ahead included); and each checkpoint burst's writes."""
-        if client:
-            return {"read": (), **burst_sections(part, ("write",))}
-        out: dict[str, Where] = {"read": ()}
-        if isinstance(part.get("delivered"), Mapping):
-            out["delivered"] = ("delivered",)
-        held = burst_sections(part.get("checkpoint"), ("write",))
-        return {**out, **{name: ("checkpoint", *path) for name, path in held.items()}}
+        return train_sections(part, client)
 
     def prepare(self, rc: RunContext) -> TrainArgs:
         """Make sure the dataset exists and matches, then fix the run's plan."""
         w = rc.workload
+        if w.train.reader == "native" and not rc.engine.caps.local_files:
+            raise ConfigError(NATIVE_NEEDS_FILES)  # before the dataset is made or uploaded
+        if w.train.reader == "native" and not rc.engine.caps.library_reads:
+            raise ConfigError(f"--reader native reads through the format's own library, past "
+                              f"the {rc.engine.name} engine: use --reader raw with it")
         data = ensure_dataset(rc)
         data.index()  # load before the fork so clients share one copy of it
         formats.get_format(data.params.format)  # imported once here, shared by every client
@@ -599,7 +787,9 @@ class TrainPhase(Phase):
             method = METHOD_FADVISE  # libraries read through the page cache; drop it per file
         return TrainArgs(w, data, method, w.compute_time,
                          None if w.train.duration > 0 else w.train.epochs, w.train.duration,
-                         train_checkpoints.plan(rc, data.num_samples))
+                         train_checkpoints.plan(rc, data.num_samples),
+                         placed=locate(str(data.folder), data.num_files, data.path)
+                         if rc.engine.caps.folders else None)
 
     def total_units(self, args: TrainArgs, clients: int) -> int | None:
         """Total steps over all clients, when the run is epoch-bound."""
@@ -616,13 +806,13 @@ class TrainPhase(Phase):
         """The file client, whatever the storage (object storage's makes its first request
         as it starts), with `rehearsal_args`."""
         rehearsed = rehearsal_args(args)
-        return None if rehearsed is None else (run_client, rehearsed)
+        return None if rehearsed is None else (_rehearsal_client, rehearsed)
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
         """The headline is what the accelerators consumed; `delivered` is the storage's side."""
         t = args.workload.train
         agg = byte_figures(clients)
-        elapsed = max(c["elapsed_s"] for c in clients)
+        elapsed = max(consumed_window(c) for c in clients)
         samples = sum(c["samples"] for c in clients)
         agg.update({
             "samples": samples,
@@ -636,6 +826,19 @@ class TrainPhase(Phase):
         if args.checkpoint is not None:
             agg["checkpoint"] = train_checkpoints.summarize(args.checkpoint, clients)
             agg["write_bytes"] = agg["checkpoint"].get("write_bytes", 0)
+        agg.update(rc.engine.aggregate(clients))  # a bucket's requests and retries
+        if rc.engine.caps.multipart:  # the part sizes its dataset and checkpoints were sent in
+            own = agg[rc.engine.name]  # (a reused dataset keeps its own)
+            own["dataset_part_size"] = args.dataset.manifest.get("part_size")
+            if args.checkpoint is not None:
+                own["checkpoint_part_size"] = args.checkpoint.part_size
+        placed = recorded(args.placed, clients, "the dataset's files, as the clients read them")
+        if placed is not None:
+            agg["placement"] = placed
+        why = not_measured(agg, t.batch_size * args.dataset.params.sample_size,
+                           t.read_threads, len(clients))
+        if why:
+            agg["not_measured"] = why
         return agg
 
     def validate(self, w: Workload, options: RunOptions) -> None:
@@ -644,11 +847,16 @@ class TrainPhase(Phase):
     def warnings(self, rc: RunContext, args: TrainArgs, out: dict[str, Any]) -> list[dict]:
         return (train_checkpoints.warnings(rc, args.checkpoint, out)
                 + compute_warnings(out["clients"], args.compute_s)
-                + idle_warnings(out["clients"], args.dataset.num_samples))
+                + idle_warnings(out["clients"], args.dataset.num_samples)
+                + rc.engine.warnings(out["aggregate"], args.dataset.total_bytes))
 
     def cleanup(self, rc: RunContext, args: TrainArgs | None, status: str) -> None:
-        """The dataset is kept for reuse; checkpoints written during training are removed."""
-        if args is not None and args.checkpoint is not None:
+        """The dataset is kept for reuse (a bucket's local copy of its index goes);
+        checkpoints written during training are removed."""
+        if args is None:
+            return
+        args.dataset.discard_local()
+        if args.checkpoint is not None:
             train_checkpoints.remove(rc, args.checkpoint)
 
 

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from aiio import honesty, stats
-from aiio.clients import SYNC_LEAD_NS
-from aiio.engine import OpLog
+from aiio.engines.seam import OpLog
+from aiio.engines.timing import Window
 from aiio.errors import ConfigError
 from aiio.options import RunOptions
 from aiio.phases import rundata, shards
 from aiio.phases.base import RunContext
 from aiio.phases.shards import CheckpointPlan
 from aiio.phases.train_steps import BusySeries
+from aiio.results.bursts import ClientRound, ClientTrainingRound
+from aiio.run.clients import SYNC_LEAD_NS
 from aiio.stats import ByteSeries
-from aiio.timing import Window
 from aiio.units import format_size, mib_per_s
 from aiio.workload import Workload
 
@@ -106,7 +108,7 @@ class TrainCheckpointer:
         self.synchronous = plan.stall_model == "synchronous"
         self.writers = plan.make_writers(ctx)
         self.retention = OpLog(0)
-        self.rounds: list[dict[str, Any]] = []
+        self.rounds: list[ClientTrainingRound] = []
         self.steps = 0
         self.run_ns = 0
         # On the hosts' common timeline (ClientContext.stage_at_ns): this run's start, and the
@@ -150,7 +152,8 @@ class TrainCheckpointer:
         k = len(self.rounds)
         stall = Window()  # the accelerator stops now
         t0 = stall.start_ns
-        fig = self.plan.write_burst(k, self.index, self.writers, t0, self.run_ns)
+        fig = self.plan.write_burst(k, self.index, self.writers, t0, self.run_ns,
+                                    self.ctx.engine)
         t1 = opened = t2 = stall.lap()  # its own shard durable
         if self.synchronous:
             released_ns = self._meet()
@@ -159,14 +162,13 @@ class TrainCheckpointer:
             # instant; that lead is the emulator's way to start clients together, not a stall.
             opened = t2 if released_ns is None else min(t2, max(t1, released_ns - SYNC_LEAD_NS))
         if k >= self.plan.keep:
-            self.plan.retire(k - self.plan.keep, self.index, self.retention)
+            self.plan.retire(k - self.plan.keep, self.index, self.retention, self.ctx.engine)
         t3 = stall.close()
-        self.rounds.append({"n": k, "write": fig, "stall_s": (opened - t0 + t3 - t2) / 1e9,
-                            "own_shard_s": (t1 - t0) / 1e9,
-                            "wait_for_others_s": (opened - t1) / 1e9,
-                            "release_lead_s": (t2 - opened) / 1e9, "retire_s": (t3 - t2) / 1e9,
-                            "start_s": (t0 - self.run_ns) / 1e9,
-                            "end_s": (t3 - self.run_ns) / 1e9})
+        self.rounds.append(ClientTrainingRound(
+            ClientRound(k, fig), stall_s=(opened - t0 + t3 - t2) / 1e9,
+            own_shard_s=(t1 - t0) / 1e9, wait_for_others_s=(opened - t1) / 1e9,
+            release_lead_s=(t2 - opened) / 1e9, retire_s=(t3 - t2) / 1e9,
+            start_s=(t0 - self.run_ns) / 1e9, end_s=(t3 - self.run_ns) / 1e9))
 
     def _meet(self) -> int | None:
         """Wait at the barrier; its release on this host's clock (None: the run stops)."""
@@ -191,9 +193,9 @@ class TrainCheckpointer:
         """This client's checkpoint records, and its AU with the stalls counted."""
         for wr in self.writers:
             wr.close()
-        stall = sum(r["stall_s"] for r in self.rounds)
+        stall = sum(r.stall_s for r in self.rounds)
         wall = out["compute_s"] + out["wait_s"]
-        return {"checkpoints": self.rounds, "checkpoint_stall_s": stall,
+        return {"checkpoints": [r.to_dict() for r in self.rounds], "checkpoint_stall_s": stall,
                 "stall_model": self.plan.stall_model,
                 "retention": retention_figures(self),
                 "au_without_checkpoints": out["au"],
@@ -208,27 +210,29 @@ def steps_per_epoch(samples: int, clients: int, index: int, batch_size: int) -> 
 
 def summarize(plan: CheckpointPlan, clients: list[dict]) -> dict[str, Any]:
     """Per checkpoint: write figures, the window it took, and the read dip and AU lost in it."""
-    agg = shards.checkpoints_aggregate(plan, clients)
-    rounds = agg["completed"]
+    trained = shards.completed(shards.every_round(clients, ClientTrainingRound.from_dict))
+    sent = [[r.round for r in c] for c in trained]
+    per = shards.checkpoint_bursts(plan, sent)
+    rounds = len(per)
     if not rounds:
-        return agg
-    windows = [(min(c["checkpoints"][k]["start_s"] for c in clients),
-                max(c["checkpoints"][k]["end_s"] for c in clients)) for k in range(rounds)]
+        return shards.checkpoints_aggregate(plan, sent, per)
+    windows = [(min(c[k].start_s for c in trained), max(c[k].end_s for c in trained))
+               for k in range(rounds)]
     end = max(c["elapsed_s"] for c in clients)
-    reads = _read_impact(clients, windows, end)
+    reads = _read_impact(clients, windows, min(end, loaders_done(clients)))
     aus = _au_impact(clients, windows, end)
-    for k, one in enumerate(agg["checkpoints"]):
-        stalls = [c["checkpoints"][k]["stall_s"] for c in clients]
-        one.update(window_s=windows[k][1] - windows[k][0], start_s=windows[k][0],
-                   stall_s=stats.spread(stalls), accelerator_s_lost=sum(stalls),
-                   **reads[k], **aus[k])
-    per = agg["checkpoints"]
-    agg.update(read_dip_mean=sum(p["read_dip"] for p in per) / rounds,
-               au_lost_mean=None if per[0]["au_lost"] is None
-               else sum(p["au_lost"] for p in per) / rounds,
+    for k, one in enumerate(per):
+        stalls = [c[k].stall_s for c in trained]
+        per[k] = replace(one, window_s=windows[k][1] - windows[k][0], start_s=windows[k][0],
+                         stall_s=stats.spread(stalls), accelerator_s_lost=sum(stalls),
+                         **reads[k], **aus[k])
+    agg = shards.checkpoints_aggregate(plan, sent, per)
+    dips = [p.read_dip for p in per if p.read_dip is not None]
+    agg.update(read_dip_mean=sum(dips) / len(dips) if dips else None,
+               au_lost_mean=None if per[0].au_lost is None
+               else sum(p.au_lost or 0.0 for p in per) / rounds,
                # the stalls the clients really spent, as their AU counts them
-               stall_s=stats.spread([c["checkpoints"][k]["stall_s"] for c in clients
-                                     for k in range(rounds)]),
+               stall_s=stats.spread([c[k].stall_s for c in trained for k in range(rounds)]),
                stall_s_total=sum(c["checkpoint_stall_s"] for c in clients),
                au_without_checkpoints_mean=_mean_au(clients))
     return agg
@@ -240,23 +244,34 @@ def _mean_au(clients: list[dict]) -> float | None:
     return sum(aus) / len(aus) if aus else None
 
 
+def loaders_done(clients: list[dict]) -> float:
+    """When the last client's loaders had read the whole dataset, s since the start (an
+    epoch-bound run); infinity while some had more to read."""
+    done = [c.get("loaders_done_s") for c in clients]
+    return math.inf if any(d is None for d in done) else max(done)
+
+
 def _outside(windows: list[tuple[float, float]], end: float) -> float:
     return max(end - sum(max(0.0, min(e, end) - s) for s, e in windows), 0.0)
 
 
 def _read_impact(clients: list[dict], windows: list[tuple[float, float]],
-                 end: float) -> list[dict[str, float]]:
-    """Aggregate read MiB/s inside each checkpoint window and outside all of them."""
+                 reading_end: float) -> list[dict[str, float | None]]:
+    """Aggregate read MiB/s inside each checkpoint window and outside all of them while the
+    loaders had something to read (until `reading_end`). A checkpoint that starts once every
+    loader has read the whole dataset has no read rate to dip: its dip is None (it showed
+    100 % and lifted the mean), and the time after the reads ended is no part of the rest."""
     total = ByteSeries()
     for c in clients:
         total.merge(ByteSeries.from_dict(c["series"]))
     inside = [total.bytes_before(e) - total.bytes_before(s) for s, e in windows]
-    base = mib_per_s(total.total - sum(inside), _outside(windows, end))
-    out = []
+    base = mib_per_s(total.total - sum(inside), _outside(windows, reading_end))
+    out: list[dict[str, float | None]] = []
     for (s, e), nbytes in zip(windows, inside, strict=True):
         during = mib_per_s(nbytes, e - s)
+        dip = None if s >= reading_end else 1 - during / base if base > 0 else 0.0
         out.append({"read_mib_s_during": during, "read_mib_s_baseline": base,
-                    "read_dip": 1 - during / base if base > 0 else 0.0})
+                    "read_dip": dip})
     return out
 
 
@@ -283,4 +298,4 @@ def _au_impact(clients: list[dict], windows: list[tuple[float, float]],
 
 
 def retention_figures(ck: TrainCheckpointer) -> dict[str, Any]:
-    return shards.retention_figures(ck.retention, ck.plan.delete_op)
+    return shards.retention_figures(ck.retention)

@@ -71,7 +71,13 @@ class StepTotals:
         self.compute_all_s = 0.0             # every step's, warm-up included
         self.epochs = 0
         self.busy = BusySeries(bucket_s)        # every step's compute, warm-up included
-        self.consumed = ByteSeries(bucket_s)    # sample bytes, when the accelerator took them
+        self.consumed = ByteSeries(bucket_s)    # sample bytes, from each batch's read to its take
+        # The end of the accelerator's last step (its checkpoint included), s since the start,
+        # and what its loader threads held partly read then (device bytes): its consumed
+        # window and what that window cannot count (see `close_step`).
+        self.consumed_end_s = 0.0
+        self.partly_read_bytes = 0
+        self.queued_bytes = 0
         self.log: list[list] = []
         self.log_cap = max(2, log_cap)
         self.log_stride = 1  # the log holds the steps whose index is a multiple of it
@@ -92,12 +98,13 @@ class StepTotals:
         return True
 
     def record(self, epoch: int, step: int, t0: float, t1: float, t2: float, samples: int,
-               nbytes: int) -> None:
-        """One step: waited t0..t1 for its batch, computed t1..t2 (seconds since the start)."""
+               nbytes: int, read_s: float | None = None) -> None:
+        """One step: waited t0..t1 for its batch, computed t1..t2 (seconds since the start);
+        its loader began reading the batch at `read_s` (None: when the wait began)."""
         self.steps += 1
         self.samples += samples
         self.consumed_bytes += nbytes
-        self.consumed.add(t1, nbytes)
+        self._spread(min(t0 if read_s is None else max(read_s, 0.0), t1), t1, nbytes)
         self.compute_all_s += t2 - t1
         if self.computes:
             self.busy.add(t1, t2)
@@ -121,6 +128,37 @@ class StepTotals:
         self.log.append([epoch, step, round(t0, 6), round(t1 - t0, 6), round(t2 - t1, 6),
                          samples])
 
+    def _spread(self, start: float, end: float, nbytes: int) -> None:
+        """Count a batch's bytes evenly over start..end: from the moment its loader began reading
+        it to the moment the accelerator took it. Taken at one instant, a batch of tens of
+        MiB made consumed bytes a staircase: a window cut between two steps (another
+        client's first-done end) missed up to a batch per client, and with several loader
+        threads a batch is read over more than one step. At every step's end the series
+        holds exactly the bytes of the batches taken so far, and it never holds a byte of a
+        batch no accelerator took."""
+        b = self.consumed.bucket_s
+        first, last = int(start / b), int(end / b)
+        if last == first or nbytes == 0:
+            self.consumed.add(start, nbytes)
+            return
+        edges = [start, *(i * b for i in range(first + 1, last + 1)), end]
+        given = 0
+        for i, edge in enumerate(edges[1:], start=first):
+            # cumulative rounding: the pieces add up to nbytes exactly
+            upto = round(nbytes * (edge - start) / (end - start))
+            self.consumed.add((i + 0.5) * b, upto - given)
+            given = upto
+
+    def close_step(self, end_s: float, partly_read: int, queued: int = 0) -> None:
+        """The accelerator finished a step (and any checkpoint after it) at `end_s`; its
+        loaders held `partly_read` device bytes of batches not yet whole and `queued` sample
+        bytes of whole batches not yet taken. The client's
+        consumed window ends at its last such instant: a wait the deadline cut short took no
+        batch, and counting it made a run of large batches read as low as 0 MiB/s."""
+        self.consumed_end_s = end_s
+        self.partly_read_bytes = partly_read
+        self.queued_bytes = queued
+
     def au(self, compute_asked_s: float, batch_size: int) -> tuple[float | None, str | None]:
         """AU over measured steps, or None and why it cannot be given."""
         if compute_asked_s <= 0:
@@ -140,6 +178,8 @@ class StepTotals:
             "epochs": self.epochs, "compute_s": self.compute_s, "wait_s": self.wait_s,
             "warmup_wait_s": self.warmup_wait_s, "compute_all_s": self.compute_all_s, "au": au,
             "consumed_bytes": self.consumed_bytes, "consumed_series": self.consumed.to_dict(),
+            "consumed_elapsed_s": self.consumed_end_s,
+            "partly_read_bytes": self.partly_read_bytes, "queued_bytes": self.queued_bytes,
             "busy": self.busy.to_dict(), "step_log": self.log,
             "step_log_stride": self.log_stride,
         }

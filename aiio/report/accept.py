@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio import charts
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,
@@ -22,7 +20,9 @@ from aiio.report.common import (
     status_notice,
     warnings_section,
 )
-from aiio.result import dig
+from aiio.results import charts
+from aiio.results.markup import Html
+from aiio.results.result import dig
 
 EXPECTED = {"checks": "the checks and their verdicts (none was recorded)"}
 KNOWN = {"schema", "io", "kind", "id", "status", "error", "started", "finished", "checks",

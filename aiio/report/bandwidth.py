@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio import charts
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.parts import Stream, events, io_sections
-from aiio.result import ClientFigures, IoFigures, Result, model
+from aiio.results import charts
+from aiio.results.markup import Html
+from aiio.results.result import ClientFigures, IoFigures, Result, model
 from aiio.stats import ByteSeries
 
 MAX_TIMELINE_CLIENTS = 32  # rows beyond this would be too thin to read

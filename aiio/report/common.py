@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiio.cache_methods import MEANING
-from aiio.markup import Html
 from aiio.report import html as h
-from aiio.result import RunSummary, dig
+from aiio.results.markup import Html
+from aiio.results.result import Result, dig, kind_of, model
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,28 @@ def environment_pairs(env: Mapping[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
+def _process_pairs(res: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The engine that did the I/O, the processes that ran, and the start-up before the first
+    I/O, where the result recorded them."""
+    pairs: list[tuple[str, Any]] = []
+    if res.get("engine"):
+        pairs.append(("engine", res["engine"]))
+    if res.get("ranks") is not None:
+        pairs.append(("processes (ranks)", h.number(res["ranks"])))
+    start = dig(res, "timing", "command_to_first_io_s", default=None)
+    if start is not None:
+        pairs.append(("command to first I/O", h.seconds(start)))
+    return pairs
+
+
+def _read_loop(res: Mapping[str, Any]) -> str | None:
+    """Which loop timed a run's reads, when it recorded it (a sweep, fio suite or acceptance
+    run has none of its own)."""
+    if not isinstance(res, Result) and kind_of(res) != "run":
+        return None
+    return (res if isinstance(res, Result) else model(res)).summary.read_loop
+
+
 def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
     """Target, filesystem, workload, clients, cache-defeat method and environment."""
     w = dig(res, "workload", default={})
@@ -183,7 +205,8 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
         ("page-cache defeat", f"{method}: {MEANING.get(method, 'unknown method')}"
          if method else h.MISSING),
     ]
-    loop = RunSummary.of(res.get("aggregate")).read_loop
+    what += _process_pairs(res)
+    loop = _read_loop(res)
     if loop is not None:  # which loop timed the reads: results compare only alike
         what.append(("read loop", loop))
     # An acceptance run has no phase or workload of its own: its checks do.
@@ -201,9 +224,14 @@ def measured_section(res: Mapping[str, Any], clients_line: str) -> Html:
     return h.section("What was measured", h.grid(*parts), more, anchor="measured")
 
 
+# Who wrote the result (pid, host, boot): what tells a live run from a dead one, not a figure.
+PROVENANCE = {"writer"}
+
+
 def other_section(res: Mapping[str, Any], known: set[str]) -> Html:
     """Whatever the result holds that this report has no chart for, as plain tables."""
-    rest = {k: v for k, v in res.items() if k not in known and v not in (None, {}, [])}
+    rest = {k: v for k, v in res.items()
+            if k not in known | PROVENANCE and v not in (None, {}, [])}
     if not rest:
         return Html("")
     return h.section("Other recorded figures", h.nested_table(rest), anchor="other",

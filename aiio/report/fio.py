@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 from aiio.fio.pairing import phases_beside
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import (
     environment_pairs,
@@ -20,7 +19,8 @@ from aiio.report.common import (
     target_pairs,
     warnings_section,
 )
-from aiio.result import IoFigures, Result, dig, model
+from aiio.results.markup import Html
+from aiio.results.result import IoFigures, Result, dig, model
 
 KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished",
          "environment", "target", "method", "fio_version", "options", "clients_requested",

@@ -1,5 +1,5 @@
 """HTML building blocks for the report: tables, notices and the self-contained page (the
-escaping rule, `Html`, `esc` and `tag`, is `aiio.markup`, which the charts share).
+escaping rule, `Html`, `esc` and `tag`, is `aiio.results.markup`, which the charts share).
 
 Everything a page needs is inline (styles, one small sorting script, SVG charts). A Content
 Security Policy forbids fetching anything, so a report behaves the same offline, from a mail
@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aiio.markup import Html, esc, join, tag
+from aiio.results.markup import Html, esc, join, tag
 from aiio.units import format_duration, format_latency_ns, format_rate, format_size
 
 # --- numbers with their units -------------------------------------------------------------

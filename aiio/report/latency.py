@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiio import charts
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.parts import histogram_sets
+from aiio.results import charts
+from aiio.results.markup import Html
 
 DATA_OPS = ("read", "write")
 MAX_CHARTS = 12  # beyond this the table still lists every operation

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiio.result import ClientFigures, IoFigures, Result, model
+from aiio.results.result import ClientFigures, IoFigures, Result, model
 from aiio.stats import Histogram
 
 

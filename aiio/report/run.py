@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio import charts
 from aiio.cache_methods import METHOD_NULL
 from aiio.honesty import NO_IO
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report import series as sr
 from aiio.report.bandwidth import bandwidth_section, timeline_section
@@ -23,14 +21,20 @@ from aiio.report.common import (
     warnings_section,
 )
 from aiio.report.hosts import hosts_section
+from aiio.report.kvcache import kvcache_section
 from aiio.report.latency import latency_section
 from aiio.report.parts import aggregate_sections, client_subsections
+from aiio.report.placement import run_section as placement_section
 from aiio.report.verdict import run_verdict
-from aiio.result import (
+from aiio.results import charts
+from aiio.results.beside import HeroFigures, MonitorFigures, damaged_parts
+from aiio.results.markup import Html
+from aiio.results.result import (
     ClientFigures,
     IoFigures,
     Result,
     RunSummary,
+    Window,
     dig,
     model,
     recorded_clients,
@@ -47,7 +51,8 @@ EXPECTED = {
 }
 KNOWN = {"schema", "io", "kind", "id", "phase", "status", "error", "started", "finished",
          "workload", "options", "clients_requested", "environment", "target", "method", "clients",
-         "aggregate", "warnings", "monitor", "saved_at", "hero", "hosts", "split"}
+         "aggregate", "warnings", "monitor", "saved_at", "hero", "hosts", "split",
+         "engine", "ranks", "timing"}  # shown in "What was measured"
 TOP_CLIENTS = 16  # per-step wait chart: more clients than this would be unreadable
 
 
@@ -85,10 +90,14 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         guarded("verdict", run_verdict, res),
         warnings_section(res.get("warnings") or [], "run", res.get("status") == "ok"),
         missing_notice(res, EXPECTED),
+        # the KV cache's answer (steady, overloaded, not judged) before its figures
+        guarded("kv cache", kvcache_section, res),
         guarded("headline", headline_section, res),
+        guarded("vector inserts", vector_inserts_section, res),
         guarded("hero", hero_section, res),
         guarded("measured", measured_section, res, clients_line(res)),
         guarded("hosts", hosts_section, res),
+        guarded("placement", placement_section, res),
         guarded("clients", clients_section, res),
         guarded("bandwidth", bandwidth_section, res),
         guarded("timeline", timeline_section, res),
@@ -109,34 +118,34 @@ def clients_line(res: Mapping[str, Any]) -> str:
 
 # --- headline -----------------------------------------------------------------------------
 
-def _window(d: Any) -> str:
-    if not isinstance(d, Mapping):
+def _window(w: Window | None) -> str:
+    if w is None:
         return h.MISSING
-    return f"{h.mib_s(d.get('mib_s'))} over {h.seconds(d.get('seconds'))} " \
-           f"({h.size(d.get('bytes'))})"
+    return f"{h.mib_s(w.mib_s)} over {h.seconds(w.seconds)} ({h.size(w.bytes)})"
 
 
-def io_pairs(agg: Mapping[str, Any], label: str = "", prefix: str = "") -> list[tuple[str, str]]:
+def io_pairs(io: IoFigures, label: str = "") -> list[tuple[str, str]]:
     """First done, last done, spread and fairness of one kind of I/O."""
-    spread = agg.get(f"{prefix}per_client_mib_s") or {}
+    damaged = damaged_parts(io)
+    if damaged:
+        raise ValueError(f"its {' and '.join(damaged)} recorded no object of figures")
+    spread = io.per_client_mib_s
     label = f"{label} " if label else ""
     rows = [
-        (f"{label}aggregate, first done (all clients running)",
-         _window(agg.get(f"{prefix}first_done"))),
-        (f"{label}aggregate, last done (whole run)", _window(agg.get(f"{prefix}last_done"))),
-        (f"{label}bytes moved / operations",
-         f"{h.size(agg.get(f'{prefix}bytes'))} / {h.number(agg.get(f'{prefix}ops'))} ops"),
+        (f"{label}aggregate, first done (all clients running)", _window(io.first_done)),
+        (f"{label}aggregate, last done (whole run)", _window(io.last_done)),
+        (f"{label}bytes moved / operations", f"{h.size(io.bytes)} / {h.number(io.ops)} ops"),
         (f"{label}per client mean / min / max", " / ".join(
-            h.mib_s(spread.get(k)) for k in ("mean", "min", "max"))),
-        (f"{label}per client coefficient of variation", h.number(spread.get("cv"), 3)),
+            h.mib_s(v) for v in ((spread.mean, spread.min, spread.max) if spread else
+                                 (None,) * 3))),
+        (f"{label}per client coefficient of variation",
+         h.number(spread.cv if spread else None, 3)),
     ]
-    if f"{prefix}jain" in agg:
-        rows.append((f"{label}Jain's fairness index (1 = all equal)",
-                     h.number(agg.get(f"{prefix}jain"), 3)))
-    for op, lat in (agg.get(f"{prefix}latency") or {}).items():
-        if isinstance(lat, Mapping):
-            rows.append((f"{label}{op} latency p50 / p99 / max", " / ".join(
-                h.latency(lat.get(k)) for k in ("p50_ns", "p99_ns", "max_ns"))))
+    if io.jain is not None:
+        rows.append((f"{label}Jain's fairness index (1 = all equal)", h.number(io.jain, 3)))
+    for op in io.latency:
+        rows.append((f"{label}{op} latency p50 / p99 / max", " / ".join(
+            h.latency(io.p(op, q)) for q in ("p50", "p99", "max"))))
     return rows
 
 
@@ -179,20 +188,66 @@ def headline_section(res: Mapping[str, Any]) -> Html:
     sections, summary = aggregate_sections(run), run.summary
     rows: list[tuple[str, Any]] = []
     for sec in sections:
-        rows += io_pairs(sec.figures, sec.label)
+        rows += io_pairs(sec.section, sec.label)
         rows += training_pairs(sec.section, sec.label)
     if not any(sec.figures is summary.figures for sec in sections):
         rows += training_pairs(summary)
-    parts = [h.kv_table(rows)] if rows else []
+    parts = [h.kv_table(rows)] if rows else console_tables(res)
     extra = _rest(summary.figures, sections)
-    if extra:
+    if extra and rows:
         parts.append(h.tag("h3", "Other aggregate figures of this phase"))
         parts.append(h.nested_table(extra))
+    elif extra:  # the console's tables lead; the aggregate as recorded stays one click away
+        parts.append(h.details("every aggregate figure as recorded", h.nested_table(extra)))
     return h.section("Headline figures", *parts, anchor="headline")
 
 
+# The console's row that the page answers in a section of its own (hero_section).
+HERO_ROW = "% of fio hero"
+PLACEMENT_TABLE = "where the bytes went"
+
+
+def console_tables(res: Mapping[str, Any]) -> list[Html]:
+    """The tables the console printed for this result (its phase's headline, per burst, per
+    client), as the page's: for a phase whose figures are no first/last-done section (a
+    checkpoint's bursts), the console's names and values are the headline."""
+    from aiio.term.console import phase_tables
+
+    return as_html(phase_tables(dict(res)))
+
+
+def vector_inserts_section(res: Mapping[str, Any]) -> Html:
+    """The vector insert stream's tables, as the console's (nothing for a run without one):
+    the headline's read figures are the queries', the aggregate's raw keys no answer."""
+    from aiio.term.console import insert_tables
+
+    tables = insert_tables(dict(res))
+    return h.section("Vector inserts", *as_html(tables), anchor="inserts") if tables \
+        else Html("")
+
+
+def as_html(tables: list) -> list[Html]:
+    """Console tables as the page's: a figure/value table as one, any other as a grid."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:  # the console's colours are markup the page would print
+        return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+    out = []
+    for table in tables:
+        headers = [str(c.header) for c in table.columns]
+        cells = ([plain(v) for v in c.cells] for c in table.columns)
+        rows = [row for row in zip(*cells, strict=True) if row[0] != HERO_ROW]
+        title = str(table.title or "")
+        if title.startswith(PLACEMENT_TABLE):  # the page's own section shows it
+            continue
+        out.append(h.kv_table(rows, caption=title) if headers == ["figure", "value"]
+                   else h.table(headers, rows, caption=title))
+    return out
+
+
 # Aggregate figures another section of the page shows: "What was measured" names the loop.
-SHOWN_ELSEWHERE = {"read_loop"}
+SHOWN_ELSEWHERE = {"read_loop", "placement"}
 
 
 def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
@@ -215,33 +270,27 @@ def _rest(agg: Mapping[str, Any], sections: list) -> dict[str, Any]:
     return prune(agg, ())
 
 
-def hero_section(res: Mapping[str, Any]) -> Html:
+def hero_section(res: Result) -> Html:
     """% of the fio hero number: this run's aggregate against fio's on the same target."""
-    hero = res.get("hero")
-    if not hero:
+    hero = HeroFigures.of_run(res)
+    if hero is None:
         return h.tag("p", "No fio hero number was attached to this result, so there is no % of "
                      "hero; run `aiio fio` on the same target to get one.", class_="note")
-    if not isinstance(hero, Mapping):
-        return h.section("Against the fio hero number", h.tag("p", h.plain(hero)),
-                         anchor="hero")
-    pct = h.finite(hero.get("percent"))
+    pct = hero.percent
     if pct is None:
         return h.section("Against the fio hero number", h.notice(
-            "info", str(hero.get("text") or "no fio hero number for this target")),
-            anchor="hero")
-    test, phase = hero.get("test", "hero"), res.get("phase", "phase")
+            "info", hero.text or "no fio hero number for this target"), anchor="hero")
+    test, phase = hero.test, res.get("phase", "phase")
     rows = [("% of fio hero", f"{pct:.1f} % of fio {test}"),
-            (f"this {phase} run (aggregate, {h.plain(hero.get('window') or 'last done')})",
-             h.mib_s(hero.get("phase_mib_s"))),
-            (f"fio {test}, {h.plain(hero.get('fio_clients'))} jobs",
-             h.mib_s(hero.get("fio_mib_s"))),
-            ("fio result", h.plain(hero.get("fio_result_id")))]
+            (f"this {phase} run (aggregate, {h.plain(hero.window or 'last done')})",
+             h.mib_s(hero.phase_mib_s)),
+            (f"fio {test}, {h.plain(hero.fio_clients)} jobs", h.mib_s(hero.fio_mib_s)),
+            ("fio result", h.plain(hero.fio_result_id))]
     chart = charts.bars([f"this {phase} run", f"fio {test}"],
-                        [h.finite(hero.get("phase_mib_s")) or 0.0,
-                         h.finite(hero.get("fio_mib_s")) or 0.0],
+                        [hero.phase_mib_s or 0.0, hero.fio_mib_s or 0.0],
                         title="this run against the fio hero number", xlabel="",
-                        ylabel="aggregate MiB/s", caption=str(hero.get("text") or
-                        f"{pct:.1f} % of what fio {test} reached on the same target."))
+                        ylabel="aggregate MiB/s", caption=hero.text or
+                        f"{pct:.1f} % of what fio {test} reached on the same target.")
     return h.section("Against the fio hero number", h.kv_table(rows), h.figures(chart),
                      anchor="hero")
 
@@ -282,7 +331,7 @@ def clients_section(res: Mapping[str, Any]) -> Html:
     headers = ["client", "host", *(c[0] for c in cols), *(c[0] for c in lats),
                *(f"{label} {w}" for label, _ in subs for w in ("MiB/s", "bytes", "p99")),
                *extra]
-    speed = (lambda x: x.mib_s) if "mib_s" in {c[1] for c in cols} else \
+    speed = (lambda x: x.mib_s) if any(x.mib_s is not None for x in clients) else \
         (lambda x: h.finite(_total(x, subs[0][1]).mib_s) if subs else None)
     rows = []
     for x in sorted(clients, key=lambda x: speed(x) or 0.0):
@@ -364,24 +413,20 @@ def _wait_chart(clients: Sequence[ClientFigures]) -> Html | None:
 
 # --- resources ----------------------------------------------------------------------------
 
-def monitor_section(res: Mapping[str, Any]) -> Html:
-    mon = res.get("monitor")
-    if not isinstance(mon, Mapping):
+def monitor_section(res: Result) -> Html:
+    mon = MonitorFigures.of(res)
+    if mon is None:
         return Html("")
     rows: list[tuple[str, Any]] = [
-        ("monitored for", h.seconds(mon.get("seconds"))),
+        ("monitored for", h.seconds(mon.seconds)),
         ("client machine CPU busy, mean / max",
-         f"{h.number(mon.get('cpu_percent_mean'), 1, '%')} / "
-         f"{h.number(mon.get('cpu_percent_max'), 1, '%')}"),
+         f"{h.number(mon.cpu_percent_mean, 1, '%')} / {h.number(mon.cpu_percent_max, 1, '%')}"),
     ]
-    dev = mon.get("device")
-    if isinstance(dev, Mapping):
-        rows.append((f"block device {dev.get('name', '?')} read / written",
-                     f"{h.size(dev.get('read_bytes'))} / {h.size(dev.get('write_bytes'))}"))
-        moved = (res if isinstance(res, Result) else model(res)).summary.bytes
-        rows.append(("bytes the clients moved", h.size(moved)))
-    for name, nic in (mon.get("nics") or {}).items():
-        rows.append((f"network {name} received / sent (peak share of link)",
-                     f"{h.size(nic.get('rx_bytes'))} / {h.size(nic.get('tx_bytes'))} "
-                     f"({h.pct(nic.get('peak_use'))})"))
+    if mon.device is not None:
+        rows.append((f"block device {mon.device} read / written",
+                     f"{h.size(mon.device_read_bytes)} / {h.size(mon.device_write_bytes)}"))
+        rows.append(("bytes the clients moved", h.size(res.summary.bytes)))
+    for nic in mon.nics:
+        rows.append((f"network {nic.name} received / sent (peak share of link)",
+                     f"{h.size(nic.rx_bytes)} / {h.size(nic.tx_bytes)} ({h.pct(nic.peak_use)})"))
     return h.section("Resources on the client machine", h.kv_table(rows), anchor="monitor")

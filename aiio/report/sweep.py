@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiio import charts
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import (
     guarded,
@@ -22,8 +20,11 @@ from aiio.report.common import (
     status_notice,
     warnings_section,
 )
+from aiio.report.placement import sweep_section as placement_section
 from aiio.report.run import clients_section
-from aiio.result import Result, clients_requested, dig, main_op, model
+from aiio.results import charts
+from aiio.results.markup import Html
+from aiio.results.result import Result, SweepRow, clients_requested, dig, main_op, model
 from aiio.sweep.verdict import NOT_MEASURABLE
 
 EXPECTED = {
@@ -71,6 +72,7 @@ def render_body(res: Mapping[str, Any]) -> list[Html]:
         missing_notice(res, EXPECTED),
         guarded("scaling", scaling_section, data, dig(res, "sweep", "threshold"),
                 main_op(res)),
+        guarded("placement", placement_section, points(res)),
         guarded("measured", measured_section, _base(res), clients_text(res, data)),
         guarded("sweep parameters", parameters_section, res.get("sweep")),
         guarded("points", points_section, points(res)),
@@ -138,6 +140,14 @@ def _shape(v: Mapping[str, Any]) -> str:
     return "not measurable" if shape == NOT_MEASURABLE else str(shape)
 
 
+def _linear_up_to(v: Mapping[str, Any]) -> str:
+    if v.get("linear_up_to") is not None:
+        return f"{h.plain(v['linear_up_to'])} clients"
+    if v.get("demand_bound_up_to") is not None:  # those points never count toward linear
+        return f"not judged: paced by compute up to {h.plain(v['demand_bound_up_to'])} clients"
+    return h.MISSING
+
+
 def verdict_pairs(v: Mapping[str, Any]) -> list[tuple[str, str]]:
     if v.get("shape") == NOT_MEASURABLE:  # no threshold, linear range or knee was judged
         return [("shape", _shape(v)),
@@ -149,7 +159,7 @@ def verdict_pairs(v: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("efficiency threshold", h.pct(v.get("threshold"), 0)),
         ("baseline", f"{h.plain(v.get('baseline_clients'))} clients at "
                      f"{h.mib_s(v.get('baseline_mib_s'))}"),
-        ("scales linearly up to", f"{h.plain(v.get('linear_up_to'))} clients"),
+        ("scales linearly up to", _linear_up_to(v)),
         ("knee (first count below the threshold)", h.plain(v.get("knee"))),
         ("peak aggregate", f"{h.mib_s(peak.get('mib_s'))} at {h.plain(peak.get('clients'))} "
                            "clients" if peak else h.MISSING),
@@ -275,15 +285,20 @@ def _efficiency_chart(data: Sequence[Mapping[str, Any]],
                       threshold: float | None) -> Html | None:
     """E(N) per count beyond the first (the baseline, 100 % by definition) against the
     threshold."""
-    pts = [(int(r["clients"]), h.finite(r.get("efficiency"))) for r in data[1:]]
-    pts = [(n, e) for n, e in pts if e is not None]
+    pts = [(int(r["clients"]), h.finite(r.get("efficiency")), SweepRow.of(r).au)
+           for r in data[1:]]
+    pts = [(n, e, au) for n, e, au in pts if e is not None]
     if not pts:
         return None
     n0 = int(data[0]["clients"])
-    return charts.efficiency([n for n, _ in pts], [e for _, e in pts], threshold,
+    return charts.efficiency([n for n, _, _ in pts], [e for _, e, _ in pts], threshold,
+                             paced=[au is not None and au.paced_by_compute
+                                    for _, _, au in pts],
                              caption=f"E(N) = aggregate(N) / (N/{n0} x aggregate({n0})): the "
                                      "share of linear scaling reached at each count; red bars "
-                                     "are below the threshold.")
+                                     "are below the threshold; grey bars were paced by the "
+                                     "emulated compute (AU met its goal), not by the "
+                                     "storage.")
 
 
 def _lat(r: Mapping[str, Any], key: str, main: str) -> Any:

@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aiio.figures import FIGURES, run_figures
-from aiio.markup import Html
 from aiio.report import html as h
 from aiio.report.common import status_notice
-from aiio.result import Result, model
+from aiio.results.figures import FIGURES, label, run_figures
+from aiio.results.markup import Html
+from aiio.results.result import Result, model
 
 # The figures shown as cards, in this order, when the result has them.
-CARDS = ("aggregate_mib_s", "client_mib_s_min", "au_min", "cv", "p99_ms", "checkpoint_s",
-         "restore_s", "load_s", "hero_fraction")
+CARDS = ("aggregate_mib_s", "client_mib_s_min", "au_min", "cv", "query_p99_ms", "p99_ms",
+         "checkpoint_s", "restore_s", "load_s", "hero_fraction")
+# A card left out when the first is shown: a vector search's latency is its queries'; a node
+# read's p99 is no query's, and the headline figures show it as read latency.
+INSTEAD = {"p99_ms": "query_p99_ms"}
 
 
 def run_verdict(res: Mapping[str, Any]) -> Html:
@@ -52,7 +55,9 @@ def cards(res: Mapping[str, Any]) -> Html:
         figs = run_figures(dict(res))
     except (AttributeError, KeyError, TypeError, ValueError):  # a damaged result: no cards
         return Html("")
-    shown = [(FIGURES[n].label, FIGURES[n].format(figs[n])) for n in CARDS if n in figs]
+    shown = [(label(n, res if isinstance(res.get("phase"), str) else None),
+              FIGURES[n].format(figs[n]))
+             for n in CARDS if n in figs and INSTEAD.get(n) not in figs]
     if not shown:
         return Html("")
     return h.tag("div", h.join(h.tag("div", h.join([h.tag("b", value), h.tag("span", label)]),

@@ -12,19 +12,21 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aiio import dataset as ds
-from aiio import formats
-from aiio.engine import OpLog, merge_logs
+from aiio.engines.seam import OpLog, merge_logs
+from aiio.engines.timing import Window
 from aiio.errors import RunFailed
 from aiio.phases.threads import result
+from aiio.run.wallclock import now_iso
 from aiio.s3.objectio import ObjectIO, check_parts
-from aiio.s3.target import S3Target
-from aiio.timing import Window
-from aiio.wallclock import now_iso
+from aiio.storage import dataset as ds
+from aiio.storage import formats
+
+if TYPE_CHECKING:
+    from aiio.s3.target import S3Target
 
 UPLOAD_STREAMS = 8
 QUEUED = 4 * UPLOAD_STREAMS  # uploads queued ahead of the ones in flight, no more
@@ -169,3 +171,17 @@ def ensure(target: S3Target, io: ObjectIO, w: Any,
     if note:
         note(f"uploading dataset {w.name}: {why}")
     return generate(target, io, w, progress)[0]
+
+
+def ensure_for_run(rc: Any) -> S3Dataset:
+    """The run's dataset in the bucket (reused, or uploaded with a progress bar), its index
+    loaded before the fork; the run's engine then GETs each whole object without a Range."""
+    w, tgt = rc.workload, rc.target
+    progress = None
+    if rc.progress:
+        def progress(files: int, nbytes: int) -> None:
+            rc.progress("uploading dataset", files, w.dataset.num_files)
+    upload = ObjectIO(tgt.access, tgt.loc.bucket, UPLOAD_STREAMS)
+    data = ensure(tgt, upload, w, progress, rc.note)
+    rc.engine.sizes.update(data.sizes())
+    return data

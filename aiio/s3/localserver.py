@@ -63,12 +63,15 @@ class SeaweedServer:
     """`weed server -s3` with its own data folder, ports and one S3 identity."""
 
     def __init__(self, data: Path | None = None,
-                 wrap: Callable[..., list[str]] | None = None) -> None:
+                 wrap: Callable[..., list[str]] | None = None,
+                 options: tuple[str, ...] = ()) -> None:
         """`data`: where the volumes go (default: a fresh temp folder); `wrap`: turns the
-        command line into the one to start (e.g. joining a throttled cgroup first)."""
+        command line into the one to start (e.g. joining a throttled cgroup first);
+        `options`: more of `weed server`'s options (e.g. the filer's chunk size)."""
         self.dir = Path(tempfile.mkdtemp(prefix="aiio-weed-"))
         self.data = data or self.dir / "data"
         self.wrap = wrap
+        self.options = options
         self.proc: subprocess.Popen | None = None
         self.grpc_ports: list[int] = []
         self.endpoint = ""
@@ -119,7 +122,7 @@ class SeaweedServer:
                "-s3.config", str(config), "-master.telemetry=false",
                "-master.volumeSizeLimitMB", "64", "-volume.max", "100",
                "-filer.localSocket", str(self.dir / "filer.sock"),
-               "-s3.localSocket", str(self.dir / "s3.sock")]
+               "-s3.localSocket", str(self.dir / "s3.sock"), *self.options]
         self.endpoint = f"http://127.0.0.1:{s3}"
         if self.wrap is not None:
             cmd = self.wrap(*cmd)
@@ -168,11 +171,15 @@ class SeaweedServer:
             return False
 
     def client(self):
+        """A boto3 client configured as aiio's are (no SDK checksums): the bench's plain
+        boto3 loop is then a like-for-like reference."""
         import boto3
         from botocore.config import Config
+
+        from aiio.s3.connect import NO_SDK_CHECKSUMS
         return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
                             aws_secret_access_key=SECRET_KEY, region_name="us-east-1",
-                            config=Config(retries={"max_attempts": 1}))
+                            config=Config(retries={"max_attempts": 1}, **NO_SDK_CHECKSUMS))
 
     def env(self) -> dict[str, str]:
         """The standard AWS environment variables that reach this server's identity."""

@@ -5,7 +5,10 @@ the request to the response headers, "get" for the whole request, and the body's
 "read" per transfer-size chunk as they arrive (so the byte series shows when bytes came, not
 when the request ended). PUT: each PUT or UploadPart request is a "write" carrying its
 bytes, and "put" spans an object from its first request to the one that makes it durable.
-Bytes are what was sent or delivered, never a nominal length.
+Bytes are what was sent or delivered, never a nominal length. An operation (`ops`) is a
+request, as fio's http engine and warp count them: "get", "write", "create_multipart",
+"complete_multipart", "delete"; the parts and spans ("ttfb", "read", "put", --verify's
+"verify" and "checksum") are timed with ops=0.
 """
 
 from __future__ import annotations
@@ -14,17 +17,25 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from aiio.blocks import BLOCK
 from aiio.cache_methods import METHOD_NONE
-from aiio.engine import OpLog, Writer
+from aiio.engines.blocks import BLOCK
+from aiio.engines.seam import OpLog, Writer
+from aiio.engines.timing import Window
 from aiio.errors import ConfigError
 from aiio.options import Access
 from aiio.s3.connect import RequestCounts, make_client
-from aiio.timing import Window
 from aiio.units import MiB, format_size
 from aiio.workload import MAX_PARTS
+
+
+class Sent(NamedTuple):
+    """An object uploaded: the bytes its requests sent, and when the request that made it
+    durable (its PUT or CompleteMultipartUpload) returned (`now_ns`)."""
+
+    nbytes: int
+    durable_ns: int
 
 
 def check_parts(largest: int, part_size: int, what: str) -> None:
@@ -81,45 +92,48 @@ class ObjectIO:
         return ObjectReader(self, transfer_size, log, counter)
 
     def get(self, key: str, offset: int, length: int | None, chunk: int, log: OpLog,
-            counter: Any = None, stop: Any = None, check: Any = None) -> int:
+            counter: Any = None, stop: Any = None, check: Any = None,
+            keep: bytearray | None = None) -> int:
         """GET key (a Range when it is not the whole object); returns body bytes. `check`
         (--verify) gets the whole blocks of each chunk, with their offset in the object, as
         (view, bytes, offset); timed as "verify" and left out of the GET's time, as a mount's
-        check is out of its read's."""
+        check is out of its read's. `keep`: the body's bytes are added to it."""
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         whole = offset == 0 and (length is None or length >= self.sizes.get(key, length + 1))
         if not whole:
             kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
         aligned = BlockAligned(check, offset) if check is not None else None
         with log.timed("get") as request:
-            with log.timed("ttfb"):
+            with log.timed("ttfb", ops=0):
                 body = self.client.get_object(**kwargs)["Body"]
             try:
-                done = self._body(body, chunk, log, counter, stop, aligned, request)
+                done = self._body(body, chunk, log, counter, stop, aligned, request, keep)
             finally:
                 body.close()
             # the object's last, short block; not when a stop cut the body short
             if aligned is not None and aligned.held and not (stop and stop.is_set()):
-                with log.timed("verify") as checked:
+                with log.timed("verify", ops=0) as checked:
                     aligned.close()
                 request.exclude(checked.spent_ns)
             return done
 
     @staticmethod
     def _body(body: Any, chunk: int, log: OpLog, counter: Any, stop: Any,
-              check: BlockAligned | None, request: Any) -> int:
+              check: BlockAligned | None, request: Any, keep: bytearray | None = None) -> int:
         """A GET's body, `chunk` bytes at a time, each chunk a timed "read" with its bytes."""
         done = 0
         while True:
-            with log.timed("read") as op:
+            with log.timed("read", ops=0) as op:
                 data = body.read(chunk)
                 op.nbytes = len(data)
                 if not data:
                     op.cancel()  # the end of the body: no transfer, no operation
             if not data:
                 return done
+            if keep is not None:
+                keep += data
             if check is not None:
-                with log.timed("verify") as checked:
+                with log.timed("verify", ops=0) as checked:
                     check.feed(data)
                 request.exclude(checked.spent_ns)
             done += len(data)
@@ -135,17 +149,17 @@ class ObjectIO:
         check_parts(size, part_size, key)
         with open(path, "rb") as fh:
             if size <= part_size:
-                return self.put_bytes(key, fh.read(), log)
-            return self.multipart(key, iter(lambda: fh.read(part_size), b""), log)
+                return self.put_bytes(key, fh.read(), log).nbytes
+            return self.multipart(key, iter(lambda: fh.read(part_size), b""), log).nbytes
 
-    def put_bytes(self, key: str, data: bytes, log: OpLog) -> int:
+    def put_bytes(self, key: str, data: bytes, log: OpLog) -> Sent:
         """One PUT: "write" carries its bytes, "put" is the object's time to durable."""
-        with log.timed("put"), log.timed("write", len(data)):
+        with log.timed("put", ops=0) as put, log.timed("write", len(data)):
             self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
-        return len(data)
+        return Sent(len(data), put.end_ns)
 
     def multipart(self, key: str, parts: Iterator[bytes], log: OpLog,
-                  made_ns: Callable[[], int] = lambda: 0) -> int:
+                  made_ns: Callable[[], int] = lambda: 0) -> Sent:
         """A multipart upload; durable when CompleteMultipartUpload returns. Each UploadPart
         is a "write" with its bytes; "put" spans create to complete, less `made_ns()`'s
         growth: the time spent making the parts (and checksumming them, --verify), which is
@@ -153,7 +167,7 @@ class ObjectIO:
         Aborted on any error."""
         c = self.client
         before = made_ns()
-        with log.timed("put") as put:
+        with log.timed("put", ops=0) as put:
             with log.timed("create_multipart"):
                 upload = c.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
             done: list[dict] = []
@@ -165,14 +179,14 @@ class ObjectIO:
                                             PartNumber=len(done) + 1, Body=data)
                     done.append({"PartNumber": len(done) + 1, "ETag": got["ETag"]})
                     nbytes += len(data)
-                with log.timed("complete_multipart"):
+                with log.timed("complete_multipart") as complete:
                     c.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload,
                                                 MultipartUpload={"Parts": done})
                 put.exclude(made_ns() - before)
             except BaseException:
                 c.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload)
                 raise
-        return nbytes
+        return Sent(nbytes, complete.end_ns)
 
     def delete(self, key: str, log: OpLog) -> None:
         with log.timed("delete"):
@@ -216,23 +230,29 @@ class ObjectWriter:
         self.log, self.counter, self.checksum = log, counter, checksum
         self.made_ns = 0  # time spent making parts (stamping, copying, --verify's crc32c)
         self.stop: Any = None
+        # When the last object became durable (its PUT or CompleteMultipartUpload returned);
+        # named as the file Writer's instant its fsync returned.
+        self.synced_ns = 0
 
     def write_object(self, key: str, size: int, tag: int) -> int:
         """PUT (or multipart-upload) `size` bytes; returns bytes sent."""
         self.payload.log = self.log
         check_parts(size, self.part_size, key)
         if size <= self.part_size:
-            return self.io.put_bytes(key, self._part(0, size, tag), self.log)
-        parts = (self._part(pos, min(self.part_size, size - pos), tag)
-                 for pos in range(0, size, self.part_size))
-        # the parts are made as they are sent (an object may not fit in memory): their making
-        # is left out of "put", as a single PUT's is made before "put" starts
-        return self.io.multipart(key, parts, self.log, lambda: self.made_ns)
+            sent = self.io.put_bytes(key, self._part(0, size, tag), self.log)
+        else:
+            parts = (self._part(pos, min(self.part_size, size - pos), tag)
+                     for pos in range(0, size, self.part_size))
+            # the parts are made as they are sent (an object may not fit in memory): their
+            # making is left out of "put", as a single PUT's is made before "put" starts
+            sent = self.io.multipart(key, parts, self.log, lambda: self.made_ns)
+        self.synced_ns = sent.durable_ns
+        return sent.nbytes
 
     def _part(self, pos: int, n: int, tag: int) -> bytes:
         making = Window()
         if self.checksum:
-            with self.log.timed("checksum"):
+            with self.log.timed("checksum", ops=0):
                 self.payload.stamper.stamp(n, tag, pos)
         else:
             self.payload.stamper.stamp(n, tag, pos)
@@ -260,6 +280,20 @@ class ObjectReader:
     def read_file(self, key: str, offset: int = 0, length: int | None = None) -> int:
         return self.io.get(key, offset, length, self.chunk, self.log, self.counter, self.stop,
                            self.check)
+
+    def open(self, key: str) -> str:
+        """Nothing to open: each read is a GET naming its object."""
+        return key
+
+    def close_file(self, key: str) -> None:
+        pass  # nothing is open between requests
+
+    def read_at(self, key: str, offset: int, length: int) -> memoryview:
+        """One ranged GET of [offset, offset+length); the bytes it returned."""
+        keep = bytearray()
+        self.io.get(key, offset, length, max(self.chunk, length), self.log, self.counter,
+                    self.stop, self.check, keep)
+        return memoryview(keep)
 
     def close(self) -> None:
         pass

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from aiio import __version__
 from aiio.errors import CleanFailed, TargetError
 from aiio.options import Access
+from aiio.run.wallclock import now_iso
 from aiio.s3 import location
 from aiio.s3.connect import make_client
-from aiio.wallclock import now_iso
 
 DELETE_BATCH = 1000  # the most keys one DeleteObjects request may carry
 
@@ -33,6 +33,10 @@ class S3Target:
         # Whether this run has written below the prefix (claimed it: every write of a run's
         # comes after `claim`): a refusal before then leaves no result (runner._refusal)
         self.written = False
+
+    def url(self, key: str) -> str:
+        """An object key of this bucket as the URL a message names it by."""
+        return location.Location(self.loc.bucket, key).url
 
     @property
     def client(self) -> Any:
@@ -128,6 +132,40 @@ class S3Target:
 
     def release(self) -> None:
         """Nothing to let go of: a bucket prefix is held by no lock or descriptor."""
+
+    def unclaim(self) -> None:
+        """Nothing to take back: the marker is written at the run's first write (`claim`),
+        after every refusal."""
+
+    # --- what a phase asks of any target -----------------------------------------------
+    def require_space(self, needed: int, what: str) -> None:
+        """Nothing to check: a bucket reports no free space; the service refuses a PUT it
+        cannot keep, and that fails the run in one line."""
+
+    def make_run_folder(self, path: PurePosixPath) -> None:
+        """A run's keys need no folder; its first write claims the prefix (the marker)."""
+        self.claim()
+
+    def remove(self, path: PurePosixPath) -> None:
+        """Delete every object of a run's below `path` (a key prefix), as a mount's run
+        folder is removed; nothing else is touched."""
+        prefix = str(path).rstrip("/") + "/"
+        self.delete([o["Key"] for o in self.objects() if o["Key"].startswith(prefix)])
+
+    def remove_if_empty(self, path: PurePosixPath) -> None:
+        """Nothing to do: a key prefix with no object below it does not exist."""
+
+    # --- what the phases keep on it ---------------------------------------------------
+    def ensure_weights(self, rc: Any, total: int) -> tuple[str, bool]:
+        """The load phase's model weights as objects (aiio.s3.weights): (key prefix,
+        reused)."""
+        from aiio.s3.weights import ensure_weights
+        return ensure_weights(rc, total)
+
+    def ensure_dataset(self, rc: Any) -> Any:
+        """The training dataset as objects (aiio.s3.dataset), reused or uploaded."""
+        from aiio.s3.dataset import ensure_for_run
+        return ensure_for_run(rc)
 
     # --- cleanup -----------------------------------------------------------------------
     def objects(self) -> Iterator[dict]:

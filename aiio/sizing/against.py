@@ -31,8 +31,8 @@ def _train(b: Basis, part: Part, m: MeasuredTrain, n: int | None, demand: float)
     add("train_clients", "client counts measured", ", ".join(str(p.clients) for p in m.points),
         "clients")
     passing = m.largest_passing
-    add("largest_passing", "largest count with every client at the AU goal", passing,
-        "clients", f"AU goal {fmt(m.au_goal * 100)} %")
+    add("largest_passing", "largest count at the AU goal", passing,
+        "clients", f"AU goal {fmt(m.au_goal * 100)} %, {m.au_rule} rule")
     peak = m.peak
     add("peak_mib_s", "peak aggregate read (first done)", peak.first_done_mib_s, "MiB/s",
         f"at {peak.clients} clients")
@@ -66,15 +66,16 @@ def _train_verdict(b: Basis, m: MeasuredTrain, demand: float, fed_measured: int,
     passed = m.largest_passing or 0
     scaled = f", as much data as {fed_measured} {acc}" if m.accelerator != acc else ""
     if not passed:
-        return (f"measured: no count up to {most} {m.accelerator} kept every client at the AU"
+        kept = "the mean AU" if m.au_rule == "mean" else "every client"
+        return (f"measured: no count up to {most} {m.accelerator} kept {kept} at the AU"
                 f" goal; the peak {fmt(peak)} MiB/s feeds {fed_peak} {acc} at "
                 f"{fmt(demand)} MiB/s each")
     if not m.saturated:
         # the storage never ran out, so the peak is a floor of its capacity, not the capacity
-        return (f"measured: every client met the AU goal at every count up to {most} "
+        return (f"measured: {m.met} the AU goal at every count up to {most} "
                 f"{m.accelerator}{scaled}; the storage was not saturated, so it feeds at "
                 f"least {max(fed_measured, fed_peak)} {acc} (sweep further for its limit)")
-    return (f"measured: every client met the AU goal up to {passed} {m.accelerator} "
+    return (f"measured: {m.met} the AU goal up to {passed} {m.accelerator} "
             f"(of {most} measured){scaled}; the peak {fmt(peak)} MiB/s feeds {fed_peak} "
             f"{acc} at {fmt(demand)} MiB/s each")
 

@@ -8,9 +8,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiio import result
 from aiio.errors import AiioError, ConfigError
-from aiio.result import Result
+from aiio.results import result
+from aiio.results.result import Result
 from aiio.sizing.accelerators import Accelerator, find_accelerator, load_accelerators
 from aiio.sizing.formulas import DEFAULT_MFU
 from aiio.sizing.inputs import SizingInputs

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiio.errors import ConfigError
-from aiio.result import Result, number
+from aiio.results.result import Result, number
 from aiio.sizing.formulas import demand_mib_s
 
 
@@ -33,11 +33,25 @@ class MeasuredTrain:
     demand_mib_s: float  # per accelerator of the measured type
     points: tuple[TrainPoint, ...]
     warnings: tuple[str, ...] = ()
+    au_rule: str = "min"  # the runs' pass rule: "mean" (MLPerf's) or "min" (every client)
+
+    @property
+    def met(self) -> str:
+        """Who met the goal at a passing count, in the words of the runs' rule."""
+        return "the mean AU met" if self.au_rule == "mean" else "every client met"
 
     @property
     def largest_passing(self) -> int | None:
-        passing = [p.clients for p in self.points if p.au_pass]
-        return max(passing) if passing else None
+        """The largest count at the AU goal, by the rule the sweep's AU sentence and
+        --find-max judge by: a count holds when every repeat of it passed, and the answer is
+        the largest count up to which every measured count held (a pass above a failure is
+        noise or luck, not capacity)."""
+        held = None
+        for n in sorted({p.clients for p in self.points}):
+            if not all(p.au_pass for p in self.points if p.clients == n):
+                break
+            held = n
+        return held
 
     @property
     def peak(self) -> TrainPoint:
@@ -108,7 +122,18 @@ def measured_train(res: Result, where: str) -> MeasuredTrain:
     name = str(_need(w.name, "workload.workload.name", where))
     return MeasuredTrain(source=where, kind=res.kind, workload=name, accelerator=accel,
                          au_goal=au_goal, demand_mib_s=demand, points=points,
-                         warnings=result_warnings(run for _, run in runs) + res.notices)
+                         warnings=result_warnings(run for _, run in runs) + res.notices,
+                         au_rule=_au_rule(run for _, run in runs))
+
+
+def _au_rule(runs: Any) -> str:
+    """The pass rule the runs' verdicts applied; "min" (every client against the goal, as
+    `_au_pass` judges a run without a verdict) when none recorded one."""
+    for run in runs:
+        reads = run.section("read")
+        if reads is not None and reads.au is not None and reads.au.rule:
+            return str(reads.au.rule)
+    return "min"
 
 
 def _first_done(run: Result, where: str) -> float:

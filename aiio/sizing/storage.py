@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiio.phases.checkpoint_layout import shape_of, totals
 from aiio.sizing.basis import Basis
 from aiio.sizing.format import fmt, fmt_count, gib
 from aiio.sizing.formulas import checkpoint_write_mib_s, load_mib_s, weight_bytes_per_parameter
@@ -45,15 +46,14 @@ def _dataset_bytes(b: Basis) -> tuple[float | None, str]:
 
 def _capacity(b: Basis, part: Part) -> float | None:
     """Dataset, prep output and kept checkpoints; returns one checkpoint's bytes."""
-    inp, per = b.inp, b.w.model.bytes_per_parameter
+    inp = b.inp
     dataset, how = _dataset_bytes(b)
     part.add("dataset_gib", "dataset", gib(dataset), "GiB", how)
     prep = dataset * inp.prep_copies if dataset is not None else None
     part.add("prep_output_gib", "prep output", gib(prep), "GiB",
              f"dataset x {fmt(inp.prep_copies)}")
-    ckpt = b.params * per if b.params else None
-    part.add("checkpoint_gib", "one checkpoint", gib(ckpt), "GiB",
-             f"{fmt_count(b.params)} x {fmt(per)} B" if b.params else "needs --parameters")
+    ckpt, how = _checkpoint_bytes(b)
+    part.add("checkpoint_gib", "one checkpoint", gib(ckpt), "GiB", how)
     kept = ckpt * inp.retention if ckpt else None
     part.add("checkpoints_gib", "checkpoints kept", gib(kept), "GiB",
              f"one checkpoint x {inp.retention}")
@@ -61,6 +61,19 @@ def _capacity(b: Basis, part: Part) -> float | None:
     part.add("capacity_gib", "capacity", total / GiB, "GiB",
              "dataset + prep output + checkpoints kept")
     return ckpt
+
+
+def _checkpoint_bytes(b: Basis) -> tuple[float | None, str]:
+    """One checkpoint: the workload's file layout (DLIO's formula, as MLPerf writes it) unless
+    --parameters gives another model, else parameters x bytes per parameter."""
+    shape = shape_of(b.w)
+    if shape is not None and not b.inp.parameters:
+        nbytes, files = totals(shape)
+        return float(nbytes), f"DLIO's layout: {files:,} files over {shape.ranks} ranks"
+    if not b.params:
+        return None, "needs --parameters"
+    per = b.w.model.bytes_per_parameter
+    return b.params * per, f"{fmt_count(b.params)} x {fmt(per)} B"
 
 
 def _read_rate(b: Basis, part: Part, compute: Compute) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiio.errors import ConfigError
 from aiio.phases import get_phase
-from aiio.result import model
+from aiio.results.result import model
 from aiio.stats import spread
 
 HOLDS, FAILS, STRADDLES = "holds", "fails", "straddles"
@@ -54,9 +54,10 @@ def search(probe: Callable[[int], str], upper: int) -> tuple[int | None, int | N
     return good, bad
 
 
-def check(phase: str, upper: int | None) -> int:
-    """The search's upper bound; --find-max needs training (the AU goal) and --max-clients."""
-    if not get_phase(phase).accelerators:
+def check(phase: str, upper: int | None, goal_ms: float | None = None) -> int:
+    """The search's upper bound; --find-max needs a goal (training's AU, or a p99 query
+    latency given in `goal_ms`: aiio.sweep.find_latency) and --max-clients."""
+    if goal_ms is None and not get_phase(phase).accelerators:
         raise ConfigError(f"--find-max searches for the AU goal, which only the train phase has "
                           f"(got --phase {phase})")
     if upper is None or upper < 2:
@@ -97,23 +98,32 @@ def driver(req: Any, measure: Callable[[int], dict[str, Any]], out: dict[str, An
 def statement(found: dict[str, Any], good: int | None, bad: int | None) -> str:
     """The answer with its bracketing points and their spreads."""
     by_n = {p["clients"]: p for p in found["probes"]}
-    n = len(found["probes"])
-    steps = f"{n} count{'s' if n != 1 else ''} probed"
-    one = ("; one repeat per count: a single run decided each probe (--repeat 3 shows "
-           "the spread)") if found["repeats"] < 2 else ""
     if bad is not None and by_n[bad]["decision"] == UNMEASURED:
         held = (f"the AU goal holds up to {good} client{'s' if good != 1 else ''} "
                 f"({_au(by_n[good])}); " if good is not None else "")
         return (f"{held}with {bad} client{'s' if bad != 1 else ''} AU could not be measured "
-                f"({by_n[bad]['note']}); {steps}{one}")
+                f"({by_n[bad]['note']}); {probed(found)}")
+    return (f"{bracketed('the AU goal', good, bad, lambda n: _au(by_n[n]), found['upper'])}; "
+            f"{probed(found)}")
+
+
+def bracketed(goal: str, good: int | None, bad: int | None, seen: Callable[[int], str],
+              upper: int) -> str:
+    """'<goal> holds up to <good> clients (<seen>); with <bad> it does not (<seen>)'."""
     if good is None:
-        return (f"the AU goal does not hold even with 1 client ({_au(by_n[1])}); "
-                f"{steps}{one}")
-    head = (f"the AU goal holds up to {good} client{'s' if good != 1 else ''} "
-            f"({_au(by_n[good])})")
+        return f"{goal} does not hold even with 1 client ({seen(1)})"
+    head = f"{goal} holds up to {good} client{'s' if good != 1 else ''} ({seen(good)})"
     if bad is None:
-        return f"{head}, the largest allowed (--max-clients {found['upper']}); {steps}{one}"
-    return f"{head}; with {bad} it does not ({_au(by_n[bad])}); {steps}{one}"
+        return f"{head}, the largest allowed (--max-clients {upper})"
+    return f"{head}; with {bad} it does not ({seen(bad)})"
+
+
+def probed(found: dict[str, Any]) -> str:
+    """How many counts the search probed, and whether one run decided each."""
+    n = len(found["probes"])
+    one = ("; one repeat per count: a single run decided each probe (--repeat 3 shows "
+           "the spread)") if found["repeats"] < 2 else ""
+    return f"{n} count{'s' if n != 1 else ''} probed{one}"
 
 
 def _au(p: dict[str, Any]) -> str:

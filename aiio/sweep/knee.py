@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from aiio.results.result import au_meets_goal
 from aiio.units import format_rate
 
 
@@ -28,6 +29,9 @@ class PointLike(Protocol):
     repeats: int
     au_min: float | None
     au_goal: float | None
+    au_mean: float | None
+    au_pass: bool | None
+    au_rule: str
 
 
 @dataclass
@@ -44,9 +48,17 @@ def efficiency_text(e: float, threshold: float) -> str:
     return f"{e:.3f}" if text == f"{threshold:.2f}" and e != threshold else text
 
 
+def meets_goal(p: PointLike, goal: float) -> bool:
+    """Whether a count met the AU goal by the runs' own rule (mean: MLPerf's, every repeat
+    passed; min: every client); the one rule of the AU sentence, demand-bound points,
+    --find-max and sizing."""
+    return au_meets_goal(p.au_rule, p.au_mean, p.au_min, p.au_pass, goal)
+
+
 def demand_bound(p: PointLike) -> bool:
-    """Every client met its AU goal: the point measures compute pacing, not storage."""
-    return p.au_min is not None and p.au_goal is not None and p.au_min >= p.au_goal
+    """The clients met their AU goal by the runs' own rule: the point measures compute
+    pacing, not storage."""
+    return p.au_min is not None and p.au_goal is not None and meets_goal(p, p.au_goal)
 
 
 def relative_noise(p: PointLike) -> float | None:

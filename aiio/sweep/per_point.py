@@ -3,18 +3,23 @@ aggregates, the per-client spread, and the phase's own figures shown against cli
 
 Every phase sweeps. Streaming phases (train, load) are judged on first done; a checkpoint on
 its write rate (bytes over the time to persist: the slowest client, as MLPerf Storage times a
-checkpoint); data preparation on read plus write. Checkpoint figures are read through
-`checkpoint_figures` only, so a change to the checkpoint result touches one function.
+checkpoint); data preparation on read plus write. Every figure is read off the typed result
+(`aiio.results.result.Result`: its sections, checkpoints, load and summary), never by the keys
+it is recorded under; the phase's own figures are those it declares (`Phase.sweep_extras`),
+each found by its name in the model (`aiio.results.parts.named`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from aiio.errors import AiioError
 from aiio.phases import layout_of
-from aiio.result import dig, number
+from aiio.results import parts
+from aiio.results.layout import layout_of as result_layout
+from aiio.results.result import IoFigures, Result, Spread, model
 from aiio.stats import Histogram
 
 if TYPE_CHECKING:
@@ -36,137 +41,124 @@ def extras(phase: str) -> tuple[tuple[str, str, str], ...]:
     return _phase(phase).sweep_extras
 
 
-def point_figures(phase: str, agg: dict[str, Any]) -> dict[str, Any]:
-    """{headline, first_done, last_done (MiB/s), per_client spread, jain, histograms, extras}
-    of one run's aggregate, as the phase is judged (`Phase.judged_on`)."""
-    return JUDGES[_phase(phase).judged_on][0](agg)
+@dataclass(frozen=True)
+class PointFigures:
+    """What one run gives its row of a sweep's table, as its phase is judged: the judged
+    aggregate (headline), both windows (MiB/s), the per-client spread and fairness, the
+    latency histograms per operation and the phase's own figures (`Phase.sweep_extras`)."""
+
+    headline_mib_s: float
+    first_done_mib_s: float
+    last_done_mib_s: float
+    per_client_mib_s: Spread
+    jain: float
+    histograms: Mapping[str, Mapping[str, Any]]
+    extras: Mapping[str, float] = field(default_factory=dict)
 
 
-def first_done_figures(agg: dict[str, Any]) -> dict[str, Any]:
-    """A streaming phase's: its first-done aggregate; the time every replica was ready."""
-    view = io_view(agg)
-    out = _from_view(view, view["first_done"]["mib_s"])
-    if "last_ready_s" in agg:  # model loading
-        out["extras"]["ready_s"] = float(agg["last_ready_s"])
-    return out
+def point_figures(phase: str, run: Result | Mapping[str, Any]) -> PointFigures:
+    """The figures of one run result (or its aggregate alone, read as a run of `phase`), as
+    the phase is judged (`Phase.judged_on`), with the figures it declares for the table."""
+    res = run if isinstance(run, Result) else model({"phase": phase, "aggregate": run})
+    declared = _phase(phase)
+    figures = JUDGES[declared.judged_on][0](res)
+    own = {key: value for key, _, _ in declared.sweep_extras
+           if (value := parts.named(res, key)) is not None}
+    return replace(figures, extras=own)
 
 
-def io_view(agg: dict[str, Any]) -> dict[str, Any]:
-    """The part of an aggregate that holds first_done / per_client_mib_s: the aggregate itself,
-    or the first sub-section that has them (phases with several stages)."""
-    if "first_done" in agg:
-        return agg
-    for value in agg.values():
-        if isinstance(value, dict) and "first_done" in value:
-            return value
-    raise AiioError("this phase's result has no first-done aggregate to judge scaling by")
+def judged_stream(run: Result) -> IoFigures:
+    """The stream a phase judged on first done is judged by: the first its headline stage
+    declares (the lifecycle's training reads), else the first it declares itself."""
+    stage = result_layout(run.doc).headline_stage
+    io = run.first(f"{stage}." if stage else "")
+    if io is None or None in (io.first_done, io.last_done, io.per_client_mib_s, io.jain):
+        raise AiioError("this phase's result has no first-done aggregate to judge scaling by")
+    return io
 
 
-def _from_view(view: dict[str, Any], headline: float) -> dict[str, Any]:
-    return {"headline_mib_s": float(headline),
-            "first_done_mib_s": float(view["first_done"]["mib_s"]),
-            "last_done_mib_s": float(view["last_done"]["mib_s"]),
-            "per_client_mib_s": view["per_client_mib_s"], "jain": float(view["jain"]),
-            "histograms": view.get("histograms", {}), "extras": {}}
+def first_done_figures(run: Result) -> PointFigures:
+    """A streaming phase's: the first-done aggregate of its judged stream."""
+    io = judged_stream(run)
+    return _of_stream(io, io.first_done.mib_s)
 
 
-def checkpoint_figures(agg: dict[str, Any]) -> dict[str, Any]:
-    """Write rate, time to persist, and the writes' per-client figures (mean over the
-    checkpoints; histograms merged). The one place a sweep reads a checkpoint result."""
-    bursts = agg.get("checkpoints")
-    writes = [c["write"] for c in bursts if _intact_write(c)] if isinstance(bursts, list) else []
-    rate, persist = _number(agg.get("write_mib_s")), _number(agg.get("persist_last_done_s"))
+def _of_stream(io: IoFigures, headline: float) -> PointFigures:
+    return PointFigures(headline, io.first_done.mib_s, io.last_done.mib_s, io.per_client_mib_s,
+                        io.jain, io.histograms)
+
+
+def checkpoint_figures(run: Result) -> PointFigures:
+    """Write rate and the writes' per-client figures (mean over the checkpoints; histograms
+    merged), off the typed result: its checkpoints and each burst's write section. The one
+    place a sweep reads a checkpoint result."""
+    ckpt = run.checkpoint
+    writes = [s for s in run.sections("checkpoint.") if s.name.endswith(".write")
+              and _intact_write(s)]
+    rate = ckpt.write_mib_s if ckpt else None
     if not writes or rate is None:
         raise AiioError("this checkpoint result holds no finished checkpoint write to judge "
                         "scaling by")
-    pcs = [w["per_client_mib_s"] for w in writes]
-    out = {"headline_mib_s": rate,
-           "first_done_mib_s": _mean([w["first_done"]["mib_s"] for w in writes]),
-           "last_done_mib_s": _mean([w["last_done"]["mib_s"] for w in writes]),
-           "per_client_mib_s": {"mean": _mean([p["mean"] for p in pcs]),
-                                "min": min(p["min"] for p in pcs),
-                                "max": max(p["max"] for p in pcs),
-                                "cv": _mean([p["cv"] for p in pcs])},
-           "jain": _mean([w["jain"] for w in writes]),
-           "histograms": _merged_dicts([w.get("histograms", {}) for w in writes]),
-           "extras": {}}
-    if persist is not None:
-        out["extras"]["persist_s"] = persist
-    return out
+    pcs = [w.per_client_mib_s for w in writes if w.per_client_mib_s]
+    return PointFigures(
+        rate, _mean([w.first_done.mib_s for w in writes if w.first_done]),
+        _mean([w.last_done.mib_s for w in writes if w.last_done]),
+        Spread(mean=_mean([p.mean for p in pcs]), min=min(p.min for p in pcs),
+               max=max(p.max for p in pcs), cv=_mean([p.cv or 0.0 for p in pcs])),
+        _mean([w.jain or 0.0 for w in writes]), _merged_dicts([w.histograms for w in writes]))
 
 
-def _intact_write(burst: Any) -> bool:
+def _intact_write(write: IoFigures) -> bool:
     """A checkpoint whose writes' figures this reads are all of their types; a damaged one
     (a hand-edited result) is left out, as one that never finished."""
-    w = burst.get("write") if isinstance(burst, dict) else None
-    if not isinstance(w, dict) or not isinstance(w.get("histograms", {}), dict):
-        return False
-    spread = w.get("per_client_mib_s")
-    return (all(_is_figure(dig(w, k, "mib_s")) for k in ("first_done", "last_done"))
-            and isinstance(spread, dict) and _is_figure(w.get("jain"))
-            and all(_is_figure(spread.get(k)) for k in ("mean", "min", "max", "cv")))
+    spread = write.per_client_mib_s
+    return (parts.histograms_intact(write)
+            and None not in (write.first_done, write.last_done, spread, write.jain)
+            and spread is not None and spread.cv is not None)
 
 
-def _is_figure(value: Any) -> bool:
-    return number(value) is not None
-
-
-def _prep_figures(agg: dict[str, Any]) -> dict[str, Any]:
+def _prep_figures(run: Result) -> PointFigures:
     """Read plus write first done; per-client figures are the reads' in shards mode (every
     prep client reads, not every one writes a shard in a short point), and each client's reads
     plus writes for the random mix, which holds them."""
-    read, write = agg.get("read"), agg.get("write")
-    if not isinstance(read, dict) or "first_done" not in read:
-        return _from_view(io_view(agg), io_view(agg)["first_done"]["mib_s"])
-    headline = read["first_done"]["mib_s"]
-    last = read["last_done"]["mib_s"]
-    if isinstance(write, dict) and "first_done" in write:
-        headline += write["first_done"]["mib_s"]
-        last += write["last_done"]["mib_s"]
-    out = _from_view(read, headline)
-    out["first_done_mib_s"], out["last_done_mib_s"] = headline, last
-    if "per_client_mib_s" in agg:  # randrw: every client's reads plus writes
-        out["per_client_mib_s"], out["jain"] = agg["per_client_mib_s"], float(agg["jain"])
-    if isinstance(write, dict):
-        out["histograms"] = _merged_dicts([read.get("histograms", {}),
-                                               write.get("histograms", {})])
-    for key, source in (("samples_per_s", agg.get("samples_per_s")),
-                        ("metadata_ops_s", (agg.get("metadata") or {}).get("ops_s"))):
-        if (value := _number(source)) is not None:
-            out["extras"][key] = value
-    return out
+    read, write = run.section("read"), run.section("write")
+    if read is None or read.first_done is None:
+        return first_done_figures(run)
+    headline, last = read.first_done.mib_s, read.last_done.mib_s
+    if write is not None and write.first_done is not None:
+        headline += write.first_done.mib_s
+        last += write.last_done.mib_s
+    mix = run.summary.top  # randrw: every client's reads plus writes
+    spread, jain = (mix.per_client_mib_s, mix.jain) if mix.per_client_mib_s is not None \
+        else (read.per_client_mib_s, read.jain)
+    hist = read.histograms if write is None else _merged_dicts([read.histograms,
+                                                                write.histograms])
+    return PointFigures(headline, headline, last, spread, jain, hist)
 
 
 # Phase.judged_on -> (the point's figures, the basis of the verdict in words)
-JUDGES: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str]] = {
+JUDGES: dict[str, tuple[Callable[[Result], PointFigures], str]] = {
     "first_done": (first_done_figures, "aggregate MiB/s over the first-done window (until "
                    "the first client finished)"),
-    "persist": (checkpoint_figures, "aggregate write MiB/s of the checkpoints: bytes written "
-                "over the time to persist (until the last client's fsync returned), mean over "
-                "checkpoints"),
+    "persist": (checkpoint_figures, "aggregate write MiB/s of the checkpoints: every "
+                "checkpoint's bytes over their summed time to persist (until the last "
+                "client's shard was durable)"),
     "read_plus_write": (_prep_figures, "aggregate read plus write MiB/s over the first-done "
                         "window (until the first client finished)"),
 }
 
 
-def merge_histograms(parts: list[dict[str, Any]]) -> dict[str, Histogram]:
+def merge_histograms(each: list[Mapping[str, Any]]) -> dict[str, Histogram]:
     """Latency histograms per operation, merged by addition."""
     merged: dict[str, Histogram] = {}
-    for part in parts:
+    for part in each:
         for op, d in part.items():
             merged.setdefault(op, Histogram()).merge(Histogram.from_dict(d))
     return merged
 
 
-def _merged_dicts(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    return {op: h.to_dict() for op, h in merge_histograms(parts).items()}
-
-
-def _number(value: Any) -> float | None:
-    """A figure, or the mean of a spread of figures (one per checkpoint)."""
-    if isinstance(value, dict):
-        value = value.get("mean")
-    return float(value) if isinstance(value, (int, float)) else None
+def _merged_dicts(each: list[Mapping[str, Any]]) -> dict[str, Any]:
+    return {op: h.to_dict() for op, h in merge_histograms(each).items()}
 
 
 def _mean(values: list[float]) -> float:

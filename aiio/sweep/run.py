@@ -16,18 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio import memcheck, result, runner
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted, Terminated
 from aiio.fio import hero
 from aiio.options import RunOptions
-from aiio.phases import get_phase
+from aiio.phases import get_phase, layout_of, result_layout
+from aiio.results import result
+from aiio.results.beside import MonitorFigures
+from aiio.results.parts import steadiness
+from aiio.run import memcheck, runner
+from aiio.run.sysinfo import collect_environment
+from aiio.run.wallclock import now_iso, now_unix
 from aiio.stats import spread
-from aiio.sweep import per_point
+from aiio.storage.target import Target
+from aiio.sweep import per_point, placement_note
 from aiio.sweep.verdict import Point, consistency, efficiency, judge
-from aiio.sysinfo import collect_environment
-from aiio.target import Target
 from aiio.ui import UI, QuietUI
-from aiio.wallclock import now_iso, now_unix
 from aiio.workload import Workload
 
 DEFAULT_DURATION_S = 10.0
@@ -43,31 +46,47 @@ MIN_STEPS = 10
 
 def parse_clients(text: str) -> list[int]:
     """'1,2,4,8' -> [1, 2, 4, 8]; empty, non-integer, < 1, unsorted or repeated is an error."""
-    parts = [p.strip() for p in str(text).split(",")]
-    if not text.strip() or any(p == "" for p in parts):
-        raise ConfigError(f"--clients {text!r}: give a comma-separated list such as 1,2,4,8")
-    try:
-        counts = [int(p) for p in parts]
-    except ValueError:
-        raise ConfigError(f"--clients {text!r}: every entry must be a whole number, "
-                          "e.g. 1,2,4,8") from None
-    check_clients(counts, f"--clients {text}")
+    return parse_counts(text, "--clients", "client")
+
+
+def parse_counts(text: str, flag: str, noun: str) -> list[int]:
+    """An increasing list of counts given to `flag` (`noun` counts: client, user)."""
+    counts = split_list(text, flag, int, "a whole number, e.g. 1,2,4,8")
+    check_clients(counts, f"{flag} {text}", noun)
     return counts
 
 
-def check_clients(counts: list[int], what: str) -> None:
+def split_list(text: str, flag: str, kind: Callable[[str], Any], what: str) -> list[Any]:
+    """The comma-separated entries given to `flag`, each read by `kind` (a ValueError: not
+    `what` an entry must be)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not text.strip() or any(p == "" for p in parts):
+        raise ConfigError(f"{flag} {text!r}: give a comma-separated list such as 1,2,4,8")
+    try:
+        return [kind(p) for p in parts]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: every entry must be {what}") from None
+
+
+def check_clients(counts: list[int], what: str, noun: str = "client") -> None:
     """A sweep needs at least two counts, all >= 1, strictly increasing."""
     bad = [n for n in counts if n < 1]
     if bad:
-        raise ConfigError(f"{what}: client counts must be at least 1 (got {bad[0]})")
-    for a, b in zip(counts, counts[1:], strict=False):
+        raise ConfigError(f"{what}: {noun} counts must be at least 1 (got {bad[0]})")
+    check_increasing(counts, what, f"{noun} counts", "counts")
+
+
+def check_increasing(values: list[float], what: str, plural: str, short: str) -> None:
+    """At least two values (`plural`: "client counts"), each above the one before."""
+    for a, b in zip(values, values[1:], strict=False):
         if b == a:
-            raise ConfigError(f"{what}: {a} is repeated; use --repeat R to run a point again")
+            raise ConfigError(f"{what}: {a:g} is repeated; use --repeat R to run a point "
+                              "again")
         if b < a:
-            raise ConfigError(f"{what}: counts must increase ({b} comes after {a}), "
+            raise ConfigError(f"{what}: {short} must increase ({b:g} comes after {a:g}), "
                               "e.g. 1,2,4,8")
-    if len(counts) < 2:
-        raise ConfigError(f"{what}: a sweep needs at least two client counts, e.g. 1,2,4")
+    if len(values) < 2:
+        raise ConfigError(f"{what}: a sweep needs at least two {plural}, e.g. 1,2,4")
 
 
 def powers_of_two(max_clients: int) -> list[int]:
@@ -132,6 +151,8 @@ class SweepRequest:
     options: RunOptions = RunOptions()
     charts: bool = True
     find_max: bool = False  # search for the largest count at the AU goal (clients: [1, max])
+    goal_ms: float | None = None  # ... or at this p99 query latency (aiio.sweep.find_latency)
+    engine: str | None = None  # every point's engine (--engine); None: the target's
 
 
 def plan(req: SweepRequest) -> tuple[Workload, float | None]:
@@ -166,7 +187,9 @@ def _check_memory(req: SweepRequest, w: Workload) -> None:
     """Refuse, before the first point, a largest point the host cannot hold; the workload
     as the points run it (a training point's step log grows with its duration)."""
     largest = max(req.clients)
-    memcheck.check_need(memcheck.target_bytes(w, req.phase, req.target, largest), largest)
+    memcheck.check_need(memcheck.target_bytes(w, req.phase, req.target, largest, req.method,
+                                              req.engine), largest)
+    memcheck.check_prepare(get_phase(req.phase).variant(w).prepare_memory(w, req.target))
 
 
 def _floor_reason(phase: str, w: Workload) -> str:
@@ -211,7 +234,8 @@ def sweep(req: SweepRequest, ui: UI | None = None,
     held = target if isinstance(target, Target) else None
     out = _skeleton(req, base, seconds, info)
     folder = result.unique_folder(Path(req.results_dir), out["id"])
-    result.save(out, folder)  # a sweep killed outright still leaves its skeleton
+    # a sweep killed outright still leaves its skeleton
+    result.save(out, folder, result_layout(out))
     stop: tuple[str, int] | None = None
 
     def measure(n: int) -> dict[str, Any]:
@@ -224,22 +248,36 @@ def sweep(req: SweepRequest, ui: UI | None = None,
 
     # The points hold the target as one run does, from the first to the last: no other
     # aiio process removes or regenerates what they use in the gap between two of them.
-    with held.kept() if held else contextlib.nullcontext():
-        try:
-            driver(req, measure, out)
-        except _PointStopped:
-            pass
-        except KeyboardInterrupt:  # between points, or before the clients started
-            stop = _stopped(out, "interrupted", "interrupted by the user",
-                            RunInterrupted.exit_code)
-        except BaseException as exc:  # an unforeseen error still leaves a finished result
-            if isinstance(exc, AiioError) and _ran_nothing(exc, folder, out):
-                _discard(folder)  # one line, exit 2, as `aiio run` refused
-                raise
-            _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
-            _save_final(out, folder)
-            raise
+    try:
+        with held.kept() if held else contextlib.nullcontext():
+            # a point that stopped the sweep set `stop` (measure) before it raised
+            stop = _drive(req, driver, measure, out, folder) or stop
+    except AiioError as exc:
+        if held is not None and _ran_nothing(exc, folder, out):
+            held.unclaim()  # a sweep refused at its first point leaves no aiio folder made
+        raise
     return _finish(req, out, folder, stop)
+
+
+def _drive(req: SweepRequest, driver: Callable[[SweepRequest, Measure, dict[str, Any]], None],
+           measure: Measure, out: dict[str, Any], folder: Path) -> tuple[str, int] | None:
+    """Run the driver; returns why the sweep stopped between points (None: it did not, or
+    a point stopped it and said why itself)."""
+    try:
+        driver(req, measure, out)
+    except _PointStopped:
+        return None
+    except KeyboardInterrupt:  # between points, or before the clients started
+        return _stopped(out, "interrupted", "interrupted by the user",
+                        RunInterrupted.exit_code)
+    except BaseException as exc:  # an unforeseen error still leaves a finished result
+        if isinstance(exc, AiioError) and _ran_nothing(exc, folder, out):
+            _discard(folder)  # one line, exit 2, as `aiio run` refused
+            raise
+        _stopped(out, "failed", f"{type(exc).__name__}: {exc}", RunFailed.exit_code)
+        _save_final(out, folder)
+        raise
+    return None
 
 
 def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
@@ -254,7 +292,8 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
                                 req.options,
                                 # the points sit in <sweep>/points/, the fio results in the
                                 # folder the sweep was given
-                                hero=hero.Pairing(req.results_dir), held=held)
+                                hero=hero.Pairing(req.results_dir), held=held,
+                                engine=req.engine)
     try:
         res, point_folder = runner.run(run_req, ui)
     except AiioError as exc:
@@ -266,9 +305,10 @@ def _run_point(req: SweepRequest, w: Workload, repeat: int, folder: Path,
             code = exc.exit_code  # bad input found by the first point stays bad input
         return _stopped(out, status, f"at {n} client{'' if n == 1 else 's'}: {exc}", code)
     out["method"] = res["method"]  # the method the points really used ("auto" resolved)
+    out["engine"] = res["engine"]  # the engine whose calls every point timed
     out["points"].append({"clients": w.run.clients, "repeat": repeat, "result": res,
                           "folder": str(point_folder.relative_to(folder))})
-    result.save(out, folder)
+    result.save(out, folder, result_layout(out))
     return None
 
 
@@ -320,14 +360,14 @@ def _judge(req: SweepRequest, out: dict[str, Any], folder: Path) -> None:
     out["verdict"] = verdict(out, req.threshold)
     out["warnings"] = merge_warnings(out["points"])
     if req.charts:
-        from aiio import charts  # matplotlib is loaded only when charts are drawn
+        from aiio.results import charts  # matplotlib is loaded only when charts are drawn
         out["charts"] = charts.draw(out, folder)
 
 
 def _save_final(out: dict[str, Any], folder: Path) -> None:
     out["finished"] = now_iso()
     out["saved_at"] = now_unix()
-    result.save(out, folder)
+    result.save(out, folder, result_layout(out))
 
 
 def _excluded(phase: str, seconds: float | None) -> str:
@@ -369,44 +409,47 @@ def table_rows(points: list[dict[str, Any]], phase: str = "train") -> list[dict[
     """One row per client count; with repeats, means and spreads over the repeats."""
     counts = sorted({p["clients"] for p in points})
     rows = [_row(n, [p["result"] for p in points if p["clients"] == n], phase) for n in counts]
-    base = rows[0]
+    base = result.SweepRow.of(rows[0])
     for row in rows:
+        got = result.SweepRow.of(row)
         # against a baseline that moved nothing E(N) and C(N) are undefined, not 0
-        row["efficiency"] = efficiency(row["aggregate_mib_s"], row["clients"],
-                                       base["aggregate_mib_s"], base["clients"]) \
-            if base["aggregate_mib_s"] > 0 else None
-        row["consistency"] = consistency(row["per_client_mib_s"]["mean"],
-                                         base["per_client_mib_s"]["mean"]) \
-            if base["per_client_mib_s"]["mean"] > 0 else None
+        row["efficiency"] = efficiency(got.aggregate_mib_s, got.clients,
+                                       base.aggregate_mib_s, base.clients) \
+            if base.aggregate_mib_s > 0 else None
+        row["consistency"] = consistency(got.per_client_mib_s.mean,
+                                         base.per_client_mib_s.mean) \
+            if base.per_client_mib_s.mean > 0 else None
     return rows
 
 
 def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
     typed = [result.model(r) for r in runs]
-    figs = [per_point.point_figures(phase, t.summary.figures) for t in typed]
-    pcs = [f["per_client_mib_s"] for f in figs]
-    heads = [f["headline_mib_s"] for f in figs]
+    figs = [per_point.point_figures(phase, t) for t in typed]
+    pcs = [f.per_client_mib_s for f in figs]
+    heads = [f.headline_mib_s for f in figs]
+    cpu = [MonitorFigures.of(t) for t in typed]
     row: dict[str, Any] = {
         "clients": n, "repeats": len(runs),
         "aggregate_mib_s": _mean(heads),
         "aggregate_spread": spread(heads),
-        "first_done_mib_s": _mean([f["first_done_mib_s"] for f in figs]),
-        "last_done_mib_s": _mean([f["last_done_mib_s"] for f in figs]),
-        "per_client_mib_s": {"mean": _mean([p["mean"] for p in pcs]),
-                             "min": min(p["min"] for p in pcs),
-                             "max": max(p["max"] for p in pcs),
-                             "cv": _mean([p["cv"] for p in pcs])},
-        "jain": _mean([f["jain"] for f in figs]),
-        "jain_min": min(f["jain"] for f in figs),
+        "first_done_mib_s": _mean([f.first_done_mib_s for f in figs]),
+        "last_done_mib_s": _mean([f.last_done_mib_s for f in figs]),
+        "per_client_mib_s": {"mean": _mean([p.mean for p in pcs]),
+                             "min": min(p.min for p in pcs),
+                             "max": max(p.max for p in pcs),
+                             "cv": _mean([p.cv or 0.0 for p in pcs])},
+        "jain": _mean([f.jain for f in figs]),
+        "jain_min": min(f.jain for f in figs),
         "latency": merged_latency(figs),
-        "figures": {k: spread([f["extras"][k] for f in figs])
-                    for k in figs[0]["extras"] if all(k in f["extras"] for f in figs)},
-        "cpu_percent": _mean([r.get("monitor", {}).get("cpu_percent_mean", 0.0)
-                              for r in runs]),
-        "cpu_percent_max": max(r.get("monitor", {}).get("cpu_percent_max", 0.0) for r in runs),
+        "figures": {k: spread([f.extras[k] for f in figs])
+                    for k in figs[0].extras if all(k in f.extras for f in figs)},
+        # a run not monitored counts as 0 % busy, as the table always showed it
+        "cpu_percent": _mean([(c and c.cpu_percent_mean) or 0.0 for c in cpu]),
+        "cpu_percent_max": max((c and c.cpu_percent_max) or 0.0 for c in cpu),
         "warnings": sorted({w.code for t in typed for w in t.warnings}),
     }
-    sums = [t.summary for t in typed]
+    trained = [_trained(t) for t in typed]
+    sums = [t.summary for t in trained]
     aus = [s.au for s in sums]
     if all(au is not None and au.min is not None for au in aus):  # else no AU columns
         row.update({"au_mean": _mean([au.mean for au in aus]),
@@ -414,8 +457,15 @@ def _row(n: int, runs: list[dict[str, Any]], phase: str) -> dict[str, Any]:
                     "au_pass": all(au.passed for au in aus), "au_rule": aus[0].rule,
                     "samples_per_s": _mean([s.samples_per_s for s in sums]),
                     "demand_mib_s": sums[0].demand_mib_s_per_client})
-        row.update(_compute_pace(typed))
+        row.update(_compute_pace(trained))
     return row
+
+
+def _trained(run: result.Result) -> result.Result:
+    """The run whose accelerators' AU a point is judged by: a run of stages keeps it under
+    its headline stage (the lifecycle's train stage), with that stage's clients."""
+    stage = layout_of(run).headline_stage
+    return run.stage(stage) if stage else run
 
 
 def _compute_pace(runs: list[result.Result]) -> dict[str, Any]:
@@ -429,9 +479,9 @@ def _compute_pace(runs: list[result.Result]) -> dict[str, Any]:
     return {"compute_s_per_step": measured, "compute_s_nominal": nominal}
 
 
-def merged_latency(views: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def merged_latency(views: list[per_point.PointFigures]) -> dict[str, dict[str, float]]:
     """p50 / p99 / max per operation from the runs' histograms, merged across repeats."""
-    merged = per_point.merge_histograms([v.get("histograms", {}) for v in views])
+    merged = per_point.merge_histograms([v.histograms for v in views])
     return {op: {k: s[k] for k in ("count", "p50_ns", "p99_ns", "max_ns")}
             for op, h in merged.items() for s in [h.summary()]}
 
@@ -445,10 +495,33 @@ def verdict(out: dict[str, Any], threshold: float) -> dict[str, Any]:
     v = judge(pts, threshold, accelerator).to_dict()
     v["basis"] = (f"{per_point.basis(out['phase'])}, mean over repeats; "
                   f"E(N) = agg(N) / (N/N0 x agg(N0)) with N0 = {rows[0].clients}")
+    v["statements"].extend(overloaded(out))
+    placed = placement_note.summary(out.get("points", []))
+    if placed is not None:
+        v["placement"] = placed
+        if placed["statement"]:
+            v["statements"].append(placed["statement"])
     if out["status"] != "ok":
         v["statements"].insert(0, f"partial sweep ({out['status']}): judged on the "
                                f"{len(rows)} client counts that finished")
     return v
+
+
+def overloaded(out: dict[str, Any]) -> list[str]:
+    """The counts whose runs were overloaded (a phase judged steady or overloaded,
+    aiio.phases.steadiness), said plainly: their figures grow with the run's length."""
+    where = get_phase(out["phase"]).steadiness_at
+    if where is None:
+        return []
+    counts = sorted({p["clients"] for p in out["points"]
+                     if (v := steadiness(result.model(p["result"]), where)) and v.overloaded})
+    if not counts:
+        return []
+    n = ", ".join(map(str, counts))
+    return [f"overloaded at {n} client{'s' if counts != [1] else ''}: work arrived faster than "
+            "the storage answered it and the queue grew through the run (see the warning); "
+            "an overloaded point's latency grows with its duration and its rate is the "
+            "storage's, not the load's"]
 
 
 def _point(r: result.SweepRow) -> Point:
@@ -470,9 +543,9 @@ def merge_warnings(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each warning once, with the client counts where it appeared."""
     seen: dict[str, dict[str, Any]] = {}
     for p in points:
-        for w in p["result"].get("warnings", []):
-            entry = seen.setdefault(w["code"], {"code": w["code"], "message": w["message"],
-                                                "clients": []})
+        for w in result.model(p["result"]).warnings:
+            entry = seen.setdefault(w.code, {"code": w.code, "message": w.message,
+                                             "clients": []})
             if p["clients"] not in entry["clients"]:
                 entry["clients"].append(p["clients"])
     return list(seen.values())

@@ -116,11 +116,7 @@ def plateau(counts: Sequence[int], aggs: Sequence[float],
     return None
 
 
-def _held(p: Point, goal: float) -> bool:
-    """Whether a count met the AU goal by the runs' own rule (mean: MLPerf; min: every client)."""
-    if p.au_rule == "min" or p.au_mean is None:
-        return p.au_min >= goal
-    return p.au_pass if p.au_pass is not None else p.au_mean >= goal
+_held = knee.meets_goal
 
 
 def au_capacity(points: Sequence[Point]) -> dict[str, Any] | None:
@@ -280,8 +276,10 @@ def _demand_sentence(v: Verdict, by_n: dict[int, Point]) -> str:
     k = v.demand_bound_up_to
     if k is None:
         return ""
-    text = (f"not limited by storage up to {_clients(k)}: every client met its AU goal, so "
-            "each was paced by its own compute time and the aggregate there is the "
+    held = "every client met" if (v.au or {}).get("rule", "min") == "min" else \
+        "the mean AU met"  # the runs' own rule decided (knee.meets_goal)
+    text = (f"not limited by storage up to {_clients(k)}: {held} the AU goal, so "
+            "the clients were paced by their own compute time and the aggregate there is the "
             f"accelerators' demand ({format_rate(by_n[k].aggregate_mib_s)} at {k}), not the "
             "storage's limit; such points never count toward linear scaling")
     if v.shape == "demand_bound":

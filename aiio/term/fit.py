@@ -59,17 +59,28 @@ def _a_line_a_row(console: Console, options: ConsoleOptions, table: Table) -> bo
     drawn = ["".join(seg.text for seg in line)
              for line in console.render_lines(table, options, pad=False)]
     under = next((i for i, line in enumerate(drawn) if line[:1] and line[:1] in "┡╞├"), None)
-    if under is not None:
+    if under is None:
+        under = next((i for i, line in enumerate(drawn) if line.strip()
+                      and set(line.strip()) <= set("─━═")), None)
+    if under is not None and _lost_a_column(table, drawn[:under]):
+        return False
+    if under is not None and drawn[under][:1] in "┡╞├":
         body = [line for line in drawn[under + 1:] if line[:1] == "│"]
         return len(body) <= table.row_count
     # a table without side edges (box.SIMPLE_HEAD): its rows run from the rule under the
     # header to the blank line of its bottom edge
-    under = next((i for i, line in enumerate(drawn) if line.strip()
-                  and set(line.strip()) <= set("─━═")), None)
     if under is None:  # no header line to count from: nothing to tell
         return True
     body = itertools.takewhile(str.strip, drawn[under + 1:])
     return sum(1 for _ in body) <= table.row_count
+
+
+def _lost_a_column(table: Table, header_lines: list[str]) -> bool:
+    """Whether a column is missing from the drawn header: kept-whole one-word columns can
+    squeeze a wrapping column to nothing, which no ellipsis shows."""
+    words = {w for line in header_lines for w in line.replace("│", " ").split()}
+    return any(_plain(c.header).split()[:1] and _plain(c.header).split()[0] not in words
+               for c in table.columns)
 
 
 def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:

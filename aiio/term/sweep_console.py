@@ -10,10 +10,10 @@ from typing import Any
 
 from rich.table import Table
 
-from aiio.result import main_op, model
+from aiio.results.result import main_op, model
 from aiio.sweep import per_point
 from aiio.sweep.verdict import NOT_MEASURABLE, efficiency_text
-from aiio.term.console import print_warnings
+from aiio.term.console import print_hanging, print_warnings
 from aiio.term.screen import out_console
 from aiio.units import format_latency_ns, format_rate
 
@@ -105,19 +105,20 @@ def print_sweep(sweep: dict[str, Any], folder: Path) -> None:
     if v["shape"] == NOT_MEASURABLE:  # no E(N) to define: the statement says why
         console.print("[bold]verdict[/]: not measurable", highlight=False)
     else:
-        console.print(f"[bold]verdict[/]: {v['shape']} (linear means E(N) >= {v['threshold']:.2f}; "
-                      f"E(N) = agg(N) / (N/{v['baseline_clients']} x "
-                      f"agg({v['baseline_clients']})), C(N) = per-client mean(N) / "
-                      f"per-client mean({v['baseline_clients']}))", highlight=False)
+        n0 = v["baseline_clients"]
+        print_hanging(console, "verdict: ", f"{v['shape']} (linear means E(N) >= "
+                      f"{v['threshold']:.2f}; E(N) = agg(N) / (N/{n0} x agg({n0})), C(N) = "
+                      f"per-client mean(N) / per-client mean({n0}))", "bold")
     for line in v["statements"]:
-        console.print(f"  - {line}", highlight=False)
+        print_hanging(console, "  - ", line)
     if sweep.get("search", {}).get("statement"):
-        console.print(f"[bold]find-max[/]: {sweep['search']['statement']}", highlight=False)
+        print_hanging(console, "find-max: ", sweep["search"]["statement"], "bold")
     for line in v["caveats"]:
-        console.print(f"  [yellow]caveat[/]: {line}", highlight=False)
+        print_hanging(console, "  caveat: ", line, "yellow")
     print_warnings(console, [{"code": w["code"], "message": f"{w['message']} (at "
                               f"{', '.join(map(str, w['clients']))} clients)"}
                              for w in sweep.get("warnings", [])])
+    # paths whole on one line, to be copied: a terminal folds them, never a word wrap
     for name in sweep.get("charts", []):
-        console.print(f"chart: {folder / name}", highlight=False)
-    console.print(f"result: {folder}/result.json", highlight=False)
+        console.print(f"chart: {folder / name}", highlight=False, soft_wrap=True)
+    console.print(f"result: {folder}/result.json", highlight=False, soft_wrap=True)

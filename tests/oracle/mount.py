@@ -47,10 +47,13 @@ class Rates:
     read_cap: float = 0
     write_stream: float = 0
     write_cap: float = 0
+    read_burst: float = 0  # bytes read at the start of a mount that pass the cap untouched
+    read_delay: float = 0  # seconds every read request waits before it is answered
 
     def argv(self) -> list[str]:
         return [f"--read-stream={self.read_stream}", f"--read-cap={self.read_cap}",
-                f"--write-stream={self.write_stream}", f"--write-cap={self.write_cap}"]
+                f"--write-stream={self.write_stream}", f"--write-cap={self.write_cap}",
+                f"--read-burst={self.read_burst}", f"--read-delay={self.read_delay}"]
 
 
 def _mounted(path: Path) -> bool:

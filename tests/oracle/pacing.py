@@ -35,11 +35,23 @@ class Pacer:
 
 
 class Limits:
-    """The per-stream rate and the global cap for one direction (reads or writes)."""
+    """The per-stream rate and the global cap for one direction (reads or writes), and a
+    burst: the first `burst_bytes` pass the cap untouched, as a cloud volume's burst credits
+    or a drive's SLC or write-back cache let the first second through fast."""
 
-    def __init__(self, stream_bps: float, cap_bps: float) -> None:
+    def __init__(self, stream_bps: float, cap_bps: float, burst_bytes: float = 0) -> None:
         self.stream_bps = stream_bps
         self.cap = Pacer(cap_bps)
+        self.burst_left = burst_bytes
+        self.burst_lock = threading.Lock()
+
+    def _in_burst(self, nbytes: int) -> bool:
+        """Take nbytes from the burst when it still holds them."""
+        with self.burst_lock:
+            if self.burst_left < nbytes:
+                return False
+            self.burst_left -= nbytes
+            return True
 
     def new_stream(self) -> Pacer:
         return Pacer(self.stream_bps)
@@ -47,7 +59,8 @@ class Limits:
     def wait(self, stream: Pacer, nbytes: int) -> None:
         """Block until `nbytes` on `stream` are allowed by both limits."""
         now = time.monotonic()
-        done = max(stream.reserve(nbytes, now), self.cap.reserve(nbytes, now))
+        capped = now if self._in_burst(nbytes) else self.cap.reserve(nbytes, now)
+        done = max(stream.reserve(nbytes, now), capped)
         delay = done - time.monotonic()
         if delay > 0:
             time.sleep(delay)

@@ -1,8 +1,10 @@
 """A passthrough FUSE filesystem with known bandwidth: a rate per open stream and a global cap.
 
 Run as `python -m tests.oracle.ratefs BACKING MOUNT --read-stream BPS --read-cap BPS
---write-stream BPS --write-cap BPS [--cache] [--log FILE]`; it stays in the foreground until
-unmounted. With --log, every stream writes one JSON line when it is closed (see StreamLog).
+--write-stream BPS --write-cap BPS [--read-delay S] [--cache] [--log FILE]`; it stays in the
+foreground until unmounted. With --log, every stream writes one JSON line when it is closed
+(see StreamLog). With --read-delay every read request is answered that long after it arrived
+(a latency oracle).
 
 Every open file handle is one stream. Files are opened with direct_io, so the kernel keeps no
 page cache for them and every read and write reaches this process and its limits. With
@@ -74,8 +76,9 @@ class RateFS(fuse.Operations):
     use_ns = True
 
     def __init__(self, backing: str, reads: Limits, writes: Limits, cache: bool,
-                 log: StreamLog | None = None) -> None:
+                 log: StreamLog | None = None, read_delay: float = 0.0) -> None:
         self.backing = backing
+        self.read_delay = read_delay  # a latency oracle: every read answered this late
         self.reads, self.writes, self.cache = reads, writes, cache
         self.log = log
         self.streams: dict[int, tuple[Pacer, Pacer]] = {}
@@ -156,6 +159,8 @@ class RateFS(fuse.Operations):
     def read(self, path, size, offset, fi):
         asked = time.monotonic()
         data = os.pread(fi.fh, size, offset)
+        if self.read_delay:
+            time.sleep(max(0.0, asked + self.read_delay - time.monotonic()))
         if not (self.cache and path in self.warm):
             self.reads.wait(self.streams[fi.fh][0], len(data))
         if self.log is not None:
@@ -217,6 +222,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("mount")
     for name in ("read-stream", "read-cap", "write-stream", "write-cap"):
         ap.add_argument(f"--{name}", type=float, default=0.0, help="bytes/s, 0 = unlimited")
+    ap.add_argument("--read-burst", type=float, default=0.0,
+                    help="bytes, the first read at the mount's start, that pass the read cap")
+    ap.add_argument("--read-delay", type=float, default=0.0,
+                    help="seconds every read request waits from its arrival to its answer")
     ap.add_argument("--cache", action="store_true")
     ap.add_argument("--name", default="ratefs")
     ap.add_argument("--threads", type=int, default=0,
@@ -225,9 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--log", help="append one JSON line per closed stream to this file")
     a = ap.parse_args(argv)
     serve_first()
-    fs = RateFS(os.path.abspath(a.backing), Limits(a.read_stream, a.read_cap),
+    fs = RateFS(os.path.abspath(a.backing), Limits(a.read_stream, a.read_cap, a.read_burst),
                 Limits(a.write_stream, a.write_cap), a.cache,
-                StreamLog(a.log) if a.log else None)
+                StreamLog(a.log) if a.log else None, a.read_delay)
     # A request waiting for its stream's rate holds a FUSE thread; with more concurrent
     # streams than threads, requests would queue and the oracle would under-deliver.
     threads = {"max_threads": a.threads} if a.threads else {}

@@ -1,0 +1,1 @@
+"""The result model and its readers: figures, history, monitoring, charts."""

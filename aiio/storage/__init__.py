@@ -1,0 +1,1 @@
+"""The target (a directory or a bucket prefix), its datasets and their formats."""

@@ -1,0 +1,178 @@
+"""`aiio scale --phase kvcache --find-max --max-users N`: the most users each client sustains
+within a latency goal, at the workload's client count, found as `find_max` finds clients
+(double the users until a count fails, then bisect).
+
+A user count holds when its run ended ok, was not overloaded (steady, or not judged for too
+few requests), and the pooled P95 of its requests' latency (queue wait + storage time) is
+within the goal class's latency (`kvcache.goals`); with `--repeat R` every repeat must hold.
+Each probe is a full run whose result is saved as any run's; the search's own result lists
+them with the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiio.errors import ConfigError
+from aiio.options import RunOptions
+from aiio.phases import get_phase
+from aiio.results import parts
+from aiio.results.kvcache import Goal
+from aiio.results.result import SCHEMA, Result
+from aiio.run import runner
+from aiio.run.wallclock import now_iso, now_stamp
+from aiio.sweep.find_max import decide, search
+from aiio.sweep.run import with_value
+from aiio.workload import Workload
+
+OnSaved = Callable[[dict[str, Any], Path], None]
+
+
+@dataclass
+class UsersSearch:
+    phase: str
+    workload: Workload
+    target: str
+    upper: int        # the most users per client the search may try
+    goal: str         # a key of the phase's goals
+    repeat: int = 1
+    results_dir: str = "reports"
+    method: str = "auto"
+    options: RunOptions = RunOptions()
+    engine: str | None = None  # --engine: every probe runs on it
+    on_saved: OnSaved | None = None  # each probe's, once saved (its report written)
+
+
+def check(phase: str, w: Workload, upper: int | None, goal: str | None) -> tuple[int, str]:
+    """(upper bound, goal class), or a one-line refusal."""
+    goal = check_goal(phase, w, goal, "--max-users")
+    if upper is None or upper < 2:
+        raise ConfigError("--find-max over users needs --max-users N (at least 2)")
+    return upper, goal
+
+
+def check_goal(phase: str, w: Workload, goal: str | None, flag: str) -> str:
+    """The goal class users are judged by (the workload's first by default); `flag` names the
+    option in a refusal of a phase whose clients serve no users."""
+    key = get_phase(phase).users_key
+    if key is None:
+        raise ConfigError(f"{flag} applies to a phase whose clients serve users "
+                          f"(kvcache), not to --phase {phase}")
+    goals = getattr(w, key[0]).goals
+    goal = goal or next(iter(goals))
+    if goal not in goals:
+        raise ConfigError(f"--goal {goal}: not one of the workload's goals "
+                          f"({', '.join(goals)})")
+    return goal
+
+
+QUANTILES = ("p50", "p95", "p99")
+
+
+@dataclass(frozen=True)
+class KvRun:
+    """What the users and rates tables and the search read of a KV-cache run: the pooled
+    request latency and queue wait (ms), each class's goal by name, whether the storage kept
+    up, its verdict in a word."""
+
+    latency_ms: Mapping[str, float | None]   # p50, p95, p99
+    queue_ms: Mapping[str, float | None]     # p50, p95, p99
+    goals: Mapping[str, Goal]
+    overloaded: bool                         # recorded as not: an unrecorded verdict is no pass
+    verdict: str
+    requests_per_s: float | None
+
+
+def kv_figures(run: Result) -> KvRun:
+    """The run's KV-cache figures (all missing, and no pass, when it recorded none)."""
+    kv = run.kvcache
+    if kv is None:
+        none = dict.fromkeys(QUANTILES)
+        return KvRun(none, none, {}, True, "overloaded", None)
+    return KvRun({q: kv.latency.pooled.ms[q] for q in QUANTILES},
+                 {q: kv.queue_wait.pooled.ms[q] for q in QUANTILES},
+                 {g.name: g for g in kv.goals}, not kv.verdict.kept_up, kv.verdict.word,
+                 kv.requests_per_s)
+
+
+def probe_figures(res: Result | Mapping[str, Any], goal: str) -> dict[str, Any]:
+    """What one run says for the search: its verdict, the pooled P95 and the goal."""
+    run = parts.as_result(res)
+    kv = kv_figures(run)
+    p95 = kv.latency_ms["p95"]
+    target = kv.goals[goal].goal_ms if goal in kv.goals else None
+    held = (run.status == "ok" and not kv.overloaded and p95 is not None
+            and target is not None and p95 <= target)
+    return {"status": run.status, "p95_ms": p95, "goal_ms": target,
+            "overloaded": kv.overloaded, "verdict": kv.verdict,
+            "requests_per_s": kv.requests_per_s, "held": held}
+
+
+def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]]) -> dict:
+    """The search, each probe run by `run_one` (a run of the workload given)."""
+    section, key = get_phase(req.phase).users_key
+    probes: list[dict[str, Any]] = []
+
+    def probe(users: int) -> str:
+        runs = [probe_figures(run_one(with_value(req.workload, section, key, users)),
+                              req.goal) for _ in range(req.repeat)]
+        decision = decide([r["held"] for r in runs])
+        probes.append({"users": users, "decision": decision, "runs": runs})
+        return decision
+
+    good, bad = search(probe, req.upper)
+    return {"kind": "find_max_users", "phase": req.phase, "goal": req.goal,
+            "clients": req.workload.run.clients, "upper": req.upper, "repeats": req.repeat,
+            "probes": probes, "max_users_at_goal": good, "first_not_held": bad,
+            "statement": statement(req, probes, good, bad), "finished": now_iso()}
+
+
+def statement(req: UsersSearch, probes: list[dict], good: int | None,
+              bad: int | None) -> str:
+    """The answer with the probes that bracket it."""
+    by = {p["users"]: p for p in probes}
+
+    def seen(n: int) -> str:
+        r = by[n]["runs"][0]
+        p95 = "no P95" if r["p95_ms"] is None else f"P95 {r['p95_ms']:.1f} ms"
+        return f"{p95}, {r['verdict']}"
+
+    goal = f"the {req.goal} goal"
+    clients = f"{req.workload.run.clients} client(s)"
+    if good is None:
+        return f"{goal} does not hold even with 1 user per client at {clients} ({seen(1)})"
+    head = f"{goal} holds up to {good} users per client at {clients} ({seen(good)})"
+    if bad is None:
+        return f"{head}, the largest allowed (--max-users {req.upper})"
+    return f"{head}; with {bad} it does not ({seen(bad)})"
+
+
+def find_users(req: UsersSearch) -> tuple[dict[str, Any], Path]:
+    """Run the search; save its result beside the probes' own results."""
+    out = run_search(req, runs_of(req))
+    return out, save(out, req.results_dir, f"find-max-users-{req.phase}")
+
+
+def runs_of(req: UsersSearch | Any) -> Callable[[Workload], dict[str, Any]]:
+    """A full run of a workload, saved as any run's, for a request over users: its result,
+    with the name of the folder it is saved in (`folder`, beside the table's own)."""
+    def run_one(w: Workload) -> dict[str, Any]:
+        res, folder = runner.run(runner.RunRequest(req.phase, w, req.target, req.results_dir,
+                                                   req.method, req.options,
+                                                   on_saved=req.on_saved, engine=req.engine))
+        return {**res, "folder": folder.name}
+    return run_one
+
+
+def save(out: dict[str, Any], results_dir: str, name: str) -> Path:
+    """A search's or table's own result, in a new folder beside its runs': a result of the
+    schema any result has, its id the folder's name (`aiio report` reads it again)."""
+    folder = Path(results_dir) / f"{now_stamp()}-{name}"
+    folder.mkdir(parents=True)
+    out.update(schema=SCHEMA, id=folder.name)
+    (folder / "result.json").write_text(json.dumps(out, indent=1) + "\n")
+    return folder
