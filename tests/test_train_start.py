@@ -118,3 +118,40 @@ def test_a_queued_batch_is_missed_only_by_a_client_that_waited_for_data():
     assert waited_for_data({"au": 0.38})
     assert not waited_for_data({"au": 0.99})
     assert not waited_for_data({"au": None})
+
+
+def test_the_loaders_finished_when_the_last_batch_was_read_not_when_a_thread_noticed(target):
+    # A loader thread learns there is nothing left only when a permit frees it to ask, that
+    # is once the accelerator takes a batch: on a busy machine that came after the checkpoint
+    # that followed the last step, so the checkpoint showed a 100 % read dip of reads that had
+    # ended. The dataset is read when its last byte arrived.
+    import itertools
+
+    recorded = _Recorded()
+    w = tiny_workload(dataset__format="raw", train__read_threads=THREADS)
+    permits = w.train.read_threads * w.train.prefetch
+    data, _ = ds.ensure(Target(target), w)
+    args = SimpleNamespace(workload=w, dataset=data, method=METHOD_NONE,
+                           reader=recorded.reader, placed=None)
+    ctx = SimpleNamespace(add_bytes=lambda n: None, stop=threading.Event(), index=0)
+    loader = train.Loader(ctx, args, itertools.islice(recorded.batches(data), permits))
+    loader.prepare()
+    loader.start(time.monotonic_ns())
+    deadline = time.monotonic() + 30
+    while loader.ready.qsize() < permits or any(f is not None for f in loader.reading_from):
+        assert time.monotonic() < deadline and not loader.errors
+        time.sleep(0.01)
+    read_by = time.monotonic_ns()  # every batch read, none taken: the threads wait for permits
+    time.sleep(0.2)
+    ends = 0
+    while ends < THREADS:
+        item = loader.ready.get(timeout=30)
+        if item is None:
+            ends += 1
+        else:
+            loader.permits.release()
+    for th in loader.threads:
+        th.join(timeout=30)
+    assert not loader.errors
+    done = loader.done_s()
+    assert done is not None and loader.start_ns + done * 1e9 <= read_by

@@ -196,7 +196,8 @@ class Loader:
         # Per loader thread: its log's byte count when it began the batch it is reading;
         # None between batches (`partly_read`)
         self.reading_from: list[int | None] = [None] * t.read_threads
-        # Per loader thread: when it ran out of batches (None: it never did; `done_s`)
+        # Per loader thread: when the last batch it read had arrived, once it found no more
+        # (None: it never did; `done_s`)
         self.ran_out_ns: list[int | None] = [None] * t.read_threads
         self.errors: list[BaseException] = []
         self.finished = 0  # loader threads that ran out of batches
@@ -261,14 +262,19 @@ class Loader:
                 self.armed.release()  # also after an error: prepare() must not wait forever
             self.go.wait()
             sleep_until(self.start_ns)
+            read_end = self.start_ns  # a thread that read nothing had nothing to read
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
-                    self.ran_out_ns[me] = edge_ns()
+                    # the end of its last read, not now: a thread asks for the next batch only
+                    # when a permit frees it, once the accelerator takes one, which on a busy
+                    # machine came after the checkpoint that followed the last step
+                    self.ran_out_ns[me] = read_end
                     self.ready.put(None)
                     break
                 began = edge_ns()
                 self.reading_from[me] = log.nbytes
                 app = self._read_batch(reader, batch)
+                read_end = edge_ns()
                 self.reading_from[me] = None
                 self.app_bytes[me] += app
                 self.ready.put((batch, app, began))
@@ -295,8 +301,9 @@ class Loader:
         return held, sum(app for _, app, _ in queued)
 
     def done_s(self) -> float | None:
-        """Seconds from the start until the last loader thread ran out of batches (the whole
-        dataset read, every epoch); None while one had more to read (a duration-bound run)."""
+        """Seconds from the start until the last byte of the last batch arrived, once every
+        loader thread found no more (the whole dataset read, every epoch); None while one had
+        more to read (a duration-bound run)."""
         if any(t is None for t in self.ran_out_ns):
             return None
         return max(0.0, (max(self.ran_out_ns) - self.start_ns) / 1e9)
