@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from aiio import __version__
+from aiio import __version__, interrupts
 from aiio.errors import AiioError, StopSignal
 
 # command name -> module under aiio.cli holding a click command of that name
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     if comm.rank != 0:
         sys.exit(_serve(comm))
+    interrupts.install()  # a Ctrl-C a finalizer swallowed is raised again at the next wait
     if not comm.mpi:  # under MPI the communicator owns SIGTERM (it tells the other ranks)
         _end_on_sigterm()
     code = _command(argv, version_mismatch(comm.identities))

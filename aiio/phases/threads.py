@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
+from aiio import interrupts
 from aiio.engines.seam import OpLog
 from aiio.engines.timing import Window
 
@@ -22,6 +23,7 @@ def join(th: threading.Thread) -> None:
     """Wait for a thread to end, waking every WAKE_S so that a signal's handler runs."""
     while th.is_alive():
         th.join(WAKE_S)
+        interrupts.pending()
 
 
 def result(future: Future) -> Any:
@@ -30,7 +32,7 @@ def result(future: Future) -> Any:
         try:
             return future.result(timeout=WAKE_S)
         except TimeoutError:
-            continue
+            interrupts.pending()
 
 
 def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiio import interrupts
 from aiio.errors import AiioError, RunFailed, RunInterrupted, StopSignal, Terminated
 from aiio.run import pools, procsetup
 
@@ -434,7 +435,6 @@ def rehearse(fn: ClientFn, args: Any, index: int, count: int, engine: Any = None
         for th in set(threading.enumerate()) - before:
             th.join(max(0.0, deadline - time.monotonic()))
         # and those started without threading (a client's stop watcher), which it does not
-        # list: the kernel does
         # list: the kernel does. By their ids, not their count: one of the process's own
         # that ended meanwhile would hide one the rehearsal started.
         while os_threads() - tasks and time.monotonic() < deadline:
@@ -512,6 +512,7 @@ def _wait_ready(procs: list, shared: _Shared, errors: dict, first: int = 0) -> N
             _handle(shared.messages.get(timeout=CHECK_S), {}, errors)
         except queue.Empty:
             pass
+        interrupts.pending()
         ready = bytes(shared.ready)
         if ready.count(1) == len(procs):
             return
@@ -547,6 +548,7 @@ def _collect(procs: list, shared: _Shared, results: dict, errors: dict,
             _handle(shared.messages.get(timeout=wait_s), results, errors)
         except queue.Empty:
             pass
+        interrupts.pending()  # a Ctrl-C a finalizer swallowed stops the run all the same
         if errors:
             i = min(errors)
             raise RunAborted(_describe_death(i, procs[i], errors, first), results, RunFailed)

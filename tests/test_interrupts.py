@@ -1,0 +1,55 @@
+"""A signal whose handler ran inside a finalizer still ends the wait it interrupted.
+
+Python runs a signal's handler between two bytecodes of the main thread, wherever they are;
+inside a finalizer (a freed HTTP response's close, any `__del__`) the KeyboardInterrupt it
+raises is printed as "Exception ignored" and dropped. A Ctrl-C during a ten-million-object
+upload to a bucket was dropped so under CI's load, and the upload went on for minutes. The
+signal here is real (raise_signal runs Python's own SIGINT handler); the finalizer too."""
+
+from __future__ import annotations
+
+import gc
+import signal
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import REPO
+
+SCRIPT = textwrap.dedent("""
+    import gc, signal, sys, threading
+    from concurrent.futures import Future
+    from aiio import interrupts
+    from aiio.phases.threads import result
+
+    class Freed:
+        def __del__(self):  # the handler runs in here, as it may in any finalizer
+            signal.raise_signal(signal.SIGINT)
+
+    interrupts.install()
+    upload = Future()  # an upload that ends in 10 s: the signal should end the wait first
+    threading.Timer(10, upload.set_result, (None,)).start()
+    Freed()  # freed at once in the main thread: the KeyboardInterrupt is dropped
+    try:
+        result(upload)
+    except KeyboardInterrupt:
+        print("ended by the signal")
+        sys.exit(130)
+    print("the wait went on to the upload's end")
+""")
+
+
+def test_a_ctrl_c_a_finalizer_swallowed_still_ends_the_wait():
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert "Exception ignored" in proc.stderr  # Python dropped it, as it does
+    assert proc.returncode == 130, proc.stderr
+    assert "ended by the signal" in proc.stdout
+
+
+def test_nothing_is_raised_where_no_signal_was_dropped():
+    from aiio import interrupts
+
+    interrupts.pending()  # nothing kept: returns
+    gc.collect()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
