@@ -32,7 +32,8 @@ def test_a_signal_ends_an_upload_of_ten_million_objects(s3_server, s3_bucket, tm
         proc = subprocess.Popen(
             [sys.executable, "-m", "aiio", "datagen", "--target", f"s3://{s3_bucket}/up",
              *MANY], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True, env={**os.environ, **s3_server.env(), "COLUMNS": "160"})
+            start_new_session=True, env={**os.environ, **s3_server.env(), "COLUMNS": "160",
+                 "PYTHONFAULTHANDLER": "1"})
     try:
         deadline = time.monotonic() + HANG_GUARD_S
         # at once, while the upload queues its files (it queued all ten million, seconds of
@@ -41,7 +42,12 @@ def test_a_signal_ends_an_upload_of_ten_million_objects(s3_server, s3_bucket, tm
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.01)
         os.killpg(proc.pid, sig)
-        proc.wait(timeout=HANG_GUARD_S)
+        try:
+            proc.wait(timeout=HANG_GUARD_S)
+        except subprocess.TimeoutExpired:  # where it hung: every thread's stack, in the log
+            os.kill(proc.pid, signal.SIGABRT)
+            proc.wait(timeout=30)
+            pytest.fail(f"the upload went on after the signal:\n{log.read_text()[-30000:]}")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
