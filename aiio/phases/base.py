@@ -217,6 +217,11 @@ class Phase(Protocol):
         outside the process. None: no rehearsal."""
         return None
 
+    def clients_per_process(self, args: Any, clients: int) -> int:
+        """How many of a host's `clients` share one process, as its threads
+        (aiio.run.clients.run_clients). One by default: a process of its own each."""
+        return 1
+
     def before_fork(self, args: Any) -> None:
         """In the parent on every host, before its clients are forked: make what each client
         would otherwise make for itself, once (randrw: its compiled read loop). Nothing by

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from aiio.engines.seam import OpLog
-from aiio.engines.timing import Window
+from aiio.engines.timing import ClientCpu, Window, thread_cpu_seconds
 
 _DONE = object()
 # The longest the main thread waits for a worker without running a signal's handler. A
@@ -47,6 +47,7 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     source = iter(items)
     lock = threading.Lock()
     errors: list[BaseException] = []
+    meter = ClientCpu.current()  # the calling client's: its writers' CPU is its own
 
     def body(worker: Any) -> None:
         try:
@@ -65,7 +66,8 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
         threads: list[threading.Thread] = []
         try:
             for w in workers:
-                threads.append(threading.Thread(target=body, args=(w,), daemon=True))
+                threads.append(threading.Thread(target=_metered, args=(body, w, meter),
+                                                daemon=True))
                 threads[-1].start()
             for th in threads:
                 join(th)
@@ -77,3 +79,13 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     if errors:
         raise errors[0]
     return [w.log for w in workers]
+
+
+def _metered(body: Callable[[Any], None], worker: Any, meter: ClientCpu | None) -> None:
+    """`body(worker)`, its thread's CPU time added to the client's meter."""
+    cpu0 = thread_cpu_seconds()
+    try:
+        body(worker)
+    finally:
+        if meter is not None:
+            meter.add(thread_cpu_seconds() - cpu0)
