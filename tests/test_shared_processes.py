@@ -4,8 +4,10 @@ failure, as a process of its own would."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 
 from aiio.errors import AiioError, RunFailed
 from aiio.honesty import run_warnings
-from aiio.run.clients import ClientContext, RunAborted, run_clients
+from aiio.run.clients import ClientContext, RunAborted, run_clients, spread
 
 from .conftest import call_cli
 
@@ -26,18 +28,30 @@ def _where(ctx: ClientContext) -> dict:
 
 
 def test_clients_past_the_cap_run_as_threads_of_shared_processes():
-    results, start = run_clients(7, _where, None, per_process=3)
+    results, start = run_clients(7, _where, None, processes=3)
     assert [r["index"] for r in results] == list(range(7))
     assert [r["start"] for r in results] == [start] * 7  # one common start instant
     by_pid: dict[int, list[dict]] = {}
     for r in results:
         by_pid.setdefault(r["pid"], []).append(r)
     groups = sorted([r["index"] for r in rs] for rs in by_pid.values())
-    assert groups == [[0, 1, 2], [3, 4, 5], [6]]  # the last process holds what is left
-    assert [r["shares"] for r in results] == [3] * 6 + [1]
+    assert groups == [[0, 1, 2], [3, 4], [5, 6]]  # spread evenly, never one left alone
+    assert [r["shares"] for r in results] == [3, 3, 3, 2, 2, 2, 2]
     assert len({(r["pid"], r["thread"]) for r in results}) == 7  # a thread each
-    assert {r["name"] for r in results} == {"aiio-client-0-2", "aiio-client-3-5",
-                                            "aiio-client-6"}
+    assert {r["name"] for r in results} == {"aiio-client-0-2", "aiio-client-3-4",
+                                            "aiio-client-5-6"}
+
+
+@pytest.mark.parametrize("n, processes", [(257, 256), (1024, 256), (514, 256), (7, 3),
+                                          (3, 5), (1, 1), (5, 1)])
+def test_clients_are_spread_over_the_processes_as_evenly_as_they_go(n: int,
+                                                                     processes: int) -> None:
+    # A process is a session of its own, and the kernel shares the CPUs between sessions: a
+    # client alone beside pairs got twice the CPU of each of theirs when the CPUs were short.
+    sizes = [b - a for a, b in spread(n, processes)]
+    assert sum(sizes) == n and len(sizes) == min(n, processes)
+    assert max(sizes) - min(sizes) <= 1, sizes
+    assert [a for a, _ in spread(n, processes)] == [0, *itertools.accumulate(sizes)][:-1]
 
 
 def test_one_client_a_process_by_default():
@@ -57,7 +71,7 @@ def _fails_or_waits(ctx: ClientContext) -> dict:
 def test_a_failed_client_ends_the_run_naming_it_and_its_siblings_send_what_they_have():
     # A failure in one thread must not take the process's other clients' figures with it.
     with pytest.raises(RunAborted) as info:
-        run_clients(6, _fails_or_waits, None, per_process=3)
+        run_clients(6, _fails_or_waits, None, processes=2)
     assert info.value.cause is RunFailed
     assert str(info.value) == "client 4 failed: the storage went away"
     got = info.value.results
@@ -75,7 +89,7 @@ def _crashes(ctx: ClientContext) -> dict:
 
 def test_a_crash_in_a_shared_process_is_named_as_in_a_process_of_its_own():
     with pytest.raises(RunAborted) as info:
-        run_clients(2, _crashes, None, per_process=2)
+        run_clients(2, _crashes, None, processes=1)
     assert str(info.value) == "client 1 failed: ZeroDivisionError: division by zero"
     assert list(info.value.results) == [0]
 
@@ -131,3 +145,63 @@ def test_clients_whose_shared_process_was_busy_are_warned_of_it() -> None:
     assert len(said) == 2, said
     assert said[0].startswith("client(s) 3 used at least 90% of a core")
     assert said[1].startswith("client(s) 0, 1 shared a process that used at least 90%")
+
+
+def _killed_together(ctx: ClientContext) -> dict:
+    ctx.ready_and_wait()
+    if ctx.index == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # the process, and every client in it
+    ctx.wait_for_stop()
+    return {"index": ctx.index}
+
+
+def test_a_shared_process_killed_names_every_client_it_held():
+    with pytest.raises(RunAborted) as info:
+        run_clients(4, _killed_together, None, processes=2)
+    said = str(info.value)
+    assert said.startswith("clients 2 to 3 (pid ") and "one process) were killed by SIGKILL" \
+        in said, said
+    assert sorted(info.value.results) == [0, 1]
+
+
+def test_the_console_says_the_clients_shared_processes(target: Path, results: Path) -> None:
+    got = call_cli("run", "-p", "train", "-t", str(target), "--results", str(results),
+                   "--clients", "5", "--duration", "1s", "--no-history", "--no-report",
+                   "--set", "run.client_processes=2", env={"COLUMNS": "80"})
+    assert got.returncode == 0, got.stderr
+    assert [line for line in got.stdout.splitlines()
+            if "│ clients " in line and "5 in 2 processes, 3 at most │" in line], got.stdout
+
+
+def test_a_run_whose_clients_shared_processes_starts_a_history_series_of_its_own() -> None:
+    # The same command past 256 clients a host ran a process a client before and shares
+    # processes now: a change in its figures must not read as the storage's.
+    from aiio.results.history import key_of
+
+    def run(per_process: int | None) -> dict:
+        extra = {} if per_process is None else {"process_clients": per_process}
+        return {"phase": "train", "target": {"path": "/mnt/nas"}, "method": "o_direct",
+                "workload": {"workload": {"name": "demo"}, "train": {"batch_size": 2},
+                             "run": {"clients": 1024, "seed": 1, "client_processes": 0}},
+                "clients": [{"client": i, "pid": 100 + i // 4, **extra} for i in range(8)]}
+
+    assert key_of(run(None)) != key_of(run(4)) != key_of(run(2))
+    before = run(None)
+    del before["workload"]["run"]["client_processes"]  # recorded before the key existed
+    assert key_of(before) == key_of(run(None))  # a process a client: the series goes on
+
+
+def test_native_readers_never_share_a_process() -> None:
+    # h5py runs one HDF5 call at a time in a process: over a FUSE mount answering each read
+    # after 5 ms, 8 native hdf5 clients read 19-20 MiB/s as 8 processes, 5.2 as 2 of 4.
+    from types import SimpleNamespace
+
+    from aiio.phases.train import PHASE
+    from aiio.workload import load_workload
+
+    for fmt in ("hdf5", "npz", "tfrecord"):
+        w = load_workload("demo", [("dataset", "format", fmt), ("train", "reader", "native")])
+        assert PHASE.client_processes(SimpleNamespace(workload=w), 1024) == 1024
+    raw = load_workload("demo")
+    assert PHASE.client_processes(SimpleNamespace(workload=raw), 1024) == 256
+    assert PHASE.client_processes(SimpleNamespace(workload=raw), 100) == 100

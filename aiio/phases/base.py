@@ -217,10 +217,10 @@ class Phase(Protocol):
         outside the process. None: no rehearsal."""
         return None
 
-    def clients_per_process(self, args: Any, clients: int) -> int:
-        """How many of a host's `clients` share one process, as its threads
-        (aiio.run.clients.run_clients). One by default: a process of its own each."""
-        return 1
+    def client_processes(self, args: Any, clients: int) -> int:
+        """How many processes a host (an MPI rank's share) runs its `clients` in, as their
+        threads (aiio.run.clients.run_clients). By default one a client."""
+        return clients
 
     def before_fork(self, args: Any) -> None:
         """In the parent on every host, before its clients are forked: make what each client

@@ -48,6 +48,8 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     lock = threading.Lock()
     errors: list[BaseException] = []
     meter = ClientCpu.current()  # the calling client's: its writers' CPU is its own
+    if meter is not None and meter.alone:
+        meter = None  # alone in its process, the process's clock counts them already
 
     def body(worker: Any) -> None:
         try:

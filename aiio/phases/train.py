@@ -271,7 +271,8 @@ class Loader:
                 self.armed.release()  # also after an error: prepare() must not wait forever
             self.go.wait()
             sleep_until(self.start_ns)
-            cpu0 = thread_cpu_seconds()
+            if self.cpu is not None and not self.cpu.alone:  # alone: the process clock's
+                cpu0 = thread_cpu_seconds()
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
                     self.ran_out_ns[me] = edge_ns()
@@ -828,13 +829,17 @@ class TrainPhase(Phase):
         rehearsed = rehearsal_args(args)
         return None if rehearsed is None else (_rehearsal_client, rehearsed)
 
-    def clients_per_process(self, args: TrainArgs, clients: int) -> int:
-        """Past `run.client_processes` processes (PROCESSES_AT_MOST by default) a host's
-        clients share them as threads. Each process copies about 3 MiB of the parent's pages
-        (docs/PERFORMANCE.md, Density); a compute-paced client spends its time asleep or in
-        calls that let go of the interpreter, so its own threads are all it needs."""
-        most = args.workload.run.client_processes or PROCESSES_AT_MOST
-        return -(-clients // most)
+    def client_processes(self, args: TrainArgs, clients: int) -> int:
+        """At most `run.client_processes` processes (PROCESSES_AT_MOST by default) a host
+        (an MPI rank's share): past that its clients share them as threads. Each process
+        copies about 3 MiB of the parent's pages (docs/PERFORMANCE.md, Density); a
+        compute-paced client spends its time asleep or in calls that let go of the
+        interpreter, so its own threads are all it needs. Never with the native reader: a
+        format's library may run one call at a time in a process (h5py holds one lock over
+        every HDF5 call: 8 clients as 2 processes read a quarter of 8 processes)."""
+        if args.workload.train.reader == "native":
+            return clients
+        return min(clients, args.workload.run.client_processes or PROCESSES_AT_MOST)
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
         """The headline is what the accelerators consumed; `delivered` is the storage's side."""

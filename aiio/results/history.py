@@ -475,6 +475,8 @@ def settings_of(res: Mapping[str, Any]) -> str:
         if isinstance(workload.get(section), Mapping):
             workload[section] = {k: v for k, v in workload[section].items() if k not in keys}
     kept = {"workload": workload, "method": res.get("method"), "options": res.get("options")}
+    if (most := _clients_per_process(res)) > 1:  # clients as threads: a series of its own
+        kept["clients_per_process"] = most
     if (engine := engines.asked_of(res)) is not None:
         kept["engine"] = engine
     sweep = res.get("sweep")
@@ -483,6 +485,15 @@ def settings_of(res: Mapping[str, Any]) -> str:
     if (sections := layout_of(res).workload_sections) is not None:
         kept["sections"] = list(sections)
     return _canonical(kept)
+
+
+def _clients_per_process(res: Mapping[str, Any]) -> int:
+    """The most clients one process of the run held (`process_clients`; 1: a process each,
+    as every run before clients could share them)."""
+    clients = res.get("clients")
+    held = [c.get("process_clients") for c in clients if isinstance(c, Mapping)] \
+        if isinstance(clients, list) else []
+    return max((h for h in held if isinstance(h, int) and not isinstance(h, bool)), default=1)
 
 
 def _canonical(kept: Mapping[str, Any]) -> str:

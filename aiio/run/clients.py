@@ -384,7 +384,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 on_stage: StageFn | None = None,
                 on_terminated: Callable[[], float] | None = None,
                 rehearsal: tuple[ClientFn, Any] | None = None,
-                engine: Any = None, per_process: int = 1) -> tuple[list[dict], int]:
+                engine: Any = None, processes: int | None = None) -> tuple[list[dict], int]:
     """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
@@ -395,8 +395,9 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     `on_terminated()` says how long the clients may take to send their figures. A
     `rehearsal` (function, arguments) is run here first (`rehearse`). Raises RunAborted
     (cause RunFailed, RunInterrupted or Terminated) carrying the partial results, keyed by
-    local slot. Every client gets `engine` (aiio.engines) in its context. Clients run
-    `per_process` to a process, as its threads (the last process may hold fewer).
+    local slot. Every client gets `engine` (aiio.engines) in its context. The clients run in
+    `processes` processes (None: one each), as their threads, spread evenly: no two
+    processes' counts differ by more than one.
     """
     procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
@@ -404,8 +405,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     total = n if total is None else total
     shared.hosts.value = on_stage is not None
     ctxs = [ClientContext(first + i, total, args, shared, i, engine=engine) for i in range(n)]
-    per_process = max(1, per_process)
-    groups = [_Client(fn, ctxs[i:i + per_process]) for i in range(0, n, per_process)]
+    groups = [_Client(fn, ctxs[a:b]) for a, b in spread(n, processes or n)]
     for g in groups:
         for c in g.ctxs:
             c.shares_process = len(g.ctxs)
@@ -454,6 +454,19 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     if interrupted:  # every result is in: keep them, and still stop as asked
         raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
+
+
+def spread(n: int, processes: int) -> list[tuple[int, int]]:
+    """n clients' slots over `processes` processes (at most n, at least 1), as (first, end)
+    ranges whose sizes differ by one at most: a process is its own session, and the kernel
+    shares the CPUs between sessions, so a client alone beside pairs would get twice the CPU
+    of each of theirs."""
+    processes = max(1, min(n, processes))
+    each, extra = divmod(n, processes)
+    bounds = [0]
+    for p in range(processes):
+        bounds.append(bounds[-1] + each + (p < extra))
+    return list(zip(bounds, bounds[1:], strict=False))
 
 
 def stuck(procs: list, results: dict, errors: dict, first: int = 0) -> list[int]:
@@ -546,9 +559,14 @@ def _describe_death(i: int, p: _Client, errors: dict[int, dict], first: int = 0)
     if i in errors:
         return f"client {n} failed: {errors[i]['message']}"
     code = p.exitcode
+    who = f"client {n} (pid {p.pid})"
+    if len(p.ctxs) > 1:  # every client of the process is gone with it
+        who = f"clients {p.ctxs[0].index} to {p.ctxs[-1].index} (pid {p.pid}, one process)"
     if code is not None and code < 0:
-        return f"client {n} (pid {p.pid}) was killed by {procsetup.signal_name(-code)}"
-    return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
+        return f"{who} {'were' if len(p.ctxs) > 1 else 'was'} killed by " \
+               f"{procsetup.signal_name(-code)}"
+    what = "their results" if len(p.ctxs) > 1 else "its result"
+    return f"{who} exited with code {code} before sending {what}"
 
 
 def _handle(msg: tuple, results: dict, errors: dict) -> None:
