@@ -278,6 +278,8 @@ def _read_until_a_handler_raises(fast: bool, at_end: bool,
     `raise_at`-th run; the signals seen and the reads recorded."""
     import signal
 
+    import numpy as np
+
     fd = _blocking_device(at_end)
     if fd is None:
         pytest.skip("/dev/kmsg cannot be read here")
@@ -301,10 +303,13 @@ def _read_until_a_handler_raises(fast: bool, at_end: bool,
     # the first signal late enough for the reads to have begun: with one every 50 ms from the
     # start, a loaded machine can run all three handlers before the first read (the likely
     # cause of one failure among the suite's eight workers: no read made to be kept)
+    # the offsets made before the timer starts: turned into an array inside its window (25 ms
+    # of CPU, longer than 0.3 s under load), they let two handlers run before the first read
+    offsets = np.zeros(1 if at_end else 10**6, np.int64) if fast else [0] * (1 if at_end else 10**6)
     signal.setitimer(signal.ITIMER_REAL, 0.3, 0.05)
     try:
         with pytest.raises(_Woken):
-            reader.read_blocks(fd, [0] * (1 if at_end else 10**6), KMSG_READ)
+            reader.read_blocks(fd, offsets, KMSG_READ)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
