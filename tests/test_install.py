@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,7 +121,10 @@ def test_installed_wheel_runs_outside_the_tree(dist: Path, tmp_path: Path):
     kv = aiio("run", "--phase", "kvcache", *KV_TINY, "--target", str(target), "--results",
               str(tmp_path / "kv"), "--no-history")
     assert kv.returncode == 0, kv.stderr[-2000:]
-    assert "steady" in kv.stdout or "not judged" in kv.stdout, kv.stdout
+    # the verdict is the storage's, and a loaded machine's disk may be overloaded: any of
+    # the three is the installed phase at work
+    verdict = [line for line in kv.stdout.splitlines() if "│ verdict " in line]
+    assert verdict and re.search(r"steady|not judged|overloaded", verdict[0]), kv.stdout
     assert list((tmp_path / "kv").glob("*-kvcache-*/report.html"))
     users = aiio("scale", "--phase", "kvcache", *KV_TINY, "--users", "1,2", "--duration", "1s",
                  "--clients", "1", "--target", str(target), "--results", str(tmp_path / "kv"),
