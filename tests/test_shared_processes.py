@@ -17,7 +17,10 @@ from aiio.errors import AiioError, RunFailed
 from aiio.honesty import run_warnings
 from aiio.run.clients import ClientContext, RunAborted, run_clients, spread
 
-from .conftest import call_cli
+from .conftest import TINY_DATA, call_cli
+from .mpi import mpi_run, needs_mpi
+
+TINY = (*TINY_DATA, "--batch-size", "2")
 
 
 def _where(ctx: ClientContext) -> dict:
@@ -205,3 +208,32 @@ def test_native_readers_never_share_a_process() -> None:
     raw = load_workload("demo")
     assert PHASE.client_processes(SimpleNamespace(workload=raw), 1024) == 256
     assert PHASE.client_processes(SimpleNamespace(workload=raw), 100) == 100
+
+
+def test_a_native_reader_run_keeps_a_process_a_client(target: Path, results: Path) -> None:
+    # the run's own path to the process count (hosts.run_everywhere), not only the phase's
+    got = call_cli("run", "-p", "train", "-t", str(target), "--results", str(results),
+                   "--clients", "3", "--duration", "1s", "--json", "--quiet", "--no-history",
+                   "--no-report", "--set", "train.reader=native",
+                   "--set", "run.client_processes=1")
+    assert got.returncode == 0, got.stderr
+    clients = json.loads(got.stdout)["clients"]
+    assert len({c["pid"] for c in clients}) == 3
+    assert not [c for c in clients if "process_clients" in c]
+
+
+@needs_mpi
+def test_each_rank_spreads_its_own_share_over_its_processes(target: Path,
+                                                            results: Path) -> None:
+    # 7 clients over 2 ranks (4 and 3), at most 2 processes a rank: 2+2 and 2+1
+    done = mpi_run(2, "run", "--target", str(target), "--results", str(results),
+                   "--no-report", *TINY, "--clients", "7", "--epochs", "1", "--json",
+                   "--set", "run.client_processes=2")
+    assert done.returncode == 0, done.stderr
+    clients = json.loads(done.stdout)["clients"]
+    held: dict[tuple[int, int], list[int]] = {}
+    for c in clients:
+        held.setdefault((c["rank"], c["pid"]), []).append(c["client"])
+    assert sorted(held.values()) == [[0, 1], [2, 3], [4, 5], [6]], held
+    assert all(c["bytes"] > 0 for c in clients)
+    assert [c.get("process_clients", 1) for c in clients] == [2, 2, 2, 2, 2, 2, 1]

@@ -182,7 +182,7 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     shared = run.shared_processes
     rows = [
         ("clients", f"{len(run.clients)}" if shared is None else
-         f"{len(run.clients)} in {shared[0]} processes, {shared[1]} at most"),
+         f"{len(run.clients):,} in {shared[0]:,} processes, {shared[1]:,} at most"),
         ("consumed, first done", f"{format_rate(fd.mib_s)} over {fd.seconds:.2f} s"),
         ("consumed, last done", f"{format_rate(ld.mib_s)} over {ld.seconds:.2f} s"),
         *_delivered_rows(run),
