@@ -23,7 +23,7 @@ run: $(STAMP)
 # then the GlusterFS volume on one worker) take over six minutes: `make test-lab`, which CI
 # runs after `make test`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial and not known_speed and not lab" -n 8 --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -m "not serial and not known_speed and not lab" -n 8 --dist loadgroup --no-loadscope-reorder --durations=25
 	$(BIN)/python -m pytest -q -m "serial and not lab" -n 2 --dist loadgroup
 
 # Storage of known speed: blkio-throttled loop devices (root; two at a time: at four, as the

@@ -101,6 +101,12 @@ def run_warnings(info: TargetInfo, monitor: dict[str, Any], clients: list[dict],
         out.append(_w("client_process_busy", f"client(s) {_list(busy)} used at least "
                       f"{CLIENT_PROC_BUSY:.0%} of a core: their own CPU, not the storage, "
                       "may limit them"))
+    shared = [c["client"] for c in clients if c["client"] not in busy and c.get("elapsed_s")
+              and (c.get("process_cpu_s") or 0) / c["elapsed_s"] >= CLIENT_PROC_BUSY]
+    if shared:  # threads of one process run its one interpreter a core at a time
+        out.append(_w("client_process_busy", f"client(s) {_list(shared)} shared a process "
+                      f"that used at least {CLIENT_PROC_BUSY:.0%} of a core: the process's "
+                      "CPU, not the storage, may limit them (run.client_processes)"))
     for name, nic in monitor.get("nics", {}).items():
         if info.network and nic["peak_use"] >= NIC_NEAR_LINK:
             cap = nic["link_bytes_s"] / 2**20

@@ -67,8 +67,12 @@ class WorkloadInfo:
 
 @dataclass(frozen=True)
 class RunSpec:
-    clients: int = key("int", 2, "emulated accelerators (one OS process each)", min=1)
+    clients: int = key("int", 2, "emulated accelerators (one OS process each, or threads of "
+                       "shared ones past client_processes)", min=1)
     seed: int = key("int", 1, "seed for data contents and shuffling", min=0)
+    client_processes: int = key("int", 0, "training: most client processes a host forks; "
+                                "more clients share them as threads (0: 256)", min=0,
+                                inert=0)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -139,26 +138,56 @@ def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
 
 
 WRITER = textwrap.dedent("""
-    import sys, time
+    import sys
     from aiio.results.history import History, Record
-    path, tag, n, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-    time.sleep(max(0.0, start - time.time()))
+    path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def barrier(stage):   # the test answers once every writer has reached the same stage
+        print(stage, flush=True)
+        assert sys.stdin.readline() == "go\\n"
+
+    def record(i):
+        return Record("run", "run train demo c" + tag, "/t", "ok", True,
+                      {"aggregate_mib_s": float(i), "au_min": 0.5, "cv": 0.1})
+
+    barrier("ready")
     with History(path) as h:   # all open the fresh file at once: the schema race is tested too
-        time.sleep(max(0.0, start + 0.5 - time.time()))   # then all write at once
-        for i in range(n):
-            h.add(Record("run", "run train demo c" + tag, "/t", "ok", True,
-                         {"aggregate_mib_s": float(i), "au_min": 0.5, "cv": 0.1}))
+        barrier("open")        # then all write at once
+        h.add(record(0))
+        barrier("first")       # and none writes its last before every other wrote its first
+        for i in range(1, n):
+            h.add(record(i))
 """)
+
+
+def _barrier(procs: list[subprocess.Popen], stage: str) -> None:
+    """Let every writer on only when all have said they reached `stage`: a wall-clock start
+    instant is no barrier on a loaded machine (one writer wrote all its records before
+    another began)."""
+    for p in procs:
+        line = p.stdout.readline()
+        assert line == stage + "\n", (stage, line, "" if line else p.stderr.read())
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
 
 
 def test_processes_writing_at_once_lose_nothing(tmp_path):
     path = tmp_path / "h.sqlite"
-    start = time.time() + 1.0   # all open the same fresh file at the same instant
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, "300", str(start)],
-                              cwd=REPO, stderr=subprocess.PIPE, text=True) for tag in "ABC"]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, "300"], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for tag in "ABC"]
+    try:
+        for stage in ("ready", "open", "first"):
+            _barrier(procs, stage)
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     with History(path) as h:
         records = h.records()
     assert len(records) == 900 and len({r.id for r in records}) == 900
@@ -166,9 +195,9 @@ def test_processes_writing_at_once_lose_nothing(tmp_path):
         mine = [r for r in records if r.name.endswith(tag)]
         assert sorted(r.figures["aggregate_mib_s"] for r in mine) == [float(i) for i in range(300)]
         assert all(len(r.figures) == 3 for r in mine)
-    # they really wrote at the same time: each one's first record precedes the other's last
-    spans = {tag: [r.ts for r in records if r.name.endswith(tag)] for tag in "AB"}
-    assert min(spans["A"]) < max(spans["B"]) and min(spans["B"]) < max(spans["A"])
+    # they really wrote at the same time: each one's first record precedes the others' last
+    spans = {tag: [r.ts for r in records if r.name.endswith(tag)] for tag in "ABC"}
+    assert all(min(spans[a]) < max(spans[b]) for a in "ABC" for b in "ABC" if a != b)
 
 
 def _damaged_copy(tmp_path: Path, how: str) -> Path:

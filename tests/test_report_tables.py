@@ -66,9 +66,18 @@ def check_page(out: str, folder: Path, lines: list[str]) -> str:
     return page
 
 
+@pytest.fixture(scope="module")
+def users_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One table over users, its page read by the page test and loaded in Chromium."""
+    base = tmp_path_factory.mktemp("users")
+    (base / "target").mkdir()
+    return table(base / "target", base / "reports", "--users", "1,2")
+
+
 def test_the_users_table_page_holds_every_row_as_the_console_shows_it(
-        target: Path, results: Path) -> None:
-    out, folder = table(target, results, "--users", "1,2")
+        users_table: tuple[str, Path]) -> None:
+    out, folder = users_table
+    target = folder.parent.parent / "target"
     saved = json.loads((folder / "result.json").read_text())
     lines = users_sweep.text_table(saved)
     page = check_page(out, folder, lines)
@@ -94,13 +103,13 @@ def test_the_rates_table_page_holds_every_row_as_the_console_shows_it(
     assert settings["users per client"] == "3"
 
 
-def test_the_table_page_loads_clean_in_chromium(target: Path, results: Path,
+def test_the_table_page_loads_clean_in_chromium(users_table: tuple[str, Path],
                                                  tmp_path: Path) -> None:
     """No console message, blocked fetch or sideways scroll at laptop width; its run links
     open the runs' pages."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (.ci/run installs Debian's chromium package)")
-    _, folder = table(target, results, "--users", "1,2")
+    _, folder = users_table
     b = Browser(CHROMIUM)
     try:
         assert b.load((folder / "report.html").as_uri(), width=1280, height=800) == []

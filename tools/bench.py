@@ -707,15 +707,18 @@ def _fair_aiio(tmp: Path, mount: Path, clients: int, n: int = 0) -> list[float]:
 def _from_first_request(log: Path, pids: set[int]) -> list[float]:
     """Each aiio client's share over its own reading only, from the oracle's stream log: its
     bytes over the time from its first open to its last answered read (about what a fio job's
-    runtime covers, which starts when the job first runs). The log is emptied for the next."""
+    runtime covers, which starts when the job first runs). The log is emptied for the next.
+    A client is its one loader thread (the fair workload's `read_threads = 1`), not its
+    process: past 256 clients a host, clients share processes as threads."""
     spans: dict[int, list[float]] = {}
     for line in log.read_text().splitlines():
         stream = json.loads(line)
         if stream.get("pid") not in pids or not stream["reads"]:
             continue
-        first, last, nbytes = spans.setdefault(stream["pid"], [math.inf, -math.inf, 0.0])
-        spans[stream["pid"]] = [min(first, stream["open"]), max(last, stream["reads"][-1][1]),
-                                nbytes + sum(r[2] for r in stream["reads"])]
+        who = stream.get("tid", stream["pid"])
+        first, last, nbytes = spans.setdefault(who, [math.inf, -math.inf, 0.0])
+        spans[who] = [min(first, stream["open"]), max(last, stream["reads"][-1][1]),
+                      nbytes + sum(r[2] for r in stream["reads"])]
     log.write_text("")
     return [b / (last - first) / fair.STREAM for first, last, b in spans.values()
             if last > first]

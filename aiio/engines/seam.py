@@ -469,17 +469,26 @@ class Reader:
                              f"{len(self.buf)}-byte buffer")
         first, n = self._pending, len(offsets)
         if self._scratch.shape[1] < first + n:
-            grown = np.empty((3, max(first + n, 2 * self._scratch.shape[1])), np.int64)
+            # zeros, not garbage: a call's start there is told from this run's by its reading
+            grown = np.zeros((3, max(first + n, 2 * self._scratch.shape[1])), np.int64)
             grown[:, :first] = self._scratch[:, :first]
             self._scratch = grown
         if not self._address:
             self._address = address_of(self.buf)
         starts, ends, got = self._scratch[:, first:first + n]
-        made = self.loop.run(fd, self._address, size, offsets, starts, ends, got, until_ns)
-        while made and got[made - 1] == -errno.EINTR:
-            # counted now, before any Python code where the signal's handler may raise
-            self._pending = first + made - 1
-            made = self._resume(fd, size, offsets, first, made - 1, until_ns)
+        since = now_ns()  # every call of this run starts after it, every older one before
+        try:
+            made = self.loop.run(fd, self._address, size, offsets, starts, ends, got, until_ns)
+            while made and got[made - 1] == -errno.EINTR:
+                self._pending = first + made - 1
+                made = self._resume(fd, size, offsets, first, made - 1, until_ns)
+        except BaseException:
+            # A signal's handler that raises runs right after the loop returns (CPython runs
+            # handlers as a call returns), before its count is kept: the calls it made are
+            # those that started after `since`, but a last one that failed (interrupted).
+            made = int(np.count_nonzero(starts >= since))
+            self._pending = first + (made - 1 if made and got[made - 1] < 0 else made)
+            raise
         if made and got[made - 1] < 0:  # a failed call: the calls before it count
             self._pending += made - 1
             self.record_runs()

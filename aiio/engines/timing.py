@@ -11,6 +11,7 @@ phase's accelerator takes its wait and compute instants from a `StepClock`. All 
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -135,6 +136,49 @@ def thread_cpu_seconds() -> float:
     """The calling thread's CPU time so far (user + system), in seconds: the share of a
     client's CPU one of its threads (a merge beside the queries) spent."""
     return time.thread_time()
+
+
+class ClientCpu:
+    """A client's CPU time over its window. Alone in its process: the process's CPU clock,
+    which counts every thread of it. Sharing its process with other clients (threads of one
+    process, aiio.run.clients): its own thread's CPU clock plus what each thread it started
+    spent (`add`, from that thread's own clock), so a client is never charged its siblings'
+    work. `process_seconds` is the whole process's, whose one interpreter they share."""
+
+    _current = threading.local()
+
+    def __init__(self, alone: bool) -> None:
+        self.alone = alone
+        self._lock = threading.Lock()
+        self._others = 0.0
+        self._own0 = thread_cpu_seconds()
+        self._process0 = cpu_seconds()
+        ClientCpu._current.meter = self
+
+    @staticmethod
+    def current() -> ClientCpu | None:
+        """The meter of the client whose thread calls (None outside a metered client): a
+        thread started for the client's work adds its CPU to it."""
+        return getattr(ClientCpu._current, "meter", None)
+
+    def add(self, seconds: float) -> None:
+        """CPU time another thread of this client spent (its `thread_cpu_seconds` delta)."""
+        with self._lock:
+            self._others += seconds
+
+    def seconds(self) -> float:
+        if self.alone:
+            return cpu_seconds() - self._process0
+        with self._lock:
+            return thread_cpu_seconds() - self._own0 + self._others
+
+    def process_seconds(self) -> float:
+        return cpu_seconds() - self._process0
+
+    def close(self) -> None:
+        """The calling thread meters no client any more."""
+        if ClientCpu.current() is self:
+            ClientCpu._current.meter = None
 
 
 class PolledStop:

@@ -217,6 +217,11 @@ class Phase(Protocol):
         outside the process. None: no rehearsal."""
         return None
 
+    def client_processes(self, args: Any, clients: int) -> int:
+        """How many processes a host (an MPI rank's share) runs its `clients` in, as their
+        threads (aiio.run.clients.run_clients). By default one a client."""
+        return clients
+
     def before_fork(self, args: Any) -> None:
         """In the parent on every host, before its clients are forked: make what each client
         would otherwise make for itself, once (randrw: its compiled read loop). Nothing by

@@ -49,6 +49,7 @@ class Stage:
         self._ctx, self.name, self.args, self._first = ctx, name, args, first
         self.index, self.count = ctx.index, ctx.count
         self.engine = ctx.engine  # every stage reads and writes through the run's engine
+        self.shares_process = ctx.shares_process  # one process a client: the lifecycle's
 
     def ready_and_wait(self) -> int:
         start = self._ctx.ready_and_wait() if self._first else self._ctx.sync()

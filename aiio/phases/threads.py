@@ -9,7 +9,7 @@ from typing import Any
 
 from aiio import interrupts
 from aiio.engines.seam import OpLog
-from aiio.engines.timing import Window
+from aiio.engines.timing import ClientCpu, Window, thread_cpu_seconds
 
 _DONE = object()
 # The longest the main thread waits for a worker without running a signal's handler. A
@@ -49,6 +49,9 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     source = iter(items)
     lock = threading.Lock()
     errors: list[BaseException] = []
+    meter = ClientCpu.current()  # the calling client's: its writers' CPU is its own
+    if meter is not None and meter.alone:
+        meter = None  # alone in its process, the process's clock counts them already
 
     def body(worker: Any) -> None:
         try:
@@ -67,7 +70,8 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
         threads: list[threading.Thread] = []
         try:
             for w in workers:
-                threads.append(threading.Thread(target=body, args=(w,), daemon=True))
+                threads.append(threading.Thread(target=_metered, args=(body, w, meter),
+                                                daemon=True))
                 threads[-1].start()
             for th in threads:
                 join(th)
@@ -79,3 +83,13 @@ def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, 
     if errors:
         raise errors[0]
     return [w.log for w in workers]
+
+
+def _metered(body: Callable[[Any], None], worker: Any, meter: ClientCpu | None) -> None:
+    """`body(worker)`, its thread's CPU time added to the client's meter."""
+    cpu0 = thread_cpu_seconds()
+    try:
+        body(worker)
+    finally:
+        if meter is not None:
+            meter.add(thread_cpu_seconds() - cpu0)

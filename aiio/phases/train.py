@@ -30,7 +30,15 @@ from aiio.engines.seam import (
     io_failure,
     thread_read_bytes,
 )
-from aiio.engines.timing import NEVER, Deadline, StepClock, Window, cpu_seconds, edge_ns
+from aiio.engines.timing import (
+    NEVER,
+    ClientCpu,
+    Deadline,
+    StepClock,
+    Window,
+    edge_ns,
+    thread_cpu_seconds,
+)
 from aiio.errors import ConfigError, RunFailed
 from aiio.options import RunOptions
 from aiio.phases import checkpoint, train_au, train_checkpoints
@@ -201,6 +209,7 @@ class Loader:
         self.ran_out_ns: list[int | None] = [None] * t.read_threads
         self.errors: list[BaseException] = []
         self.finished = 0  # loader threads that ran out of batches
+        self.cpu: ClientCpu | None = None  # the client's meter, set before the start
         self.threads = [threading.Thread(target=self._work, daemon=True, name=f"loader-{i}")
                         for i in range(t.read_threads)]
         self.native = t.reader == "native"
@@ -250,6 +259,7 @@ class Loader:
         me = self.threads.index(threading.current_thread())
         log = self.logs[me]
         reader = None
+        cpu0: float | None = None
         try:
             try:
                 batch = self._take()
@@ -263,6 +273,8 @@ class Loader:
             self.go.wait()
             sleep_until(self.start_ns)
             read_end = self.start_ns  # a thread that read nothing had nothing to read
+            if self.cpu is not None and not self.cpu.alone:  # alone: the process clock's
+                cpu0 = thread_cpu_seconds()
             while batch is not STOPPED and not self.stop.is_set():
                 if batch is None:
                     # the end of its last read, not now: a thread asks for the next batch only
@@ -285,6 +297,8 @@ class Loader:
         finally:
             if reader is not None:
                 reader.close()
+            if cpu0 is not None and self.cpu is not None:
+                self.cpu.add(thread_cpu_seconds() - cpu0)
 
     def partly_read(self) -> tuple[int, int]:
         """Bytes the storage delivered into batches no accelerator has taken: device bytes
@@ -387,7 +401,8 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     if ctx.stop.is_set():  # stopped before the start: the loaders read nothing
         loader.stop.set()  # asked once here, ahead of the start, not by every loader at it
     start_ns = run.start_ns
-    cpu0 = cpu_seconds()
+    cpu = ClientCpu(alone=ctx.shares_process == 1)
+    loader.cpu = cpu
     loader.start(start_ns)
     if hook is not None:
         hook.start(start_ns)
@@ -413,7 +428,10 @@ def run_client(ctx: ClientContext) -> dict[str, Any]:
     out.update(totals.figures(args.compute_s, w.train.batch_size))
     if hook is not None:
         out.update(hook.figures(out))
-    out["cpu_s"] = cpu_seconds() - cpu0
+    out["cpu_s"] = cpu.seconds()
+    if not cpu.alone:  # the process its clients share: one interpreter, one core at a time
+        out.update(process_cpu_s=cpu.process_seconds(), process_clients=ctx.shares_process)
+    cpu.close()
     window = consumed_window(out)
     out["samples_per_s"] = out["samples"] / window if window else 0.0
     out["consumed_mib_s"] = mib_per_s(out["consumed_bytes"], window)
@@ -733,6 +751,9 @@ NATIVE_NEEDS_FILES = ("--reader native reads files through format libraries; s3:
                       "are read with GET requests (--reader raw)")
 
 
+PROCESSES_AT_MOST = 256  # client processes a host forks for training, by default
+
+
 class TrainPhase(Phase):
     name = "train"
     cli_options = ("scale", "checkpoint_every")
@@ -814,6 +835,18 @@ class TrainPhase(Phase):
         as it starts), with `rehearsal_args`."""
         rehearsed = rehearsal_args(args)
         return None if rehearsed is None else (_rehearsal_client, rehearsed)
+
+    def client_processes(self, args: TrainArgs, clients: int) -> int:
+        """At most `run.client_processes` processes (PROCESSES_AT_MOST by default) a host
+        (an MPI rank's share): past that its clients share them as threads. Each process
+        copies about 3 MiB of the parent's pages (docs/PERFORMANCE.md, Density); a
+        compute-paced client spends its time asleep or in calls that let go of the
+        interpreter, so its own threads are all it needs. Never with the native reader: a
+        format's library may run one call at a time in a process (h5py holds one lock over
+        every HDF5 call: 8 clients as 2 processes read a quarter of 8 processes)."""
+        if args.workload.train.reader == "native":
+            return clients
+        return min(clients, args.workload.run.client_processes or PROCESSES_AT_MOST)
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
         """The headline is what the accelerators consumed; `delivered` is the storage's side."""

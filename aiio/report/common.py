@@ -177,6 +177,10 @@ def _process_pairs(res: Mapping[str, Any]) -> list[tuple[str, Any]]:
         pairs.append(("engine", res["engine"]))
     if res.get("ranks") is not None:
         pairs.append(("processes (ranks)", h.number(res["ranks"])))
+    if isinstance(res, Result) and (shared := res.shared_processes) is not None:
+        pairs.append(("client processes", f"{len(res.clients):,} clients in {shared[0]:,} "
+                                          f"processes (as threads), {shared[1]:,} at most in "
+                                          "one"))
     start = dig(res, "timing", "command_to_first_io_s", default=None)
     if start is not None:
         pairs.append(("command to first I/O", h.seconds(start)))

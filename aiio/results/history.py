@@ -455,7 +455,9 @@ def _read_loop(res: Mapping[str, Any]) -> str | None:
 
 
 # Workload keys that name or describe it and change no figure (the series name carries it).
-IDENTITY = {"workload": ("name", "description")}
+# `run.client_processes` too: the key holds what it did, the most clients a process held
+# (`_clients_per_process`), so a cap that changes nothing leaves the series as it was
+IDENTITY = {"workload": ("name", "description"), "run": ("client_processes",)}
 IDENTITY_TOP = ("source", "given")
 SWEEP_SETTINGS = ("duration_s", "repeat")
 
@@ -475,6 +477,8 @@ def settings_of(res: Mapping[str, Any]) -> str:
         if isinstance(workload.get(section), Mapping):
             workload[section] = {k: v for k, v in workload[section].items() if k not in keys}
     kept = {"workload": workload, "method": res.get("method"), "options": res.get("options")}
+    if (most := _clients_per_process(res)) > 1:  # clients as threads: a series of its own
+        kept["clients_per_process"] = most
     if (engine := engines.asked_of(res)) is not None:
         kept["engine"] = engine
     sweep = res.get("sweep")
@@ -483,6 +487,19 @@ def settings_of(res: Mapping[str, Any]) -> str:
     if (sections := layout_of(res).workload_sections) is not None:
         kept["sections"] = list(sections)
     return _canonical(kept)
+
+
+def _clients_per_process(res: Mapping[str, Any]) -> int:
+    """The most clients one process of the run held (`process_clients`; 1: a process each,
+    as every run before clients could share them); a sweep's: over its points' runs."""
+    clients = res.get("clients")
+    held = [c.get("process_clients") for c in clients if isinstance(c, Mapping)] \
+        if isinstance(clients, list) else []
+    points = res.get("points")
+    held += [_clients_per_process(p["result"]) for p in points
+             if isinstance(p, Mapping) and isinstance(p.get("result"), Mapping)] \
+        if isinstance(points, list) else []
+    return max((h for h in held if isinstance(h, int) and not isinstance(h, bool)), default=1)
 
 
 def _canonical(kept: Mapping[str, Any]) -> str:

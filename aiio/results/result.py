@@ -780,6 +780,17 @@ class Result(Mapping[str, Any]):
         return clients_requested(self.doc)
 
     @property
+    def shared_processes(self) -> tuple[int, int] | None:
+        """(processes, the most clients one held) where clients ran as threads of shared
+        processes (`run.client_processes`); None where each had a process of its own."""
+        held: dict[tuple[str, int], int] = {}
+        for c in self.clients:
+            if c.pid is not None:
+                held[c.host, c.pid] = held.get((c.host, c.pid), 0) + 1
+        most = max(held.values(), default=1)
+        return (len(held), most) if most > 1 else None
+
+    @property
     def main_op(self) -> str:
         """The operation the phase's latency figure is taken from: as the result records it,
         else (saved before it was recorded) its phase's, 'read' for a phase not known here."""

@@ -58,6 +58,8 @@ class ClientContext:
     # The run's storage engine (aiio.engines.base.Engine): where the client's readers,
     # writers and metadata calls come from. Configuration only, so it crosses the fork.
     engine: Any = None
+    # How many clients run in this one's process (threads of it; 1: a process of its own).
+    shares_process: int = 1
 
     def ready_and_wait(self) -> int:
         """Report ready, wait for the common start instant, return it (monotonic ns)."""
@@ -101,6 +103,10 @@ class ClientContext:
         if wait:
             sleep_until(start_ns)
         return start_ns
+
+    def messages_put(self, message: tuple) -> None:
+        """Queue a message for the parent (a result, an error)."""
+        self._shared.messages.put(message)
 
     def add_bytes(self, n: int) -> None:
         self._shared.bytes[self.slot] += n
@@ -199,10 +205,16 @@ class _Client:
     start (pipes, a finalizer and a registry entry per child, made in the parent between
     forks) and its bootstrap in the child (stdin reopened, every after-fork hook) left every
     client about 0.9 MiB of private pages more than a plain fork, nearly a GiB at 1,024
-    clients. The parent reaps it here; it dies with the parent (`procsetup.die_with_parent`)."""
+    clients. The parent reaps it here; it dies with the parent (`procsetup.die_with_parent`).
 
-    def __init__(self, fn: ClientFn, ctx: ClientContext) -> None:
-        self.fn, self.ctx = fn, ctx
+    It runs one client, or several as threads of its own (`per_process` in `run_clients`):
+    each process copies about 3 MiB of the parent's pages as the interpreter writes to the
+    objects it uses, so a host of a thousand compute-paced clients spends most of its memory
+    on processes, not on the clients' own buffers."""
+
+    def __init__(self, fn: ClientFn, ctxs: list[ClientContext]) -> None:
+        self.fn, self.ctxs = fn, ctxs
+        self.ctx = ctxs[0]
         self.pid = 0
         self._status: int | None = None
 
@@ -221,7 +233,7 @@ class _Client:
         if pid == 0:  # the client: never return into the parent's code
             code = 1
             try:
-                code = _client_main(self.fn, self.ctx, parent)
+                code = _client_main(self.fn, self.ctxs, parent)
             finally:
                 os._exit(code)
         self.pid = pid
@@ -254,11 +266,13 @@ class _Client:
                 pass
 
 
-def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
-    """Body of a client process: run the phase, send the result or the error; its exit code.
+def _client_main(fn: ClientFn, ctxs: list[ClientContext], parent_pid: int) -> int:
+    """Body of a client process: run the phase for each of its clients, send each one's
+    result or error; its exit code.
 
     Every object a client touches first after the fork costs it the page that object lies on
     (a reference count changes): the set-up below calls what it needs directly."""
+    ctx = ctxs[0]
     # Reset the result queue as multiprocessing does after a fork, and only it: running every
     # after-fork hook of the parent's locks and queues cost each client ~0.5 MiB.
     ctx._shared.messages._after_fork()
@@ -271,9 +285,12 @@ def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     os.close(ctx._shared.halt_w)  # the same for the halt pipe
     procsetup.die_with_parent(parent_pid)
     procsetup.own_session()
-    procsetup.set_process_name(f"aiio-client-{ctx.index}")
+    last = f"-{ctxs[-1].index}" if len(ctxs) > 1 else ""
+    procsetup.set_process_name(f"aiio-client-{ctx.index}{last}")
     procsetup.exact_timers()
     gc.enable()  # forked with collection off (see _start_all); the parent's objects stay frozen
+    if len(ctxs) > 1:
+        return _run_together(fn, ctxs)
     try:
         result = fn(ctx)
         _step_back()
@@ -284,6 +301,38 @@ def _client_main(fn: ClientFn, ctx: ClientContext, parent_pid: int) -> int:
     except BaseException as exc:  # a crash is data: name it and let the parent fail the run
         _send_and_exit(ctx, {"message": f"{type(exc).__name__}: {exc}",
                              "trace": traceback.format_exc(limit=4)})
+
+
+def _run_together(fn: ClientFn, ctxs: list[ClientContext]) -> int:
+    """Run each client as a thread of this process, each sending its own result or error;
+    exit once all have sent (1 if any failed). A failed client does not end the process: the
+    parent stops the run, and its siblings send what they measured, as separate processes
+    would."""
+    failed: list[int] = []
+
+    def one(c: ClientContext) -> None:
+        try:
+            c.messages_put(("result", c.slot, fn(c)))
+        except AiioError as exc:
+            failed.append(c.slot)
+            c.messages_put(("error", c.slot, {"message": str(exc),
+                                              "partial": getattr(exc, "partial", None)}))
+        except BaseException as exc:  # a crash is data, as in a process of its own
+            failed.append(c.slot)
+            c.messages_put(("error", c.slot, {"message": f"{type(exc).__name__}: {exc}",
+                                              "trace": traceback.format_exc(limit=4)}))
+
+    threads = [threading.Thread(target=one, args=(c,), name=f"client-{c.index}", daemon=True)
+               for c in ctxs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    _step_back()
+    messages = ctxs[0]._shared.messages
+    messages.close()
+    messages.join_thread()  # every client's message written before the process leaves
+    return 1 if failed else 0
 
 
 def _step_back() -> None:
@@ -336,7 +385,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 on_stage: StageFn | None = None,
                 on_terminated: Callable[[], float] | None = None,
                 rehearsal: tuple[ClientFn, Any] | None = None,
-                engine: Any = None) -> tuple[list[dict], int]:
+                engine: Any = None, processes: int | None = None) -> tuple[list[dict], int]:
     """Run `fn` in n processes with a synchronized start; returns (results, start_ns).
 
     Under MPI this host runs clients first..first+n-1 of `total`, and `on_ready` (called once
@@ -347,15 +396,21 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
     `on_terminated()` says how long the clients may take to send their figures. A
     `rehearsal` (function, arguments) is run here first (`rehearse`). Raises RunAborted
     (cause RunFailed, RunInterrupted or Terminated) carrying the partial results, keyed by
-    local slot. Every client gets `engine` (aiio.engines) in its context.
+    local slot. Every client gets `engine` (aiio.engines) in its context. The clients run in
+    `processes` processes (None: one each), as their threads, spread evenly: no two
+    processes' counts differ by more than one.
     """
     procsetup.allow_open_files(n)
     ctx = mp.get_context("fork")
     shared = _Shared(ctx, n)
     total = n if total is None else total
     shared.hosts.value = on_stage is not None
-    procs = [_Client(fn, ClientContext(first + i, total, args, shared, i, engine=engine))
-             for i in range(n)]
+    ctxs = [ClientContext(first + i, total, args, shared, i, engine=engine) for i in range(n)]
+    groups = [_Client(fn, ctxs[a:b]) for a, b in spread(n, processes or n)]
+    for g in groups:
+        for c in g.ctxs:
+            c.shares_process = len(g.ctxs)
+    procs = [g for g in groups for _ in g.ctxs]  # by slot: the process each client runs in
     results: dict[int, dict] = {}
     errors: dict[int, dict] = {}
     try:
@@ -367,7 +422,7 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
                 raise
             except Exception:  # it only places memory: the clients meet the cause themselves
                 pass
-        _start_all(procs)
+        _start_all(groups)
         _wait_ready(procs, shared, errors, first)
         if on_ready:
             on_ready()
@@ -392,21 +447,34 @@ def run_clients(n: int, fn: ClientFn, args: Any, on_tick: TickFn | None = None,
         exc.results = results
         raise
     finally:
-        interrupted = _reap_or_kill(procs)
+        interrupted = _reap_or_kill(groups)
         shared.close()
         aborted = sys.exc_info()[1]  # the RunAborted on its way out, if any
         if isinstance(aborted, RunAborted):
-            aborted.stuck = stuck(procs, results, errors)
+            aborted.stuck = stuck(procs, results, errors, first)
     if interrupted:  # every result is in: keep them, and still stop as asked
         raise RunAborted("interrupted by the user; clients stopped", results, RunInterrupted)
     return [results[i] for i in range(n)], start_ns
 
 
-def stuck(procs: list, results: dict, errors: dict) -> list[int]:
+def spread(n: int, processes: int) -> list[tuple[int, int]]:
+    """n clients' slots over `processes` processes (at most n, at least 1), as (first, end)
+    ranges whose sizes differ by one at most: a process is its own session, and the kernel
+    shares the CPUs between sessions, so a client alone beside pairs would get twice the CPU
+    of each of theirs."""
+    processes = max(1, min(n, processes))
+    each, extra = divmod(n, processes)
+    bounds = [0]
+    for p in range(processes):
+        bounds.append(bounds[-1] + each + (p < extra))
+    return list(zip(bounds, bounds[1:], strict=False))
+
+
+def stuck(procs: list, results: dict, errors: dict, first: int = 0) -> list[int]:
     """The clients that sent nothing and are still there after the reap's SIGKILL: a thread
     of theirs waits in a call the kernel cannot take back (a read handed to a FUSE daemon or
     an NFS server that stopped answering) until the storage answers or the mount is aborted."""
-    return [p.ctx.index for i, p in enumerate(procs)
+    return [first + i for i, p in enumerate(procs)
             if i not in results and i not in errors and p.is_alive()]
 
 
@@ -458,7 +526,7 @@ def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
 
 
 def _start_all(procs: list) -> None:
-    """Fork every client with the parent's objects frozen out of the garbage collector.
+    """Fork every client process with the parent's objects frozen out of the garbage collector.
 
     A collection in a forked child writes to the header of every object it scans, which
     copies each page of the parent's heap into that child: with hundreds of clients that was
@@ -475,9 +543,10 @@ def _start_all(procs: list) -> None:
             try:
                 p.start()
             except OSError as exc:  # the host's process or memory limit, part way through
+                started = sum(len(q.ctxs) for q in procs[:i])
                 raise RunAborted(f"could not start client {p.ctx.index}: {exc.strerror} "
-                                 f"({i} of {len(procs)} clients started on this host)", {},
-                                 RunFailed) from None
+                                 f"({started} of {sum(len(q.ctxs) for q in procs)} clients "
+                                 "started on this host)", {}, RunFailed) from None
     finally:
         pools.give_back(held)
         gc.unfreeze()
@@ -490,9 +559,14 @@ def _describe_death(i: int, p: _Client, errors: dict[int, dict], first: int = 0)
     if i in errors:
         return f"client {n} failed: {errors[i]['message']}"
     code = p.exitcode
+    who = f"client {n} (pid {p.pid})"
+    if len(p.ctxs) > 1:  # every client of the process is gone with it
+        who = f"clients {p.ctxs[0].index} to {p.ctxs[-1].index} (pid {p.pid}, one process)"
     if code is not None and code < 0:
-        return f"client {n} (pid {p.pid}) was killed by {procsetup.signal_name(-code)}"
-    return f"client {n} (pid {p.pid}) exited with code {code} before sending its result"
+        return f"{who} {'were' if len(p.ctxs) > 1 else 'was'} killed by " \
+               f"{procsetup.signal_name(-code)}"
+    what = "their results" if len(p.ctxs) > 1 else "its result"
+    return f"{who} exited with code {code} before sending {what}"
 
 
 def _handle(msg: tuple, results: dict, errors: dict) -> None:

@@ -99,7 +99,8 @@ def serve_share(share: Share, report: Any = None) -> dict[str, Any]:
                              on_stage=lambda k, _start: _worker_stage(share, k),
                              on_terminated=lambda: comm.term_drain_s,
                              rehearsal=rehearsal_for(phase, share.args, share.count),
-                             engine=share.engine)
+                             engine=share.engine,
+                             processes=phase.client_processes(share.args, share.count))
         results = {share.first + i: r for i, r in enumerate(got)}
         entry.update(status="ok", error=None)
     except RunAborted as exc:
@@ -280,7 +281,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
     if comm.size == 1:
         results, start_ns = run_clients(total, phase.client, args, on_tick, tick_s,
                                         rehearsal=rehearsal_for(phase, args, total),
-                                        engine=engine)
+                                        engine=engine,
+                                        processes=phase.client_processes(args, total))
         return results, [], start_ns
     live = _Live(comm, next(_RUNS), split, on_tick, tick_s)
     firsts = first_numbers(split)
@@ -293,7 +295,8 @@ def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], cl
                                     on_stage=live.wait_stage,
                                     on_terminated=lambda: _drain_after_sigterm(comm),
                                     rehearsal=rehearsal_for(phase, args, split[0]),
-                                    engine=engine)
+                                    engine=engine,
+                                    processes=phase.client_processes(args, split[0]))
         local = dict(enumerate(got))
         live.wait_done(time.monotonic() - live.elapsed)
     except RunAborted as exc:

@@ -179,8 +179,10 @@ def train_tables(res: dict[str, Any]) -> list[Table]:
     head.add_column("figure")
     head.add_column("value", justify="right")
     fd, ld, spread = io.first_done, io.last_done, io.per_client_mib_s
+    shared = run.shared_processes
     rows = [
-        ("clients", f"{len(run.clients)}"),
+        ("clients", f"{len(run.clients)}" if shared is None else
+         f"{len(run.clients):,} in {shared[0]:,} processes, {shared[1]:,} at most"),
         ("consumed, first done", f"{format_rate(fd.mib_s)} over {fd.seconds:.2f} s"),
         ("consumed, last done", f"{format_rate(ld.mib_s)} over {ld.seconds:.2f} s"),
         *_delivered_rows(run),

@@ -62,7 +62,7 @@ class StreamLog:
         entry = self.streams.pop(fd, None)
         if entry is not None:
             entry["close"] = time.monotonic()
-            tid = entry.pop("tid")
+            tid = entry["tid"]  # kept: clients that share a process read on threads of their own
             with self.lock:
                 if tid not in self.processes:
                     self.processes[tid] = _process_of(tid)
