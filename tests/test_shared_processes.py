@@ -57,6 +57,13 @@ def test_clients_are_spread_over_the_processes_as_evenly_as_they_go(n: int,
     assert [a for a, _ in spread(n, processes)] == [0, *itertools.accumulate(sizes)][:-1]
 
 
+def test_a_rank_with_no_client_runs_no_process():
+    # A 1-client point across 3 MPI ranks leaves ranks 1 and 2 none: they were given one
+    # process holding no client, which failed the sweep with an IndexError on rank 1.
+    assert spread(0, 0) == [] and spread(0, 256) == []
+    assert run_clients(0, _where, None, processes=0)[0] == []
+
+
 def test_one_client_a_process_by_default():
     results, _ = run_clients(3, _where, None)
     assert len({r["pid"] for r in results}) == 3 and {r["shares"] for r in results} == {1}

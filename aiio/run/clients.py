@@ -461,7 +461,9 @@ def spread(n: int, processes: int) -> list[tuple[int, int]]:
     """n clients' slots over `processes` processes (at most n, at least 1), as (first, end)
     ranges whose sizes differ by one at most: a process is its own session, and the kernel
     shares the CPUs between sessions, so a client alone beside pairs would get twice the CPU
-    of each of theirs."""
+    of each of theirs. No client, no process (an MPI rank with no share of a small point)."""
+    if n <= 0:
+        return []
     processes = max(1, min(n, processes))
     each, extra = divmod(n, processes)
     bounds = [0]
