@@ -14,10 +14,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import REPO
 
 SCRIPT = textwrap.dedent("""
-    import gc, signal, sys, threading
+    import signal, sys, threading, time
     from concurrent.futures import Future
     from aiio import interrupts
     from aiio.phases.threads import result
@@ -26,22 +28,31 @@ SCRIPT = textwrap.dedent("""
         def __del__(self):  # the handler runs in here, as it may in any finalizer
             signal.raise_signal(signal.SIGINT)
 
+    def upload(seconds):
+        done = Future()
+        threading.Timer(seconds, done.set_result, (None,)).start()
+        return done
+
     interrupts.install()
-    upload = Future()  # an upload that ends in 10 s: the signal should end the wait first
-    threading.Timer(10, upload.set_result, (None,)).start()
     Freed()  # freed at once in the main thread: the KeyboardInterrupt is dropped
     try:
-        result(upload)
+        if sys.argv[1] == "slow":  # one upload of 10 s: the signal should end the wait first
+            result(upload(10))
+        else:  # 10 s of uploads that each end at once: the next wait should raise it
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                result(upload(0))
     except KeyboardInterrupt:
         print("ended by the signal")
         sys.exit(130)
-    print("the wait went on to the upload's end")
+    print("the wait went on to the uploads' end")
 """)
 
 
-def test_a_ctrl_c_a_finalizer_swallowed_still_ends_the_wait():
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+@pytest.mark.parametrize("uploads", ["slow", "fast"])
+def test_a_ctrl_c_a_finalizer_swallowed_still_ends_the_wait(uploads):
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, uploads], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
     assert "Exception ignored" in proc.stderr  # Python dropped it, as it does
     assert proc.returncode == 130, proc.stderr
     assert "ended by the signal" in proc.stdout

@@ -22,17 +22,20 @@ WAKE_S = 0.2
 def join(th: threading.Thread) -> None:
     """Wait for a thread to end, waking every WAKE_S so that a signal's handler runs."""
     while th.is_alive():
-        th.join(WAKE_S)
         interrupts.pending()
+        th.join(WAKE_S)
+    interrupts.pending()
 
 
 def result(future: Future) -> Any:
-    """A future's result, waiting as `join` does."""
+    """A future's result, waiting as `join` does. Also where a loop of short waits (an
+    upload's PUTs) meets a signal a finalizer swallowed (aiio.interrupts): before each."""
     while True:
+        interrupts.pending()
         try:
             return future.result(timeout=WAKE_S)
         except TimeoutError:
-            interrupts.pending()
+            continue
 
 
 def run_parallel(items: Iterable[Any], workers: list[Any], work: Callable[[Any, Any], None],
