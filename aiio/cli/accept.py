@@ -71,8 +71,8 @@ def accept(spec_path: str, target: str | None, junit_path: str | None, names: tu
         _check_junit(Path(junit_path))
     for check in checks:  # refuse what cannot fit before anything runs
         largest = max(check.clients)
-        memcheck.check_need(memcheck.target_bytes(check.workload, check.phase, target, largest,
-                                                  check.cache, engine), largest)
+        memcheck.check_need(memcheck.target_need(check.workload, check.phase, target, largest,
+                                                 check.cache, engine), largest)
     history = None if no_history else History(default_history(results, history_path))
     ui = RichUI(quiet=quiet or as_json)
 

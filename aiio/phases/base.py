@@ -222,6 +222,11 @@ class Phase(Protocol):
         threads (aiio.run.clients.run_clients). By default one a client."""
         return clients
 
+    def process_cap(self, w: Workload) -> int | None:
+        """The most processes a host forks for `client_processes`, as the memory check
+        counts them (None: one a client)."""
+        return None
+
     def before_fork(self, args: Any) -> None:
         """In the parent on every host, before its clients are forked: make what each client
         would otherwise make for itself, once (randrw: its compiled read loop). Nothing by

@@ -844,9 +844,11 @@ class TrainPhase(Phase):
         interpreter, so its own threads are all it needs. Never with the native reader: a
         format's library may run one call at a time in a process (h5py holds one lock over
         every HDF5 call: 8 clients as 2 processes read a quarter of 8 processes)."""
-        if args.workload.train.reader == "native":
-            return clients
-        return min(clients, args.workload.run.client_processes or PROCESSES_AT_MOST)
+        cap = self.process_cap(args.workload)
+        return clients if cap is None else min(clients, cap)
+
+    def process_cap(self, w: Workload) -> int | None:
+        return None if w.train.reader == "native" else w.run.client_processes or PROCESSES_AT_MOST
 
     def summarize(self, rc: RunContext, args: TrainArgs, clients: list[dict]) -> dict[str, Any]:
         """The headline is what the accelerators consumed; `delivered` is the storage's side."""

@@ -59,7 +59,7 @@ class Share:
     first: int
     count: int
     total: int
-    client_bytes: int  # memory each of its clients needs
+    client_bytes: Any  # memory its clients need (aiio.run.memcheck.Need)
     engine: Any = None  # the run's storage engine (aiio.engines): configuration, no connection
 
 
@@ -268,7 +268,7 @@ class _Live:
         self.poll()
 
 
-def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], client_bytes: int,
+def run_everywhere(phase_name: str, args: Any, target: str, split: list[int], client_bytes: Any,
                    on_tick: TickFn | None = None, tick_s: float = 0.2,
                    engine: Any = None) -> tuple[list[dict], list[dict], int]:
     """Run the phase's clients on every rank; returns (every client's result in number

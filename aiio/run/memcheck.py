@@ -28,6 +28,8 @@ quarter of its 4.4 MiB), where the runs lasted 10 s.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import psutil
 
 from aiio import engines
@@ -67,6 +69,50 @@ def client_bytes(w: Workload, phase: str = "train", clients: int | None = None,
     return int(MARGIN * client_memory(w, phase, clients, objects).bytes)
 
 
+@dataclass(frozen=True)
+class Need:
+    """What a host's clients of one phase hold, margins included: `each` a client in a
+    process of its own; `sharing` one more client in a process another already holds (its
+    buffers, threads and records, not the base: the interpreter and the parent's pages every
+    process copies); `cap` the most processes a host forks (None: one a client;
+    `Phase.process_cap`). The sharing figure is an upper bound too: 1,024 demo clients as 256
+    processes measured 2.29 GiB of PSS where it counts 4.4 (docs/PERFORMANCE.md, Density)."""
+
+    each: int
+    sharing: int
+    cap: int | None = None
+
+    def processes(self, clients: int) -> int:
+        return clients if self.cap is None else min(clients, self.cap)
+
+    def bytes(self, clients: int) -> int:
+        """The clients' memory, the parent's not included."""
+        procs = self.processes(clients)
+        return procs * self.each + (clients - procs) * self.sharing
+
+    def fits(self, room: float) -> int:
+        """The most clients whose memory fits in `room` bytes."""
+        alone = max(0, int(room // self.each))
+        if self.cap is None or alone <= self.cap:
+            return alone
+        return self.cap + int((room - self.cap * self.each) // max(1, self.sharing))
+
+
+def need_for(w: Workload, phase: str = "train", clients: int | None = None,
+             objects: bool = False) -> Need:
+    """`client_bytes`, and what a client adds to a process another holds, with the phase's
+    cap on processes."""
+    mem = client_memory(w, phase, clients, objects)
+    return Need(int(MARGIN * mem.bytes), int(MARGIN * (mem.bytes - mem.base)),
+                get_phase(phase).variant(w).process_cap(w))
+
+
+def target_need(w: Workload, phase: str, target: str, clients: int, method: str = "auto",
+                engine: str | None = None) -> Need:
+    """`need_for` of `phase` as run against `target` on `engine` (None: the target's)."""
+    return need_for(w, phase, clients, on_objects(target, method, engine))
+
+
 def on_objects(target: str, method: str = "auto", engine: str | None = None) -> bool:
     """Whether the run's engine (the one asked for, else the target's) reads objects, not
     local files: each of its clients then holds an object client."""
@@ -95,21 +141,27 @@ def check_prepare(mem: PrepareMemory | None, available: int | None = None) -> No
                         f"{mem.advice}")
 
 
-def check_need(each: int, clients: int, host: str | None = None,
+def check_need(need: Need | int, clients: int, host: str | None = None,
                available: int | None = None) -> None:
-    """Refuse (one line, exit 2) when `clients` clients of `each` bytes cannot fit."""
+    """Refuse (one line, exit 2) when `clients` clients cannot fit (`need` an int: bytes a
+    client, a process each)."""
+    if isinstance(need, int):
+        need = Need(need, need)
     avail = psutil.virtual_memory().available if available is None else available
-    need = PARENT_BYTES + clients * each
+    total = PARENT_BYTES + need.bytes(clients)
     usable = USABLE * avail
-    if need > usable:
+    if total > usable:
         # the share is named: "need 19 GiB but only 21 GiB is available" read as no reason
         where = f" on {host}" if host else ""
-        fits = max(0, int((usable - PARENT_BYTES) // each))
+        fits = need.fits(usable - PARENT_BYTES)
         # with none fitting, neither fewer clients nor more hosts help: the sizes must shrink
         advice = (f"at most {fits} clients fit; use fewer clients or more hosts (MPI)" if fits
                   else "not even one client fits: use smaller transfer, block, shard or part "
                        "sizes")
-        raise AiioError(f"{clients} clients need about {format_size(need)} of memory{where} "
-                        f"({format_size(each)} each) but a run plans on at most "
+        each = format_size(need.each) + " each"
+        if need.processes(clients) < clients:
+            each += f", {format_size(need.sharing)} each past {need.cap} processes"
+        raise AiioError(f"{clients} clients need about {format_size(total)} of memory{where} "
+                        f"({each}) but a run plans on at most "
                         f"{USABLE * 100:.0f} % of the {format_size(avail)} available "
                         f"({format_size(int(usable))}): {advice}")

@@ -75,7 +75,7 @@ class _Run:
     phase: Phase
     phase_name: str  # what the clients run
     split: list[int]  # each host's clients
-    each: int  # bytes one client needs
+    each: memcheck.Need  # what one client needs, alone in a process or sharing one
     rc: RunContext
     out: dict[str, Any]
     folder: Path
@@ -110,7 +110,7 @@ def _open(req: RunRequest, ui: UI) -> _Run:
     phase.validate(w, req.options)  # impossible values: one line, nothing written
     split = hosts.split_clients(clients, world().size)  # under MPI, each host's share
     objects = memcheck.on_objects(req.target, req.method, req.engine)
-    each = memcheck.client_bytes(w, phase_name, clients, objects)  # this phase's, no other's
+    each = memcheck.need_for(w, phase_name, clients, objects)  # this phase's, no other's
     memcheck.check_need(each, split[0])
     memcheck.check_prepare(phase.prepare_memory(w, req.target))  # prepare runs on this host
     procsetup.allow_open_files(split[0])  # refused here, not once the files are written

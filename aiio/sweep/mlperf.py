@@ -185,8 +185,8 @@ def _check_search(req: MlperfRequest) -> None:
                           f"the {hosts} hosts")
     per_host = req.find_max // hosts
     try:
-        memcheck.check_need(memcheck.target_bytes(req.workload, "train", req.target, per_host,
-                                                   req.method), per_host)
+        memcheck.check_need(memcheck.target_need(req.workload, "train", req.target, per_host,
+                                                  req.method), per_host)
     except AiioError as exc:  # the search's bound, not a client count the user gave
         raise ConfigError(f"--find-max {req.find_max}: {exc}") from exc
 

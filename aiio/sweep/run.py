@@ -187,8 +187,8 @@ def _check_memory(req: SweepRequest, w: Workload) -> None:
     """Refuse, before the first point, a largest point the host cannot hold; the workload
     as the points run it (a training point's step log grows with its duration)."""
     largest = max(req.clients)
-    memcheck.check_need(memcheck.target_bytes(w, req.phase, req.target, largest, req.method,
-                                              req.engine), largest)
+    memcheck.check_need(memcheck.target_need(w, req.phase, req.target, largest, req.method,
+                                             req.engine), largest)
     memcheck.check_prepare(get_phase(req.phase).variant(w).prepare_memory(w, req.target))
 
 
