@@ -452,3 +452,18 @@ def test_estimate_covers_a_process_of_several_training_clients(demo_target, tmp_
     w = load_workload("demo", [("train", "duration", "4s"), ("run", "client_processes", 2)])
     need = memcheck.need_for(w, "train", 6)
     assert peak <= need.each + 2 * need.sharing, (peak, need)
+
+
+def test_a_host_that_holds_the_cap_and_some_sharing_clients_is_told_so():
+    # Room for 256 processes and one sharing client besides: 257 fit, and the check takes
+    # 257, but its refusal of 258 said "at most 256" (as if past the cap none could share).
+    need = memcheck.need_for(load_workload("demo"), "train", 1024)
+    room = 256 * need.each + need.sharing + MiB // 2
+    assert room < 257 * need.each
+    available = (room + memcheck.PARENT_BYTES) / memcheck.USABLE
+    assert need.fits(room) == 257
+    memcheck.check_need(need, 257, available=available)
+    with pytest.raises(AiioError) as info:
+        memcheck.check_need(need, 258, available=available)
+    assert "at most 257 clients" in str(info.value), info.value
+
