@@ -467,3 +467,29 @@ def test_a_host_that_holds_the_cap_and_some_sharing_clients_is_told_so():
         memcheck.check_need(need, 258, available=available)
     assert "at most 257 clients" in str(info.value), info.value
 
+
+SHARED_OBJECT_CLIENTS = """
+import psutil, sys
+from aiio.engines.s3 import S3Engine
+from aiio.options import Access
+engine = S3Engine(Access(), sys.argv[1])
+me = psutil.Process()
+held = [engine.with_streams(4).io.client]  # the process's first client: its base
+before = me.memory_full_info().uss
+held += [engine.with_streams(4).io.client for _ in range(4)]  # four more sharing it
+print((me.memory_full_info().uss - before) // 4)
+"""
+
+
+def test_a_client_sharing_a_process_on_a_bucket_is_counted_its_own_object_client(s3_bucket):
+    # Training clients that share a process each make their own connection to the bucket
+    # (the engine's `with_streams`): a boto3 session and client each, about 12 MiB, which the
+    # sharing figure left in the process's base (OBJECT_CLIENT_BASE).
+    got = subprocess.run([sys.executable, "-c", SHARED_OBJECT_CLIENTS, s3_bucket], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    added = int(got.stdout)
+    w = load_workload("demo")
+    on_files = memcheck.need_for(w, "train", 1024)
+    need = memcheck.need_for(w, "train", 1024, objects=True)
+    assert added <= need.sharing - on_files.sharing, (added, need)
