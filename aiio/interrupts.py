@@ -10,14 +10,16 @@ of aiio.phases.threads make every WAKE_S."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any
 
 from aiio.errors import Terminated
 
-_dropped: BaseException | None = None
-_default_hook = sys.unraisablehook
+# The exception kept and the process it was kept in: a client forked meanwhile got no signal
+_dropped: tuple[int, BaseException] | None = None
+_previous: Any = sys.unraisablehook  # the hook install() replaced, which still sees each one
 
 
 def _hook(unraisable: Any) -> None:
@@ -25,18 +27,23 @@ def _hook(unraisable: Any) -> None:
     exc = unraisable.exc_value
     if (isinstance(exc, KeyboardInterrupt | Terminated)
             and threading.current_thread() is threading.main_thread()):
-        _dropped = exc
-    _default_hook(unraisable)
+        _dropped = (os.getpid(), exc)
+    _previous(unraisable)
 
 
 def install() -> None:
-    """Keep the signal exceptions finalizers swallow (once per process, at the command's start)."""
-    sys.unraisablehook = _hook
+    """Keep the signal exceptions finalizers swallow (once per process, at the command's start;
+    again does nothing). The hook in place is still called for every one."""
+    global _previous
+    if sys.unraisablehook is not _hook:
+        _previous = sys.unraisablehook
+        sys.unraisablehook = _hook
 
 
 def pending() -> None:
     """Raise again a signal's exception a finalizer swallowed, if one did (main thread only)."""
     global _dropped
     if _dropped is not None and threading.current_thread() is threading.main_thread():
-        exc, _dropped = _dropped, None
-        raise exc
+        (pid, exc), _dropped = _dropped, None
+        if pid == os.getpid():
+            raise exc

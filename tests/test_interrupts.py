@@ -64,3 +64,65 @@ def test_nothing_is_raised_where_no_signal_was_dropped():
     interrupts.pending()  # nothing kept: returns
     gc.collect()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+CHAINED = textwrap.dedent("""
+    import sys
+    from aiio import interrupts
+
+    seen = []
+    sys.unraisablehook = lambda u: seen.append(type(u.exc_value).__name__)  # a tool's own
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("a finalizer's own error")
+
+    interrupts.install()
+    interrupts.install()  # twice (a second command in one process): still one call each
+    Broken()
+    print(seen)
+""")
+
+
+def test_the_hook_hands_on_to_the_one_it_replaced():
+    # The hook in place when install() runs (a profiler's, a test runner's) still sees every
+    # unraisable exception, once: it was the one in place when aiio.interrupts was imported.
+    proc = subprocess.run([sys.executable, "-c", CHAINED], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['ValueError']", proc.stdout + proc.stderr
+
+
+FORKED = textwrap.dedent("""
+    import os, signal, sys
+    from aiio import interrupts
+
+    class Freed:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    interrupts.install()
+    Freed()  # kept, not yet raised, when a client is forked
+    pid = os.fork()
+    if pid == 0:
+        try:
+            interrupts.pending()
+        except KeyboardInterrupt:
+            os._exit(3)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    print("client", os.waitstatus_to_exitcode(status))
+    try:
+        interrupts.pending()
+    except KeyboardInterrupt:
+        print("parent interrupted")
+""")
+
+
+def test_a_client_forked_while_a_signal_is_kept_does_not_raise_it():
+    # The Ctrl-C was the parent's: a client forked before the parent's next wait inherited
+    # the kept exception and raised it in its own first wait, a crash of the client.
+    proc = subprocess.run([sys.executable, "-c", FORKED], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.split("\n")[:2] == ["client 0", "parent interrupted"], \
+        proc.stdout + proc.stderr

@@ -452,3 +452,44 @@ def test_estimate_covers_a_process_of_several_training_clients(demo_target, tmp_
     w = load_workload("demo", [("train", "duration", "4s"), ("run", "client_processes", 2)])
     need = memcheck.need_for(w, "train", 6)
     assert peak <= need.each + 2 * need.sharing, (peak, need)
+
+
+def test_a_host_that_holds_the_cap_and_some_sharing_clients_is_told_so():
+    # Room for 256 processes and one sharing client besides: 257 fit, and the check takes
+    # 257, but its refusal of 258 said "at most 256" (as if past the cap none could share).
+    need = memcheck.need_for(load_workload("demo"), "train", 1024)
+    room = 256 * need.each + need.sharing + MiB // 2
+    assert room < 257 * need.each
+    available = (room + memcheck.PARENT_BYTES) / memcheck.USABLE
+    assert need.fits(room) == 257
+    memcheck.check_need(need, 257, available=available)
+    with pytest.raises(AiioError) as info:
+        memcheck.check_need(need, 258, available=available)
+    assert "at most 257 clients" in str(info.value), info.value
+
+
+SHARED_OBJECT_CLIENTS = """
+import psutil, sys
+from aiio.engines.s3 import S3Engine
+from aiio.options import Access
+engine = S3Engine(Access(), sys.argv[1])
+me = psutil.Process()
+held = [engine.with_streams(4).io.client]  # the process's first client: its base
+before = me.memory_full_info().uss
+held += [engine.with_streams(4).io.client for _ in range(4)]  # four more sharing it
+print((me.memory_full_info().uss - before) // 4)
+"""
+
+
+def test_a_client_sharing_a_process_on_a_bucket_is_counted_its_own_object_client(s3_bucket):
+    # Training clients that share a process each make their own connection to the bucket
+    # (the engine's `with_streams`): a boto3 session and client each, about 12 MiB, which the
+    # sharing figure left in the process's base (OBJECT_CLIENT_BASE).
+    got = subprocess.run([sys.executable, "-c", SHARED_OBJECT_CLIENTS, s3_bucket], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    added = int(got.stdout)
+    w = load_workload("demo")
+    on_files = memcheck.need_for(w, "train", 1024)
+    need = memcheck.need_for(w, "train", 1024, objects=True)
+    assert added <= need.sharing - on_files.sharing, (added, need)

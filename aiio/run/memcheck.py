@@ -93,7 +93,7 @@ class Need:
     def fits(self, room: float) -> int:
         """The most clients whose memory fits in `room` bytes."""
         alone = max(0, int(room // self.each))
-        if self.cap is None or alone <= self.cap:
+        if self.cap is None or alone < self.cap:  # at the cap, the next client shares
             return alone
         return self.cap + int((room - self.cap * self.each) // max(1, self.sharing))
 
@@ -101,9 +101,11 @@ class Need:
 def need_for(w: Workload, phase: str = "train", clients: int | None = None,
              objects: bool = False) -> Need:
     """`client_bytes`, and what a client adds to a process another holds, with the phase's
-    cap on processes."""
+    cap on processes. On a bucket each client, sharing or not, makes its own object client:
+    only the base of a client on files is the process's."""
     mem = client_memory(w, phase, clients, objects)
-    return Need(int(MARGIN * mem.bytes), int(MARGIN * (mem.bytes - mem.base)),
+    base = client_memory(w, phase, clients).base if objects else mem.base
+    return Need(int(MARGIN * mem.bytes), int(MARGIN * (mem.bytes - base)),
                 get_phase(phase).variant(w).process_cap(w))
 
 
