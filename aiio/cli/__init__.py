@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> None:
     except AiioError as exc:
         click.echo(f"aiio: {exc}", err=True)
         sys.exit(exc.exit_code)
+    # a Ctrl-C or SIGTERM a finalizer swallowed is raised again at the next wait, on every
+    # rank: a worker rank that lost the communicator's SIGTERM would measure on till SIGKILL
+    interrupts.install()
     if comm.rank != 0:
         sys.exit(_serve(comm))
-    interrupts.install()  # a Ctrl-C a finalizer swallowed is raised again at the next wait
     if not comm.mpi:  # under MPI the communicator owns SIGTERM (it tells the other ranks)
         _end_on_sigterm()
     code = _command(argv, version_mismatch(comm.identities))

@@ -92,7 +92,7 @@ class Need:
 
     def fits(self, room: float) -> int:
         """The most clients whose memory fits in `room` bytes."""
-        alone = max(0, int(room // self.each))
+        alone = max(0, int(room // max(1, self.each)))
         if self.cap is None or alone < self.cap:  # at the cap, the next client shares
             return alone
         return self.cap + int((room - self.cap * self.each) // max(1, self.sharing))
