@@ -259,7 +259,11 @@ BAD_SPECS = [
     (_check("a", "max_query_p99_ms = 0"), "max_query_p99_ms = 0.0 must be greater than 0"),
     # a training run answers no queries: its query p99 would be missing at every run
     (_check("a", "max_query_p99_ms = 50"),
-     "max_query_p99_ms: phase train records no query p99; use it with phase = \"vector\""),
+     "max_query_p99_ms: phase train records no query p99 latency (pooled over clients); use it "
+     "with phase = \"vector\""),
+    (_check("a", "min_tokens_per_s = 50"),
+     "min_tokens_per_s: phase train records no tokens/s served (done in the duration); use it "
+     "with phase = \"kvcache\""),
     ('[specs]\nname = "x"\n', "unknown section [specs]"),
     ('[spec]\nname = "x"\n', "no checks"),
     ('[spec\nname = "x"\n', "malformed TOML"),
@@ -496,9 +500,54 @@ def test_a_vector_check_judges_the_query_p99_not_a_node_reads(target, results, t
     query_p99 = run["vector"]["latency_ms"]["p99"]
     assert ok["measured"]["query_p99_ms"] == query_p99 > 0
     assert ok["measured"]["query_p99_ms"] != ok["measured"]["p99_ms"]  # a node read's
+    assert ok["measured"]["queries_per_s"] == run["vector"]["queries_per_s"] > 0
     (verdict,) = fast["verdicts"]
     assert verdict["figure"] == "query_p99_ms" and verdict["op"] == "<=" and not verdict["pass"]
     assert fast["failures"][0].startswith("max_query_p99_ms: query p99 latency")
+
+
+KV_CHECK = """
+[[check]]
+name = "{name}"
+phase = "kvcache"
+workload = "demo"
+clients = 2
+set.kvcache.model = "tiny"
+set.kvcache.layers = 2
+set.kvcache.kv_heads = 2
+set.kvcache.head_dim = 64
+set.kvcache.block_tokens = 64
+set.kvcache.users = 2
+set.kvcache.context_tokens = 512
+set.kvcache.generation_tokens = 64
+set.kvcache.duration = "1s"
+set.kvcache.transfer_size = "64KiB"
+[check.require]
+{require}
+"""
+
+
+def test_a_kvcache_check_judges_its_tokens_and_request_latencies(target, results, tmp_path):
+    """A KV-cache check judges what the phase serves: tokens/s, and the p95 of each
+    request's storage time and of its latency, pooled over clients, as the result holds
+    them; a storage time of a microsecond is missed."""
+    spec = _spec(tmp_path, KV_CHECK.format(name="kv", require="min_tokens_per_s = 1\n"
+                                           "max_request_p95_ms = 60000"),
+                 KV_CHECK.format(name="kv-1us", require="max_storage_p95_ms = 0.001"))
+    proc = _accept(spec, target, results)
+    assert proc.returncode == 1, proc.stderr
+    ok, fast = _accept_result(results)["checks"]
+    assert [ok["status"], fast["status"]] == ["pass", "fail"], (ok, fast)
+    kv = json.loads((results / ok["result_id"] / "result.json").read_text())["aggregate"][
+        "kvcache"]
+    got = ok["measured"]
+    assert got["tokens_per_s"] == kv["tokens_per_s"] > 0
+    assert got["storage_p95_ms"] == kv["storage_time"]["pooled"]["p95_ms"] > 0
+    assert got["request_p95_ms"] == kv["latency"]["pooled"]["p95_ms"] >= got["storage_p95_ms"]
+    assert {v["figure"] for v in ok["verdicts"]} == {"tokens_per_s", "request_p95_ms"}
+    (verdict,) = fast["verdicts"]
+    assert verdict["figure"] == "storage_p95_ms" and not verdict["pass"]
+    assert fast["failures"][0].startswith("max_storage_p95_ms: request storage time p95")
 
 
 def test_a_slower_query_p99_is_a_regression_when_it_is_judged():

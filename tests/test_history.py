@@ -137,6 +137,36 @@ def test_history_cli_shows_trend_and_marks_regressions(tmp_path):
     assert proc.returncode == 2 and "known: train-8" in proc.stderr
 
 
+
+def _served(phase: str, name: str, figures: dict, ts: float) -> Record:
+    rec = Record(kind="run", name=name, target="/mnt/a", status="ok", passed=True,
+                 figures=figures, phase=phase, workload="demo", clients="2")
+    rec.ts = ts
+    return rec
+
+
+def test_a_search_is_trended_by_its_queries_and_a_kv_cache_watches_its_tokens(tmp_path):
+    """A vector search's series is trended by queries/s (MLPerf's published headline), a KV
+    cache's by its read bandwidth (MLPerf's KV score); both watch their served rates, so a
+    drop of queries or tokens at the same bandwidth is a regression."""
+    path = tmp_path / "h.sqlite"
+    with History(path) as h:
+        for i, (qps, tokens) in enumerate(((500, 900), (510, 910), (490, 890), (300, 500))):
+            h.add(_served("vector", "vector-demo-2", {"aggregate_mib_s": 40.0,
+                                                      "queries_per_s": qps}, 1e6 + i))
+            h.add(_served("kvcache", "kvcache-demo-2", {"aggregate_mib_s": 40.0,
+                                                        "tokens_per_s": tokens,
+                                                        "storage_p95_ms": 20.0}, 1e6 + i))
+    proc = call_cli("history", "--history", str(path))
+    assert proc.returncode == 0, proc.stderr
+    rows = {name: next(line for line in proc.stdout.splitlines() if name in line)
+            for name in ("vector-demo-2", "kvcache-demo-2")}
+    assert "queries_per_s" in rows["vector-demo-2"] and "!300.0" in rows["vector-demo-2"]
+    assert "aggregate_mib_s" in rows["kvcache-demo-2"], rows
+    proc = call_cli("history", "--history", str(path), "--check", "kvcache-demo-2", "--json")
+    regs = json.loads(proc.stdout)[-1]["regressions"]
+    assert [r["figure"] for r in regs] == ["tokens_per_s"], regs
+
 WRITER = textwrap.dedent("""
     import sys
     from aiio.results.history import History, Record

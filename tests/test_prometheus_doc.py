@@ -20,7 +20,8 @@ from .conftest import REPO, call_cli
 # is a unit the list must not state for that figure
 CONVERT = {("MiB/s", "bytes per second"): 2.0**20, ("s", "seconds"): 1.0,
            ("ms", "seconds"): 1e-3, ("%", "ratio 0..1"): 1.0, ("", "no unit"): 1.0,
-           ("", "samples per second"): 1.0}
+           ("", "samples per second"): 1.0, ("", "queries per second"): 1.0,
+           ("", "tokens per second"): 1.0}
 ROW = re.compile(r"^\| `(aiio_\w+)` \| (`\w+`|-) \| ([^|]+?) \|")
 
 

@@ -61,6 +61,14 @@ class Require:
     max_p99_ms: float | None = key("float", None, "p99 latency of the main operation, ms", gt=0)
     max_query_p99_ms: float | None = key("float", None, "a vector search's query p99 latency, "
                                          "pooled over clients, ms", gt=0)
+    min_queries_per_s: float | None = key("float", None, "a vector search's queries/s done in "
+                                          "the duration", gt=0)
+    min_tokens_per_s: float | None = key("float", None, "a KV cache's tokens/s served in the "
+                                         "duration", gt=0)
+    max_storage_p95_ms: float | None = key("float", None, "a KV cache's request storage time "
+                                           "p95, pooled over clients, ms", gt=0)
+    max_request_p95_ms: float | None = key("float", None, "a KV cache's request latency p95 "
+                                           "(queue wait + storage time), pooled, ms", gt=0)
     min_hero_fraction: float | None = key("float", None, "aggregate as a fraction of the fio "
                                           "hero number", gt=0, max=1)
 
@@ -83,6 +91,10 @@ THRESHOLDS = {
     "max_load_s": ("load_s", "<="),
     "max_p99_ms": ("p99_ms", "<="),
     "max_query_p99_ms": ("query_p99_ms", "<="),
+    "min_queries_per_s": ("queries_per_s", ">="),
+    "min_tokens_per_s": ("tokens_per_s", ">="),
+    "max_storage_p95_ms": ("storage_p95_ms", "<="),
+    "max_request_p95_ms": ("request_p95_ms", "<="),
     "min_hero_fraction": ("hero_fraction", ">="),
 }
 
@@ -219,9 +231,14 @@ def _require(table: Any, clients: tuple[int, ...], phase: str, where: str) -> Re
     if req.min_au is not None and not _measures_au(phase):
         raise ConfigError(f"{where}.require.min_au: phase {phase} has no accelerator "
                           "utilization; use it with phase = \"train\"")
-    if req.max_query_p99_ms is not None and not _records(phase, "query_p99_ms"):
-        raise ConfigError(f"{where}.require.max_query_p99_ms: phase {phase} records no query "
-                          "p99; use it with phase = \"vector\"")
+    from aiio.results.figures import FIGURES
+
+    for threshold, _ in req.items():
+        figure = THRESHOLDS[threshold][0]
+        owners = _owners(figure)
+        if owners and phase not in owners:
+            raise ConfigError(f"{where}.require.{threshold}: phase {phase} records no "
+                              f"{FIGURES[figure].label}; use it with phase = \"{owners[0]}\"")
     return req
 
 
@@ -231,10 +248,11 @@ def _measures_au(name: str) -> bool:
     return any(p.accelerators for p in with_stages(get_phase(name)))
 
 
-def _records(name: str, figure: str) -> bool:
-    """The phase's results hold the figure beside its reads (its sweep table shows it)."""
-    from aiio.phases import get_phase
-    return any(extra[0] == figure for extra in get_phase(name).sweep_extras)
+def _owners(figure: str) -> list[str]:
+    """The phases whose results alone hold `figure` (`Phase.own_figures`); [] when any
+    phase's may."""
+    from aiio.phases import REGISTRY, get_phase
+    return [name for name in REGISTRY if figure in get_phase(name).own_figures]
 
 
 def build_check(table: dict[str, Any], where: str, spec_dir: Path) -> Check:

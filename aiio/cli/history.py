@@ -152,12 +152,24 @@ def _value(figure: str, value: float | None) -> str:
 
 def headline(rec: Any, figure: str | None) -> str | None:
     """The figure a series is trended by: the asked one, else aggregate MiB/s when a threshold
-    judges it, else the first judged figure, else aggregate MiB/s."""
+    judges it, else the first judged figure, else its phase's (`Phase.trend_figure`: a vector
+    search's queries/s), else aggregate MiB/s."""
     judged = sorted(rec.required, key=lambda f: f != "aggregate_mib_s")
-    for name in (figure, *judged, "aggregate_mib_s"):
+    for name in (figure, *judged, _trend_figure(rec.phase), "aggregate_mib_s"):
         if name and name in rec.figures:
             return name
     return None
+
+
+def _trend_figure(phase: str) -> str | None:
+    """The figure the phase's series are trended by; None for a phase not registered here (a
+    record written by a phase this aiio does not have)."""
+    from aiio.phases import get_phase
+
+    try:
+        return get_phase(phase).trend_figure
+    except ConfigError:
+        return None
 
 
 def spark(values: list[float]) -> str:

@@ -111,6 +111,11 @@ class Phase(Protocol):
     streams_files_key: str | None = None
     # How sweeps and headline figures judge it: a key of aiio.sweep.per_point.JUDGES.
     judged_on: str = "first_done"
+    # The history figure (aiio.results.figures.FIGURES) `aiio history` trends its series by
+    # when no threshold judges them: a vector search's queries/s, as MLPerf publishes it.
+    trend_figure: str = "aggregate_mib_s"
+    # History figures only its results hold (a threshold on one is refused for another phase).
+    own_figures: tuple[str, ...] = ()
     # Its own figures a sweep tables against clients: (key, column title, unit).
     sweep_extras: tuple[tuple[str, str, str], ...] = ()
     # The function of aiio.fio.pairing that sets its figures against fio hero tests.

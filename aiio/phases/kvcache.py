@@ -470,6 +470,7 @@ class KvcachePhase(Phase):
     rate_key = ("kvcache", "request_rate")
     steadiness_at = ("kvcache", "verdict")
     judged_on = "first_done"
+    own_figures = ("tokens_per_s", "storage_p95_ms", "request_p95_ms")
     workload_sections = ("kvcache",)
 
     def io_sections(self, part: Any, client: bool) -> dict[str, Any]:

@@ -694,6 +694,8 @@ class VectorPhase(Phase):
     console = "vector_tables"
     duration_key = ("vector", "duration")
     streams_key = ("vector", "concurrency")
+    trend_figure = "queries_per_s"
+    own_figures = ("queries_per_s", "query_p99_ms")
     sweep_extras = (("queries_per_s", "queries/s", "1/s"), ("query_p99_ms", "query p99 ms",
                                                              "ms"))
     # s3: the index is written in calls of s3.part_size (whole sectors), on a mount too

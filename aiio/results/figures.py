@@ -69,6 +69,13 @@ FIGURES = {f.name: f for f in (
     Figure("p99_ms", "p99 latency", "ms", LOWER),
     # a vector search's headline: its queries', each query many dependent node reads
     Figure("query_p99_ms", "query p99 latency (pooled over clients)", "ms", LOWER),
+    Figure("queries_per_s", "queries/s (done in the duration)", "", HIGHER),
+    # a KV-cache run's: tokens served, and the storage part of each request's time to first
+    # token (its blocks read and written), as the phase's console and report show them
+    Figure("tokens_per_s", "tokens/s served (done in the duration)", "", HIGHER),
+    Figure("storage_p95_ms", "request storage time p95 (pooled over clients)", "ms", LOWER),
+    # what the latency goals judge: the storage time plus the wait in the client's queue
+    Figure("request_p95_ms", "request latency p95 (pooled over clients)", "ms", LOWER),
     Figure("checkpoint_s", "checkpoint time (slowest client, worst checkpoint)", "s", LOWER),
     Figure("restore_s", "checkpoint restore time (slowest client, worst)", "s", LOWER),
     Figure("load_s", "model load time (until the last replica is ready)", "s", LOWER),
@@ -177,6 +184,10 @@ def run_figures(res: Mapping[str, Any], latency_op: str | None = None) -> dict[s
         "load_s": load.last_ready_s if load else None,
         "hero_fraction": _hero_fraction(res),
         "query_p99_ms": _query_p99(run),
+        "queries_per_s": run.vector.queries_per_s if run.vector else None,
+        "tokens_per_s": run.kvcache.tokens_per_s if run.kvcache else None,
+        "storage_p95_ms": run.kvcache.storage_time.pooled.p95_ms if run.kvcache else None,
+        "request_p95_ms": run.kvcache.latency.pooled.p95_ms if run.kvcache else None,
     }
     op = _latency_op(section, run, latency_op)
     if op is not None:

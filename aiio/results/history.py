@@ -38,7 +38,10 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 60.0          # a nightly run may wait behind another one's short write
 DEFAULT_FRACTION = 0.10        # regression: more than 10 % worse than the baseline ...
 DEFAULT_BASELINE_RUNS = 5      # ... which is the median of the last 5 passing records
-HEADLINE = ("aggregate_mib_s", "au_min")  # watched for regressions besides thresholded ones
+# Watched for regressions besides thresholded ones: the headline aggregate, AU, and the
+# throughputs of phases that serve requests (a vector search's queries, a KV cache's tokens).
+# Their latencies are recorded and judged by thresholds; --figure trends them.
+HEADLINE = ("aggregate_mib_s", "au_min", "queries_per_s", "tokens_per_s")
 # A CV near zero doubles on noise alone: a relative change of it says nothing (its threshold
 # still judges it).
 UNWATCHED = ("cv",)
