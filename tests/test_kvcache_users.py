@@ -101,6 +101,23 @@ def test_every_run_over_users_is_on_the_engine_asked_for(target: Path, results: 
     assert runs and all(r["engine"] == "sleepy" for r in runs)
 
 
+def test_the_runs_at_each_user_count_are_a_history_series_of_their_own(
+        target: Path, results: Path) -> None:
+    """Each row's run is recorded as any run (its users in its settings key, so never a
+    baseline for another count's); --no-history records none."""
+    from aiio.results.history import History, differences
+
+    sweep(target, results, "--users", "1,2", "--goal", "lenient", duration="0.5s")
+    with History(results / "history.sqlite") as h:
+        recs = [r for r in h.records() if r.kind == "run"]
+    assert len(recs) == 2 and len({r.key for r in recs}) == 2
+    assert all(r.phase == "kvcache" and r.figures.get("tokens_per_s") for r in recs)
+    said = sorted(differences([r.settings for r in recs]).values())
+    assert said == ["kvcache.users=1", "kvcache.users=2"], said
+    sweep(target, results / "quiet", "--users", "1,2", "--no-history", duration="0.5s")
+    assert not (results / "quiet" / "history.sqlite").exists()
+
+
 def test_ctrl_c_between_rows_saves_the_rows_done(target: Path, results: Path) -> None:
     # A table interrupted at its second count lost its first row: no table was saved.
     # the first count's run done and the second's begun
@@ -113,6 +130,9 @@ def test_ctrl_c_between_rows_saves_the_rows_done(target: Path, results: Path) ->
     assert "the table stopped after 1 of 3 user counts" in err
     (folder,) = results.glob("*-users-kvcache")
     assert str(folder) in err
+    from aiio.results.history import History
+    with History(results / "history.sqlite") as h:  # the row done recorded, as a run
+        assert [r.figures["aggregate_mib_s"] > 0 for r in h.records()] == [True]
     table = json.loads((folder / "result.json").read_text())
     assert table["status"] == "interrupted" and [r["users"] for r in table["rows"]] == [1]
     assert " ".join(out.split()).count(" ".join(table["statement"].split())) == 1

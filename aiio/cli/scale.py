@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -131,7 +132,8 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
                               "leave out --find-max, --max-users and --max-clients")
         return _users_table(phase, users_text, goal, duration, repeat, target, results,
                             method, as_json, endpoint, profile, part_size,
-                            {**kwargs, "clients_text": clients_text}, engine, no_report)
+                            {**kwargs, "clients_text": clients_text}, engine,
+                            (no_history, history_path), no_report)
     if max_users is not None or goal is not None:
         return _find_users(phase, find_max, max_users, goal, duration, repeat, target,
                            results, method, as_json, endpoint, profile, part_size,
@@ -199,8 +201,10 @@ def _find_users(phase: str, find_max: bool, max_users: int | None, goal: str | N
 def _users_table(phase: str, users_text: str, goal: str | None, duration: str | None,
                  repeat: int, target: str, results: str, method: str, as_json: bool,
                  endpoint: str | None, profile: str | None, part_size: str | None,
-                 kwargs: dict, engine: str | None = None, no_report: bool = False) -> None:
-    """--users 8,16,32: a table over users per client (aiio.sweep.users_sweep)."""
+                 kwargs: dict, engine: str | None, history: tuple[bool, str | None],
+                 no_report: bool = False) -> None:
+    """--users 8,16,32: a table over users per client (aiio.sweep.users_sweep); each run
+    recorded in the history (`history`: --no-history, --history)."""
     from aiio.sweep import find_users as fu
     from aiio.sweep import users_sweep as us
     from aiio.sweep.run import parse_counts
@@ -212,12 +216,28 @@ def _users_table(phase: str, users_text: str, goal: str | None, duration: str | 
     req = us.TableRequest(phase, workload, target, counts, goal, repeat, results, method,
                           _users_options(target, endpoint, profile), engine,
                           None if no_report else _write_run_report)
+    _tabled(lambda: us.users_table(req), history, results, as_json, us.text_table, no_report)
+
+
+def _tabled(table: Callable[[], Any], history: tuple[bool, str | None], results: str, as_json: bool,
+            text: Callable[[dict], list[str]], no_report: bool) -> None:
+    """Run a table over users or rates, record each of its runs in the history (its value
+    is in their settings key: a series of its own) and show it; a stopped table's rows done
+    are shown and their runs recorded too."""
+    from aiio.results.history import run_record
+    from aiio.sweep import users_sweep as us
+
+    no_history, history_path = history
     try:
-        out, folder = us.users_table(req)
-    except us.TableStopped as stopped:  # the rows done: shown
-        _show_table(stopped.table, stopped.folder, as_json, us.text_table, no_report)
+        out, folder, runs = table()
+    except us.TableStopped as stopped:
+        if not no_history:
+            record_in_history([run_record(r) for r in stopped.runs], results, history_path)
+        _show_table(stopped.table, stopped.folder, as_json, text, no_report)
         raise
-    _show_table(out, folder, as_json, us.text_table, no_report)
+    if not no_history:
+        record_in_history([run_record(r) for r in runs], results, history_path)
+    _show_table(out, folder, as_json, text, no_report)
 
 
 def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | None,
@@ -227,7 +247,6 @@ def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | 
                  history: tuple[bool, str | None], no_report: bool = False) -> None:
     """--rates 1,2,4: a table over the open loop's offered rate (aiio.sweep.rates_sweep);
     each run recorded in the history (`history`: --no-history, --history)."""
-    from aiio.results.history import run_record
     from aiio.sweep import find_users as fu
     from aiio.sweep import rates_sweep as rs
     from aiio.sweep import users_sweep as us
@@ -240,17 +259,7 @@ def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | 
     req = us.TableRequest(phase, workload, target, rates, goal, repeat, results, method,
                           _users_options(target, endpoint, profile), engine,
                           None if no_report else _write_run_report)
-    no_history, history_path = history
-    try:
-        out, folder, runs = rs.rates_table(req)
-    except us.TableStopped as stopped:  # the rows done: shown, their runs recorded
-        if not no_history:
-            record_in_history([run_record(r) for r in stopped.runs], results, history_path)
-        _show_table(stopped.table, stopped.folder, as_json, rs.text_table, no_report)
-        raise
-    if not no_history:  # each rate's runs apart from the others': the rate is in their key
-        record_in_history([run_record(r) for r in runs], results, history_path)
-    _show_table(out, folder, as_json, rs.text_table, no_report)
+    _tabled(lambda: rs.rates_table(req), history, results, as_json, rs.text_table, no_report)
 
 
 def _write_run_report(res: dict, folder: Path) -> None:

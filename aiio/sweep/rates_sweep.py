@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from aiio.errors import ConfigError
@@ -25,19 +24,19 @@ from aiio.results import parts
 from aiio.results.result import Result
 from aiio.run.wallclock import now_iso
 from aiio.sweep import users_sweep
-from aiio.sweep.find_users import runs_of
 from aiio.sweep.run import check_increasing, split_list, with_value
 from aiio.sweep.users_sweep import (
     Axis,
     Ran,
+    Tabled,
     TableRequest,
     by_value,
     p95_text,
     run_figures,
     run_rows,
-    saved,
     steady_at_goal,
     table_row,
+    with_runs,
 )
 from aiio.workload import Workload
 
@@ -161,16 +160,9 @@ def _users(req: TableRequest) -> int:
     return getattr(getattr(req.workload, section), key)
 
 
-def rates_table(req: TableRequest) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
-    """Run the table; save its result beside the rows' own runs. Returns the table, its
-    folder and the runs' results (for the history)."""
-    run, ran = runs_of(req), []
-
-    def run_one(w: Workload) -> dict[str, Any]:
-        ran.append(run(w))
-        return ran[-1]
-    out, folder = saved(req, f"rates-{req.phase}", lambda: run_table(req, run_one))
-    return out, folder, ran
+def rates_table(req: TableRequest) -> Tabled:
+    """Run the table over the offered rate; save it beside the rows' own runs."""
+    return with_runs(req, f"rates-{req.phase}", run_table)
 
 
 HEADINGS = ("rate", "arrived", "served", "p50", "p95", "p99", "queue95", "verdict",

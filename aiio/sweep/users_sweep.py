@@ -237,9 +237,26 @@ def saved(req: TableRequest, name: str, run: Callable[[], dict]) -> tuple[dict, 
     return out, save(out, req.results_dir, name)
 
 
-def users_table(req: TableRequest) -> tuple[dict[str, Any], Path]:
-    """Run the table; save its result beside the rows' own runs."""
-    return saved(req, f"users-{req.phase}", lambda: run_table(req, runs_of(req)))
+Tabled = tuple[dict[str, Any], Path, list[dict[str, Any]]]
+
+
+def with_runs(req: TableRequest, name: str,
+              table: Callable[[TableRequest, Callable[[Workload], dict]], dict]) -> Tabled:
+    """Run `table`, each row's runs full runs saved as any run's; save the table beside them.
+    Returns the table, its folder and every run's result, for the history (a stopped
+    table's runs are its TableStopped's `.runs`)."""
+    run, ran = runs_of(req), []
+
+    def run_one(w: Workload) -> dict[str, Any]:
+        ran.append(run(w))
+        return ran[-1]
+    out, folder = saved(req, name, lambda: table(req, run_one))
+    return out, folder, ran
+
+
+def users_table(req: TableRequest) -> Tabled:
+    """Run the table over users per client; save it beside the rows' own runs."""
+    return with_runs(req, f"users-{req.phase}", run_table)
 
 
 HEADINGS = ("users", "read MiB/s", "write MiB/s", "p50 ms", "p95 ms", "p99 ms", "within",
