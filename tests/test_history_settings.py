@@ -206,3 +206,44 @@ def test_the_export_names_each_records_settings(tmp_path):
 
     assert exported(fast)["settings"] == fast.key[2]
     assert exported(fast) != exported(default)
+
+
+SERVED = REPO / "tests" / "data" / "sweeps-v3"
+
+
+@pytest.mark.parametrize(("folder", "section", "paths"), [
+    ("20261203-083304-scale-vector-demo-c1_2", "vector",
+     {"queries_per_s": ("queries_per_s",), "query_p99_ms": ("latency_ms", "p99")}),
+    ("20261203-083309-scale-kvcache-demo-c1_2", "kvcache",
+     {"tokens_per_s": ("tokens_per_s",),
+      "storage_p95_ms": ("storage_time", "pooled", "p95_ms"),
+      "request_p95_ms": ("latency", "pooled", "p95_ms")}),
+])
+def test_a_sweep_records_its_served_figures_over_its_repeats(folder, section, paths):
+    """A vector or KV-cache sweep with --repeat recorded its bandwidth as the repeats' mean
+    but its queries/s, tokens/s and request latencies as the last repeat's alone: the
+    series a vector search is trended by showed a figure its table (the repeats' mean) never
+    did."""
+    from aiio.sweep.run import table_rows
+
+    sweep = json.loads((SERVED / folder / "result.json").read_text())
+    first = sweep["points"][-1]
+    again = copy.deepcopy(first)
+    again["repeat"] = first["repeat"] + 1
+    for path in paths.values():
+        *up, last = path
+        node = again["result"]["aggregate"][section]
+        for key in up:
+            node = node[key]
+        node[last] *= 0.5
+    sweep["points"].append(again)
+    sweep["table"] = table_rows(sweep["points"], sweep["phase"])
+    figures = sweep_record(sweep).figures
+    for name, path in paths.items():
+        mine = first["result"]["aggregate"][section]
+        for key in path:
+            mine = mine[key]
+        assert figures[name] == pytest.approx(mine * 0.75), name
+    extras = sweep["table"][-1].get("figures", {})
+    for name in set(extras) & set(paths):  # as the table shows it
+        assert figures[name] == pytest.approx(extras[name]["mean"]), name

@@ -251,6 +251,7 @@ def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[
     table = model(sweep).table
     if table and table[-1].repeats > 1:
         out.update(_means_over_repeats(table[-1]))
+        out.update(_served_over_repeats(sweep, top))
     efficiency = [row.efficiency for row in table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition
         out["scaling_efficiency"] = float(efficiency[-1])
@@ -269,6 +270,22 @@ def _means_over_repeats(row: SweepRow) -> dict[str, float]:
            "jain": row.jain, "au_min": au.min if au else None,
            "au_mean": au.mean if au else None}
     return {k: v for k, v in out.items() if v is not None}
+
+
+# The figures of phases that serve requests, each a run's own: a sweep's table shows them (a
+# vector search's, `Phase.sweep_extras`) as the means over a count's repeats, as a table over
+# users or rates does its rows' figures.
+SERVED = ("queries_per_s", "query_p99_ms", "tokens_per_s", "storage_p95_ms", "request_p95_ms")
+
+
+def _served_over_repeats(sweep: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, float]:
+    """The served figures of the largest count as the means over its repeats (each that every
+    repeat holds), not its last repeat's alone."""
+    clients = next(p["clients"] for p in sweep["points"] if p.get("result") is top)
+    runs = [run_figures(p["result"]) for p in sweep["points"]
+            if isinstance(dig(p, "result"), Mapping) and p.get("clients") == clients]
+    return {name: sum(r[name] for r in runs) / len(runs) for name in SERVED
+            if all(name in r for r in runs)}
 
 
 # Whether a run measured anything, and what a cache could have served: read off the model,
