@@ -118,6 +118,21 @@ def test_the_runs_at_each_user_count_are_a_history_series_of_their_own(
     assert not (results / "quiet" / "history.sqlite").exists()
 
 
+def test_ctrl_c_within_the_first_counts_repeats_records_the_runs_done(
+        target: Path, results: Path) -> None:
+    """A Ctrl-C in the first count's second repeat leaves no row to table, but its first
+    run finished and was saved: it went unrecorded in the history."""
+    code, _, err = ctrl_c_after_runs(
+        ("scale", "-p", "kvcache", "-t", str(target), "--results", str(results), "--clients",
+         "2", "--duration", "2s", *SETS, "--users", "1,2", "--repeat", "2"), results)
+    assert code == 130, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    from aiio.results.history import History
+    with History(results / "history.sqlite") as h:
+        recs = h.records()
+    assert [(r.status, r.figures["aggregate_mib_s"] > 0) for r in recs] == [("ok", True)]
+
+
 def test_ctrl_c_between_rows_saves_the_rows_done(target: Path, results: Path) -> None:
     # A table interrupted at its second count lost its first row: no table was saved.
     # the first count's run done and the second's begun

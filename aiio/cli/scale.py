@@ -216,27 +216,30 @@ def _users_table(phase: str, users_text: str, goal: str | None, duration: str | 
     req = us.TableRequest(phase, workload, target, counts, goal, repeat, results, method,
                           _users_options(target, endpoint, profile), engine,
                           None if no_report else _write_run_report)
-    _tabled(lambda: us.users_table(req), history, results, as_json, us.text_table, no_report)
+    _tabled(lambda ran: us.users_table(req, ran), history, results, as_json, us.text_table,
+            no_report)
 
 
-def _tabled(table: Callable[[], Any], history: tuple[bool, str | None], results: str, as_json: bool,
-            text: Callable[[dict], list[str]], no_report: bool) -> None:
+def _tabled(table: Callable[[list], Any], history: tuple[bool, str | None], results: str,
+            as_json: bool, text: Callable[[dict], list[str]], no_report: bool) -> None:
     """Run a table over users or rates, record each of its runs in the history (its value
-    is in their settings key: a series of its own) and show it; a stopped table's rows done
-    are shown and their runs recorded too."""
+    is in their settings key: a series of its own) and show it. However it stops, the runs
+    it finished are recorded (a stop within the first value's repeats leaves no row, yet
+    runs done), and a stopped table's rows done are shown."""
     from aiio.results.history import run_record
     from aiio.sweep import users_sweep as us
 
     no_history, history_path = history
+    ran: list[dict[str, Any]] = []  # each run as it finishes
     try:
-        out, folder, runs = table()
+        try:
+            out, folder, _ = table(ran)
+        finally:
+            if ran and not no_history:
+                record_in_history([run_record(r) for r in ran], results, history_path)
     except us.TableStopped as stopped:
-        if not no_history:
-            record_in_history([run_record(r) for r in stopped.runs], results, history_path)
         _show_table(stopped.table, stopped.folder, as_json, text, no_report)
         raise
-    if not no_history:
-        record_in_history([run_record(r) for r in runs], results, history_path)
     _show_table(out, folder, as_json, text, no_report)
 
 
@@ -259,7 +262,8 @@ def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | 
     req = us.TableRequest(phase, workload, target, rates, goal, repeat, results, method,
                           _users_options(target, endpoint, profile), engine,
                           None if no_report else _write_run_report)
-    _tabled(lambda: rs.rates_table(req), history, results, as_json, rs.text_table, no_report)
+    _tabled(lambda ran: rs.rates_table(req, ran), history, results, as_json, rs.text_table,
+            no_report)
 
 
 def _write_run_report(res: dict, folder: Path) -> None:
