@@ -581,3 +581,23 @@ def test_a_relative_target_records_checks_under_the_same_key_as_runs(target, res
     exported = [rec for rec, _ in judged_checks(load_spec(str(TINY)), load_spec(str(TINY)).checks,
                                                 _accept_result(results))]
     assert {r.target for r in exported} == {str(target.resolve())}
+
+
+def test_a_rate_without_a_unit_is_shown_as_a_count_in_the_table():
+    """Tokens/s and queries/s were shown as a CV is, with three decimals: 213120.000
+    tokens/s, and a threshold of 1e300 as a 301-digit number folded over 17 lines of an
+    80-column table. A large count is grouped, a huge one in exponent form; a CV keeps its
+    decimals."""
+    from aiio.accept.spec import THRESHOLDS
+    from aiio.cli.accept import _check_rows
+
+    def row(figure: str, op: str, measured: float, required: float) -> tuple[str, ...]:
+        threshold = next(t for t, (f, _) in THRESHOLDS.items() if f == figure)
+        check = {"status": "fail", "regressions": [], "verdicts": [
+            {"threshold": threshold, "figure": figure, "op": op, "required": required,
+             "measured": measured, "pass": False}]}
+        return _check_rows(check)[0]
+
+    assert row("tokens_per_s", ">=", 213120.0, 1e300)[1:3] == ("213,120", ">= 1e+300")
+    assert row("queries_per_s", ">=", 283.5, 500)[1:3] == ("283.500", ">= 500.000")
+    assert row("cv", "<=", 0.0123, 0.05)[1:3] == ("0.012", "<= 0.050")

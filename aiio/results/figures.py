@@ -43,7 +43,16 @@ class Figure:
             return format_rate(value)
         if self.unit in ("s", "ms"):
             return _seconds(value if self.unit == "s" else value / 1e3)
-        return f"{value:.3f}"
+        return _count(value)
+
+
+def _count(value: float) -> str:
+    """A figure without a unit: a ratio (CV, Jain) with three decimals; a rate of thousands
+    (tokens/s, samples/s) grouped, in whole units; a huge one (a threshold no run meets) in
+    exponent form, which fits a table's column."""
+    if abs(value) >= 1e12:
+        return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3f}"
 
 
 def _seconds(s: float) -> str:
