@@ -10,10 +10,12 @@ import copy
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 
 import pytest
 
 from aiio.results import monitoring
+from aiio.results.figures import run_figures
 from aiio.results.history import SCHEMA_VERSION, History, run_record, sweep_record, with_regressions
 
 from .conftest import REPO, call_cli
@@ -247,3 +249,62 @@ def test_a_sweep_records_its_served_figures_over_its_repeats(folder, section, pa
     extras = sweep["table"][-1].get("figures", {})
     for name in set(extras) & set(paths):  # as the table shows it
         assert figures[name] == pytest.approx(extras[name]["mean"]), name
+
+
+def _repeated(folder: str, change: Callable[[dict], None]) -> dict:
+    """A stored sweep whose largest count ran twice: first a changed copy of its run, then
+    the run itself, so its last repeat is the one as stored."""
+    from aiio.sweep.run import table_rows
+
+    sweep = json.loads((SERVED / folder / "result.json").read_text())
+    last = sweep["points"][-1]
+    again = copy.deepcopy(last)
+    change(again["result"])
+    last["repeat"] = again["repeat"] + 1
+    sweep["points"].insert(-1, again)
+    sweep["table"] = table_rows(sweep["points"], sweep["phase"])
+    return sweep
+
+
+def _halve(*path: str) -> Callable[[dict], None]:
+    def change(res: dict) -> None:
+        *up, key = path
+        node = res
+        for k in up:
+            node = node[k]
+        node[key] *= 0.5
+    return change
+
+
+@pytest.mark.parametrize(("folder", "figure", "path"), [
+    ("20261203-083256-scale-train-demo-c1_2", "samples_per_s",
+     ("aggregate", "samples_per_s")),
+    ("20261203-083350-scale-load-demo-c1_2", "load_s",
+     ("aggregate", "last_ready_s")),
+])
+def test_a_sweep_records_every_figure_over_its_repeats(folder, figure, path):
+    """Samples/s, a load's time and the rest were the last repeat's alone while the
+    aggregate beside them was the repeats' mean: a record mixed one run with two."""
+    sweep = _repeated(folder, _halve(*path))
+    stored = run_figures(sweep["points"][-1]["result"])[figure]
+    assert sweep_record(sweep).figures[figure] == pytest.approx(stored * 0.75)
+
+
+def test_a_sweeps_p99_pools_its_repeats_histograms():
+    """The p99 of a sweep's record is that of every repeat's latencies in one histogram, as
+    its table's latency pools them; neither the last repeat's alone nor a mean of p99s."""
+    from aiio.stats import Histogram
+
+    slow = Histogram()
+    for _ in range(100_000):  # far more than the run's own reads: most of the pool
+        slow.record(2_000_000_000)
+
+    def change(res: dict) -> None:
+        agg = res["aggregate"]
+        agg["histograms"]["read"] = slow.to_dict()
+        agg["latency"]["read"] = {**agg["latency"]["read"], **slow.summary()}
+
+    sweep = _repeated("20261203-083256-scale-train-demo-c1_2", change)
+    stored = run_figures(sweep["points"][-1]["result"])["p99_ms"]
+    assert stored < 1_000
+    assert sweep_record(sweep).figures["p99_ms"] == pytest.approx(2_000, rel=0.05)

@@ -23,6 +23,7 @@ from aiio.results.result import (
     model,
     number,
 )
+from aiio.stats import Histogram
 from aiio.units import format_rate
 
 HIGHER, LOWER = "higher", "lower"
@@ -259,8 +260,9 @@ def sweep_figures(sweep: dict[str, Any], latency_op: str | None = None) -> dict[
     out = run_figures(top, latency_op)
     table = model(sweep).table
     if table and table[-1].repeats > 1:
-        out.update(_means_over_repeats(table[-1]))
-        out.update(_served_over_repeats(sweep, top))
+        kept = _means_over_repeats(table[-1])
+        out.update(kept)
+        out.update(_rest_over_repeats(sweep, top, latency_op, kept))
     efficiency = [row.efficiency for row in table if row.efficiency is not None]
     if len(efficiency) > 1:  # the first count is the baseline, 1.0 by definition
         out["scaling_efficiency"] = float(efficiency[-1])
@@ -281,20 +283,39 @@ def _means_over_repeats(row: SweepRow) -> dict[str, float]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-# The figures of phases that serve requests, each a run's own: a sweep's table shows them (a
-# vector search's, `Phase.sweep_extras`) as the means over a count's repeats, as a table over
-# users or rates does its rows' figures.
-SERVED = ("queries_per_s", "query_p99_ms", "tokens_per_s", "storage_p95_ms", "request_p95_ms")
-
-
-def _served_over_repeats(sweep: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, float]:
-    """The served figures of the largest count as the means over its repeats (each that every
-    repeat holds), not its last repeat's alone."""
+def _rest_over_repeats(sweep: Mapping[str, Any], top: Mapping[str, Any],
+                       latency_op: str | None, kept: Mapping[str, float]) -> dict[str, float]:
+    """Every other figure of the largest count over its repeats, not its last repeat's
+    alone: each run's own figure (samples/s, a checkpoint's or a load's time, the fraction
+    of hero, queries/s, tokens/s, the served latencies) as the mean over the repeats that
+    hold it, as the table shows a phase's own figures; the p99 from every repeat's
+    latencies in one histogram, as the table's latency pools them. `kept`: the figures
+    the table's row already gave (`_means_over_repeats`)."""
     clients = next(p["clients"] for p in sweep["points"] if p.get("result") is top)
-    runs = [run_figures(p["result"]) for p in sweep["points"]
+    runs = [p["result"] for p in sweep["points"]
             if isinstance(dig(p, "result"), Mapping) and p.get("clients") == clients]
-    return {name: sum(r[name] for r in runs) / len(runs) for name in SERVED
-            if all(name in r for r in runs)}
+    each = [run_figures(r, latency_op) for r in runs]
+    out = {name: sum(f[name] for f in each) / len(each) for name in each[-1]
+           if name not in kept and all(name in f for f in each)}
+    pooled = _pooled_p99(runs, latency_op)
+    if pooled is not None:
+        out["p99_ms"] = pooled
+    return out
+
+
+def _pooled_p99(runs: list[Mapping[str, Any]], latency_op: str | None) -> float | None:
+    """The p99 in ms of the runs' headline sections' latencies of the p99's operation, in
+    one histogram; None when a run kept no histogram of it (a result saved without)."""
+    merged = Histogram()
+    for res in runs:
+        run = model(res)
+        section = headline(run)[0]
+        op = _latency_op(section, run, latency_op)
+        hist = section.histograms.get(op) if section is not None and op else None
+        if not isinstance(hist, Mapping):
+            return None
+        merged.merge(Histogram.from_dict(hist))
+    return merged.percentile(99) / 1e6 if merged.count else None
 
 
 # Whether a run measured anything, and what a cache could have served: read off the model,
