@@ -46,6 +46,20 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
         click.echo(f"aiio: warning: not recorded in the history: {exc}", err=True)
 
 
+def record_runs(saved: list[dict], results: str, history_path: str | None) -> None:
+    """Saved run results as history records, whatever their status (a failed or interrupted
+    run's trend must show it); a run of the null method did no I/O and is left out, saying
+    so on stderr."""
+    from aiio.cache_methods import METHOD_NULL
+    from aiio.results.history import run_record
+
+    kept = [res for res in saved if res.get("method") != METHOD_NULL]
+    if len(kept) < len(saved):
+        click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
+    if kept:
+        record_in_history([run_record(res) for res in kept], results, history_path)
+
+
 @click.command()
 @click.option("--history", "history_path", default=None, metavar="PATH",
               help="history database  [default: RESULTS/history.sqlite]")

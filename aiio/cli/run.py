@@ -14,7 +14,7 @@ from aiio.cli.common import (
     resolve_workload,
     workload_options,
 )
-from aiio.cli.history import history_options, record_in_history
+from aiio.cli.history import history_options, record_runs
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
 from aiio.phases import REGISTRY
@@ -105,11 +105,8 @@ def run(phase: str, target: str, results: str, reader: str | None, method: str,
     try:
         res, folder = runner.run(req, ui)
     finally:  # a failed or interrupted run is saved too, and its trend must show it
-        if saved and not no_history and saved[-1].get("method") == METHOD_NULL:
-            click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
-        elif saved and not no_history:
-            from aiio.results.history import run_record
-            record_in_history([run_record(saved[-1])], results, history_path)
+        if not no_history:
+            record_runs(saved[-1:], results, history_path)
     if as_json:
         emit_json(res)
     else:

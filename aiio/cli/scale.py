@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from aiio.cli.common import (
     resolve_workload,
     workload_options,
 )
-from aiio.cli.history import history_options, record_in_history
+from aiio.cli.history import history_options, record_in_history, record_runs
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
@@ -214,29 +215,35 @@ def _users_table(phase: str, users_text: str, goal: str | None, duration: str | 
                                "sweeps users")
     goal = fu.check_goal(phase, workload, goal, "--users")
     req = us.TableRequest(phase, workload, target, counts, goal, repeat, results, method,
-                          _users_options(target, endpoint, profile), engine,
-                          None if no_report else _write_run_report)
-    _tabled(lambda ran: us.users_table(req, ran), history, results, as_json, us.text_table,
-            no_report)
+                          _users_options(target, endpoint, profile), engine)
+    _tabled(lambda on_saved: us.users_table(replace(req, on_saved=on_saved)), history,
+            results, as_json, us.text_table, no_report)
 
 
-def _tabled(table: Callable[[list], Any], history: tuple[bool, str | None], results: str,
-            as_json: bool, text: Callable[[dict], list[str]], no_report: bool) -> None:
-    """Run a table over users or rates, record each of its runs in the history (its value
-    is in their settings key: a series of its own) and show it. However it stops, the runs
-    it finished are recorded (a stop within the first value's repeats leaves no row, yet
-    runs done), and a stopped table's rows done are shown."""
-    from aiio.results.history import run_record
+def _tabled(table: Callable[[Callable[[dict, Path], None]], Any],
+            history: tuple[bool, str | None], results: str, as_json: bool,
+            text: Callable[[dict], list[str]], no_report: bool) -> None:
+    """Run a table over users or rates (`table`, given the hook each run's saved result
+    passes), record each of its runs in the history (its value is in their settings key: a
+    series of its own) and show it. Every run saved is recorded however the table stops,
+    as `aiio run` records its run: those finished (a stop within the first value's repeats
+    leaves no row, yet runs done) and the one a Ctrl-C or failure stopped; a stopped
+    table's rows done are shown."""
     from aiio.sweep import users_sweep as us
 
     no_history, history_path = history
-    ran: list[dict[str, Any]] = []  # each run as it finishes
+    saved: list[dict[str, Any]] = []  # each run's result, once saved
+
+    def on_saved(res: dict, folder: Path) -> None:
+        saved.append(res)
+        if not no_report:
+            _write_run_report(res, folder)
     try:
         try:
-            out, folder, _ = table(ran)
+            out, folder, _ = table(on_saved)
         finally:
-            if ran and not no_history:
-                record_in_history([run_record(r) for r in ran], results, history_path)
+            if not no_history:
+                record_runs(saved, results, history_path)
     except us.TableStopped as stopped:
         _show_table(stopped.table, stopped.folder, as_json, text, no_report)
         raise
@@ -260,10 +267,9 @@ def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | 
     rs.check(phase, workload, rates, rates_text)
     goal = fu.check_goal(phase, workload, goal, "--rates")
     req = us.TableRequest(phase, workload, target, rates, goal, repeat, results, method,
-                          _users_options(target, endpoint, profile), engine,
-                          None if no_report else _write_run_report)
-    _tabled(lambda ran: rs.rates_table(req, ran), history, results, as_json, rs.text_table,
-            no_report)
+                          _users_options(target, endpoint, profile), engine)
+    _tabled(lambda on_saved: rs.rates_table(replace(req, on_saved=on_saved)), history,
+            results, as_json, rs.text_table, no_report)
 
 
 def _write_run_report(res: dict, folder: Path) -> None:

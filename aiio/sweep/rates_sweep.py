@@ -160,10 +160,9 @@ def _users(req: TableRequest) -> int:
     return getattr(getattr(req.workload, section), key)
 
 
-def rates_table(req: TableRequest, ran: list[dict[str, Any]] | None = None) -> Tabled:
-    """Run the table over the offered rate; save it beside the rows' own runs (each finished
-    one also appended to `ran`, `users_sweep.with_runs`)."""
-    return with_runs(req, f"rates-{req.phase}", run_table, ran)
+def rates_table(req: TableRequest) -> Tabled:
+    """Run the table over the offered rate; save it beside the rows' own runs."""
+    return with_runs(req, f"rates-{req.phase}", run_table)
 
 
 HEADINGS = ("rate", "arrived", "served", "p50", "p95", "p99", "queue95", "verdict",

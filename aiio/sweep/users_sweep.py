@@ -241,13 +241,11 @@ Tabled = tuple[dict[str, Any], Path, list[dict[str, Any]]]
 
 
 def with_runs(req: TableRequest, name: str,
-              table: Callable[[TableRequest, Callable[[Workload], dict]], dict],
-              ran: list[dict[str, Any]] | None = None) -> Tabled:
-    """Run `table`, each row's runs full runs saved as any run's; save the table beside them.
-    Returns the table, its folder and every run's result, for the history. Each finished
-    run is appended to `ran` as it ends, so a caller holds the runs done however the table
-    stops: a stop within the first value's repeats has no row, no TableStopped, yet runs."""
-    run, ran = runs_of(req), [] if ran is None else ran
+              table: Callable[[TableRequest, Callable[[Workload], dict]], dict]) -> Tabled:
+    """Run `table`, each row's runs full runs saved as any run's (each passed to
+    `req.on_saved` once saved, however the table then ends); save the table beside them.
+    Returns the table, its folder and every run's result."""
+    run, ran = runs_of(req), []
 
     def run_one(w: Workload) -> dict[str, Any]:
         ran.append(run(w))
@@ -256,10 +254,9 @@ def with_runs(req: TableRequest, name: str,
     return out, folder, ran
 
 
-def users_table(req: TableRequest, ran: list[dict[str, Any]] | None = None) -> Tabled:
-    """Run the table over users per client; save it beside the rows' own runs (each finished
-    one also appended to `ran`, `with_runs`)."""
-    return with_runs(req, f"users-{req.phase}", run_table, ran)
+def users_table(req: TableRequest) -> Tabled:
+    """Run the table over users per client; save it beside the rows' own runs."""
+    return with_runs(req, f"users-{req.phase}", run_table)
 
 
 HEADINGS = ("users", "read MiB/s", "write MiB/s", "p50 ms", "p95 ms", "p99 ms", "within",
