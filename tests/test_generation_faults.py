@@ -26,10 +26,11 @@ BIG_DATA = ("--set", "dataset.num_files=50000", "--set", "dataset.sample_size=4K
 HANG_GUARD_S = 60  # a guard against a hang, not a timing
 
 
-def start_generating(target: Path, results: Path) -> subprocess.Popen:
+def start_generating(target: Path, results: Path, history: bool = False) -> subprocess.Popen:
     """`aiio run` whose dataset generation has started writing files."""
     cmd = [sys.executable, "-m", "aiio", "run", "--target", str(target), "--results",
-           str(results), "--quiet", "--no-report", "--no-history", *BIG_DATA,
+           str(results), "--quiet", "--no-report", *(() if history else ("--no-history",)),
+           *BIG_DATA,
            "--clients", "2", "--epochs", "1"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -99,7 +100,7 @@ def test_a_sigtermed_generator_fails_the_run_and_removes_the_partial_dataset(tar
 
 
 def test_ctrl_c_during_generation_ends_the_run_and_removes_the_partial_dataset(target, results):
-    proc = start_generating(target, results)
+    proc = start_generating(target, results, history=True)
     err, left = hit_and_wait(proc, lambda p, _gens: os.killpg(p.pid, signal.SIGINT))
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "Process " not in err, err  # nothing from the generators
@@ -108,6 +109,11 @@ def test_ctrl_c_during_generation_ends_the_run_and_removes_the_partial_dataset(t
     assert not (target / "aiio" / "datasets" / "demo").exists()
     assert not left
     assert saved_result(results)["status"] == "interrupted"
+    # saved, so recorded, as a run the Ctrl-C stopped while measuring is: it was saved and
+    # left out of the history, and so were such runs of a table over users or rates
+    from aiio.results.history import History
+    with History(results / "history.sqlite") as h:
+        assert [r.status for r in h.records()] == ["interrupted"]
 
 
 def test_sigterm_during_generation_says_what_it_stopped(target, results):

@@ -204,7 +204,7 @@ def test_ctrl_c_between_rows_saves_the_rows_done_and_records_their_runs(target: 
     code, out, err = ctrl_c_after_runs(
         ("scale", "-p", "kvcache", "-t", str(target), "--results", str(results), "--clients",
          "2", "--duration", "2s", *GOALS, *SETS, *OPEN, "--rates", "5,10,20", "--goal",
-         "lenient"), results)
+         "lenient"), results, target=target)
     assert code == 130, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     (folder,) = results.glob("*-rates-kvcache")

@@ -125,7 +125,8 @@ def test_ctrl_c_within_the_first_counts_repeats_records_the_runs_done(
     is recorded as `aiio run` records one, interrupted."""
     code, _, err = ctrl_c_after_runs(
         ("scale", "-p", "kvcache", "-t", str(target), "--results", str(results), "--clients",
-         "2", "--duration", "2s", *SETS, "--users", "1,2", "--repeat", "2"), results)
+         "2", "--duration", "2s", *SETS, "--users", "1,2", "--repeat", "2"), results,
+        target=target)
     assert code == 130, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     from aiio.results.history import History
@@ -141,7 +142,7 @@ def test_ctrl_c_between_rows_saves_the_rows_done(target: Path, results: Path) ->
     code, out, err = ctrl_c_after_runs(
         ("scale", "-p", "kvcache", "-t", str(target), "--results", str(results), "--clients",
          "2", "--duration", "2s", "--set", "kvcache.goals.lenient=100", *SETS, "--users",
-         "1,2,4", "--goal", "lenient"), results)
+         "1,2,4", "--goal", "lenient"), results, target=target)
     assert code == 130, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "the table stopped after 1 of 3 user counts" in err

@@ -207,7 +207,7 @@ def _interrupted(r: _Run) -> None:
         raise RunInterrupted("interrupted by the user before the run wrote anything on "
                              "the target; no result saved") from None
     r.out["status"], r.out["error"] = "interrupted", "interrupted by the user before measuring"
-    _finish(r.phase, r.rc, r.args, r.out, r.folder)
+    _finish(r.phase, r.rc, r.args, r.out, r.folder, r.req.on_saved)
     raise RunInterrupted(f"{r.out['error']}; partial result saved in {r.folder}") from None
 
 
