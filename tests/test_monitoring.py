@@ -259,3 +259,24 @@ def test_a_check_run_now_drops_its_old_series_of_another_read_loop_from_the_expo
             h.add(r)
         kept = other_checks(h, "nightly", "/mnt/a", [(rec("good", True, 4.0), [])])
     assert [r.name for r, _ in kept] == ["other [python loop]"]
+
+
+def test_each_figures_help_names_its_unit(tmp_path):
+    # the rates' help read "samples/s, no unit": a rate's unit is per second (its name's
+    # suffix, as Prometheus names units); a ratio such as CV has none
+    from aiio.results.figures import FIGURES
+    from aiio.results.monitoring import METRICS
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        h.add(Record(kind="run", name="n", target="/mnt/a", status="ok", passed=True,
+                     figures=dict.fromkeys(FIGURES, 2.0), phase="train", workload="demo",
+                     clients="2", spec="s", ts=1000.0))
+    prom = tmp_path / "aiio.prom"
+    assert call_cli("history", "--history", str(db), "--prometheus", str(prom)).returncode == 0
+    helps = {f.name: f.documentation for f in text_string_to_metric_families(prom.read_text())}
+    for figure, metric in METRICS.items():
+        unit = helps["aiio_" + metric].rsplit(", ", 1)[1]
+        if metric.endswith("_per_second") and not metric.endswith("bytes_per_second"):
+            assert unit == "per second", (metric, helps["aiio_" + metric])
+        elif FIGURES[figure].unit == "":
+            assert unit == "no unit", (metric, helps["aiio_" + metric])

@@ -53,6 +53,16 @@ METRICS = {
 }
 
 
+def _unit_words(figure: str) -> str:
+    """A figure's base unit in words for its help: a count per second (samples, queries,
+    tokens) is kept without a unit in the history, yet its metric is a rate, as its name's
+    suffix says."""
+    unit = FIGURES[figure].unit
+    if unit == "" and METRICS[figure].endswith("_per_second"):
+        return "per second"
+    return BASE_UNITS[unit][1]
+
+
 def base_value(figure: str, value: float) -> float:
     """A history figure's value in its metric's base unit."""
     return value * BASE_UNITS[FIGURES[figure].unit][0]
@@ -115,7 +125,7 @@ class SeriesCollector(Collector):
         names = sorted({n for rec, _ in self.judged for n in rec.figures if n in FIGURES})
         for name in names:
             fig = FIGURES[name]
-            gauge = _gauge(METRICS[name], f"{fig.label}, {BASE_UNITS[fig.unit][1]}")
+            gauge = _gauge(METRICS[name], f"{fig.label}, {_unit_words(name)}")
             for rec, _ in self.judged:
                 if name in rec.figures:
                     gauge.add_metric(_labels(rec), base_value(name, rec.figures[name]))
