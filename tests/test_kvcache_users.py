@@ -101,20 +101,23 @@ def test_every_run_over_users_is_on_the_engine_asked_for(target: Path, results: 
     assert runs and all(r["engine"] == "sleepy" for r in runs)
 
 
+@pytest.mark.parametrize("flags", [("--users", "1,2"), ("--find-max", "--max-users", "2")])
 def test_the_runs_at_each_user_count_are_a_history_series_of_their_own(
-        target: Path, results: Path) -> None:
-    """Each row's run is recorded as any run (its users in its settings key, so never a
-    baseline for another count's); --no-history records none."""
+        target: Path, results: Path, flags: tuple) -> None:
+    """Each row's or probe's run is recorded as any run (its users in its settings key, so
+    never a baseline for another count's); --no-history records none. A search's probes
+    went unrecorded, and --no-history was refused for it."""
     from aiio.results.history import History, differences
 
-    sweep(target, results, "--users", "1,2", "--goal", "lenient", duration="0.5s")
+    sweep(target, results, *flags, "--goal", "lenient", duration="0.5s")
     with History(results / "history.sqlite") as h:
         recs = [r for r in h.records() if r.kind == "run"]
     assert len(recs) == 2 and len({r.key for r in recs}) == 2
     assert all(r.phase == "kvcache" and r.figures.get("tokens_per_s") for r in recs)
     said = sorted(differences([r.settings for r in recs]).values())
     assert said == ["kvcache.users=1", "kvcache.users=2"], said
-    sweep(target, results / "quiet", "--users", "1,2", "--no-history", duration="0.5s")
+    sweep(target, results / "quiet", *flags, "--goal", "lenient", "--no-history",
+          duration="0.5s")
     assert not (results / "quiet" / "history.sqlite").exists()
 
 

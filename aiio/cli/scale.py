@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,7 +139,8 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
     if max_users is not None or goal is not None:
         return _find_users(phase, find_max, max_users, goal, duration, repeat, target,
                            results, method, as_json, endpoint, profile, part_size,
-                           {**kwargs, "clients_text": clients_text}, engine)
+                           {**kwargs, "clients_text": clients_text}, engine,
+                           (no_history, history_path), no_report)
     if clients_text is not None and max_clients is not None:
         raise ConfigError("give either --clients 1,2,4,... or --max-clients N, not both")
     if find_max:
@@ -185,8 +187,10 @@ def _driver(find_max: bool, goal_ms: float | None):
 def _find_users(phase: str, find_max: bool, max_users: int | None, goal: str | None,
                 duration: str | None, repeat: int, target: str, results: str, method: str,
                 as_json: bool, endpoint: str | None, profile: str | None,
-                part_size: str | None, kwargs: dict, engine: str | None = None) -> None:
-    """--find-max over users per client (aiio.sweep.find_users)."""
+                part_size: str | None, kwargs: dict, engine: str | None,
+                history: tuple[bool, str | None], no_report: bool) -> None:
+    """--find-max over users per client (aiio.sweep.find_users); each probe's run recorded
+    in the history, as a table's are."""
     from aiio.sweep import find_users as fu
 
     if not find_max:
@@ -196,7 +200,9 @@ def _find_users(phase: str, find_max: bool, max_users: int | None, goal: str | N
     upper, goal = fu.check(phase, workload, max_users, goal)
     req = fu.UsersSearch(phase, workload, target, upper, goal, repeat, results, method,
                          _users_options(target, endpoint, profile), engine)
-    _show_users(*fu.find_users(req), as_json)
+    with _recorded(history, results, no_report) as on_saved:
+        found = fu.find_users(replace(req, on_saved=on_saved))
+    _show_users(*found, as_json)
 
 
 def _users_table(phase: str, users_text: str, goal: str | None, duration: str | None,
@@ -231,6 +237,21 @@ def _tabled(table: Callable[[Callable[[dict, Path], None]], Any],
     table's rows done are shown."""
     from aiio.sweep import users_sweep as us
 
+    try:
+        with _recorded(history, results, no_report) as on_saved:
+            out, folder, _ = table(on_saved)
+    except us.TableStopped as stopped:
+        _show_table(stopped.table, stopped.folder, as_json, text, no_report)
+        raise
+    _show_table(out, folder, as_json, text, no_report)
+
+
+@contextmanager
+def _recorded(history: tuple[bool, str | None], results: str,
+              no_report: bool) -> Iterator[Callable[[dict, Path], None]]:
+    """The hook a table's or search's runs pass their saved results to: each run's report
+    written, and every run saved recorded in the history however the caller ends
+    (`history`: --no-history, --history)."""
     no_history, history_path = history
     saved: list[dict[str, Any]] = []  # each run's result, once saved
 
@@ -239,15 +260,10 @@ def _tabled(table: Callable[[Callable[[dict, Path], None]], Any],
         if not no_report:
             _write_run_report(res, folder)
     try:
-        try:
-            out, folder, _ = table(on_saved)
-        finally:
-            if not no_history:
-                record_runs(saved, results, history_path)
-    except us.TableStopped as stopped:
-        _show_table(stopped.table, stopped.folder, as_json, text, no_report)
-        raise
-    _show_table(out, folder, as_json, text, no_report)
+        yield on_saved
+    finally:
+        if not no_history:
+            record_runs(saved, results, history_path)
 
 
 def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | None,
