@@ -229,12 +229,13 @@ def call_cli(*args: str, cwd: Path | None = None,
 
 
 def ctrl_c_after_runs(args: tuple[str, ...], results: Path, runs: int = 2,
-                      target: Path | None = None) -> tuple[int, str, str]:
+                      target: Path | None = None,
+                      sig: signal.Signals = signal.SIGINT) -> tuple[int, str, str]:
     """`aiio ARGS` at 80 columns, sent SIGINT as a terminal's Ctrl-C reaches every process
-    once `runs` runs' results are there (a run's file is there from its start, and it is
-    saved before its report is written) and, given `target`, the last of them has written
-    its KV blocks' folder there (a run stopped before it wrote anything leaves no result,
-    as `aiio run` does); its exit code, stdout and stderr."""
+    (or `sig`) once `runs` runs' results are there (a run's file is there from its start,
+    and it is saved before its report is written) and, given `target`, the last of them has
+    written its KV blocks' folder there (a run stopped before it wrote anything leaves no
+    result, as `aiio run` does); its exit code, stdout and stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], cwd=REPO,
                             start_new_session=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -245,7 +246,7 @@ def ctrl_c_after_runs(args: tuple[str, ...], results: Path, runs: int = 2,
                 target is not None and not any(target.glob("aiio/kvcache/*"))):
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, sig)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -4,6 +4,7 @@ count, each row a real run, and the most users that were steady and within a lat
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,25 @@ def test_ctrl_c_within_the_first_counts_repeats_records_the_runs_done(
         recs = h.records()
     assert [r.status for r in recs] == ["ok", "interrupted"]
     assert recs[0].figures["aggregate_mib_s"] > 0
+
+
+def test_a_table_killed_outright_keeps_the_rows_done(target: Path, results: Path) -> None:
+    """SIGKILL (the OOM killer, a batch system's limit, MPI's launcher a moment after its
+    SIGTERM) in the second count's run: the table was saved only at its end, so the row
+    done was lost with it. It is saved after every row, and read back as interrupted."""
+    from aiio.results.result import load
+    code, _, _ = ctrl_c_after_runs(
+        ("scale", "-p", "kvcache", "-t", str(target), "--results", str(results), "--clients",
+         "2", "--duration", "2s", "--set", "kvcache.goals.lenient=100", *SETS, "--users",
+         "1,2,4", "--goal", "lenient"), results, target=target, sig=signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    (folder,) = results.glob("*-users-kvcache")
+    table = load(folder)
+    assert table.status == "interrupted" and "process gone" in table.doc["error"]
+    assert [r["users"] for r in table.doc["rows"]] == [1]
+    shown = call_cli("report", str(folder))  # its page, drawn again from the rows done
+    assert shown.returncode == 0, shown.stderr
+    assert "process gone" in (folder / "report.html").read_text()
 
 
 def test_ctrl_c_between_rows_saves_the_rows_done(target: Path, results: Path) -> None:

@@ -12,6 +12,7 @@ them with the answer.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
 from aiio.results.kvcache import Goal
-from aiio.results.result import SCHEMA, Result
+from aiio.results.result import SCHEMA, Result, unique_folder
 from aiio.run import runner
 from aiio.run.wallclock import now_iso, now_stamp
 from aiio.sweep.find_max import decide, search
@@ -168,11 +169,14 @@ def runs_of(req: UsersSearch | Any) -> Callable[[Workload], dict[str, Any]]:
     return run_one
 
 
-def save(out: dict[str, Any], results_dir: str, name: str) -> Path:
-    """A search's or table's own result, in a new folder beside its runs': a result of the
-    schema any result has, its id the folder's name (`aiio report` reads it again)."""
-    folder = Path(results_dir) / f"{now_stamp()}-{name}"
-    folder.mkdir(parents=True)
+def save(out: dict[str, Any], results_dir: str, name: str, folder: Path | None = None) -> Path:
+    """A search's or table's own result, in a new folder beside its runs' (or `folder`, where
+    it was saved before): a result of the schema any result has, its id the folder's name
+    (`aiio report` reads it again), written whole or not at all."""
+    if folder is None:
+        folder = unique_folder(Path(results_dir), f"{now_stamp()}-{name}")
     out.update(schema=SCHEMA, id=folder.name)
-    (folder / "result.json").write_text(json.dumps(out, indent=1) + "\n")
+    tmp = folder / ".result.json.tmp"
+    tmp.write_text(json.dumps(out, indent=1) + "\n")
+    os.replace(tmp, folder / "result.json")
     return folder

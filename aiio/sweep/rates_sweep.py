@@ -27,6 +27,7 @@ from aiio.sweep import users_sweep
 from aiio.sweep.run import check_increasing, split_list, with_value
 from aiio.sweep.users_sweep import (
     Axis,
+    OnRow,
     Ran,
     Tabled,
     TableRequest,
@@ -115,11 +116,13 @@ def statement(goal: str, goal_ms: float | None, clients: int, rows: list[dict]) 
     return users_sweep.statement(goal, goal_ms, clients, rows, RATES)
 
 
-def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]]) -> dict:
-    """Every rate's runs, the table and its statement; TableStopped, with the rows done,
-    when a run stops it after the first rate's."""
+def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]],
+              on_row: OnRow | None = None) -> dict:
+    """Every rate's runs, the table and its statement (each row's as it is done to
+    `on_row`); TableStopped, with the rows done, when a run stops it after the first
+    rate's."""
     return run_rows(req, get_phase(req.phase).rate_key, "rates", run_one,
-                    lambda ran, status: _table(req, ran, status))
+                    lambda ran, status: _table(req, ran, status), on_row)
 
 
 def _table(req: TableRequest, ran: Ran, status: str) -> dict:

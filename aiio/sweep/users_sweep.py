@@ -22,6 +22,7 @@ from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
 from aiio.results.result import Result
+from aiio.run import owner
 from aiio.run.wallclock import now_iso
 from aiio.sweep.find_users import OnSaved, kv_figures, probe_figures, runs_of, save
 from aiio.sweep.run import with_value
@@ -163,17 +164,23 @@ class TableStopped(AiioError):
 Ran = list[tuple[Any, dict[str, Any]]]  # each value's runs, in the order they ran
 
 
+OnRow = Callable[[dict[str, Any]], None]  # the table of the rows done, after each row
+
+
 def run_rows(req: TableRequest, where: tuple[str, str], noun: str,
              run_one: Callable[[Workload], dict[str, Any]],
-             build: Callable[[Ran, str], dict]) -> dict:
+             build: Callable[[Ran, str], dict], on_row: OnRow | None = None) -> dict:
     """Every value's runs of the workload's key `where` (section, key), in order, made a
-    table by `build` (the runs, the table's status); TableStopped, with the rows done (`noun`
-    names them), when a run stops it after the first value's."""
+    table by `build` (the runs, the table's status), passed to `on_row` "running" after each
+    value's runs; TableStopped, with the rows done (`noun` names them), when a run stops it
+    after the first value's."""
     ran: Ran = []
     try:
         for v in req.values:
             for _ in range(req.repeat):
                 ran.append((v, run_one(with_value(req.workload, *where, v))))
+            if on_row is not None:
+                on_row(build(ran, "running"))
     except (AiioError, KeyboardInterrupt) as exc:
         done = [v for v in req.values if [x for x, _ in ran].count(v) == req.repeat]
         if not done:  # nothing to tabulate: the run's own partial result says it all
@@ -194,11 +201,13 @@ def by_value(ran: Ran) -> list[tuple[Any, list[dict[str, Any]]]]:
     return [(v, [r for x, r in ran if x == v]) for v in dict.fromkeys(v for v, _ in ran)]
 
 
-def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]]) -> dict:
-    """Every count's runs, the table and its statement; TableStopped, with the rows done,
-    when a run stops it after the first count's."""
+def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]],
+              on_row: OnRow | None = None) -> dict:
+    """Every count's runs, the table and its statement (each row's as it is done to
+    `on_row`); TableStopped, with the rows done, when a run stops it after the first
+    count's."""
     return run_rows(req, get_phase(req.phase).users_key, "user counts", run_one,
-                    lambda ran, status: _table(req, ran, status))
+                    lambda ran, status: _table(req, ran, status), on_row)
 
 
 def _table(req: TableRequest, ran: Ran, status: str) -> dict:
@@ -223,25 +232,33 @@ def settings(req: TableRequest) -> dict[str, Any]:
             "duration_s": getattr(getattr(req.workload, section), key)}
 
 
-def saved(req: TableRequest, name: str, run: Callable[[], dict]) -> tuple[dict, Path]:
-    """The table `run` makes, saved beside the rows' own runs; a stopped table's rows done
-    are saved too, and its message says where."""
+def saved(req: TableRequest, name: str, run: Callable[[OnRow], dict]) -> tuple[dict, Path]:
+    """The table `run` makes, saved beside the rows' own runs: "running" after every row
+    (with its writer's mark, so a table killed outright is read back as interrupted with the
+    rows it did), then as it ended; a stopped table's message says where its rows are."""
     started = now_iso()
+    folder: Path | None = None  # from the first row done
+
+    def on_row(table: dict[str, Any]) -> None:
+        nonlocal folder
+        folder = save({"started": started, **table, "writer": owner.mark()},
+                      req.results_dir, name, folder)
     try:
-        out = {"started": started, **run()}
+        out = {"started": started, **run(on_row)}
     except TableStopped as stopped:
         stopped.table = {"started": started, **stopped.table}
-        stopped.folder = save(stopped.table, req.results_dir, name)
+        stopped.folder = save(stopped.table, req.results_dir, name, folder)
         stopped.args = (f"{stopped}; its rows saved in {stopped.folder / 'result.json'}",)
         raise
-    return out, save(out, req.results_dir, name)
+    return out, save(out, req.results_dir, name, folder)
 
 
 Tabled = tuple[dict[str, Any], Path, list[dict[str, Any]]]
 
 
 def with_runs(req: TableRequest, name: str,
-              table: Callable[[TableRequest, Callable[[Workload], dict]], dict]) -> Tabled:
+              table: Callable[[TableRequest, Callable[[Workload], dict], OnRow], dict]
+              ) -> Tabled:
     """Run `table`, each row's runs full runs saved as any run's (each passed to
     `req.on_saved` once saved, however the table then ends); save the table beside them.
     Returns the table, its folder and every run's result."""
@@ -250,7 +267,7 @@ def with_runs(req: TableRequest, name: str,
     def run_one(w: Workload) -> dict[str, Any]:
         ran.append(run(w))
         return ran[-1]
-    out, folder = saved(req, name, lambda: table(req, run_one))
+    out, folder = saved(req, name, lambda on_row: table(req, run_one, on_row))
     return out, folder, ran
 
 
