@@ -200,9 +200,13 @@ def _find_users(phase: str, find_max: bool, max_users: int | None, goal: str | N
     upper, goal = fu.check(phase, workload, max_users, goal)
     req = fu.UsersSearch(phase, workload, target, upper, goal, repeat, results, method,
                          _users_options(target, endpoint, profile), engine)
-    with _recorded(history, results, no_report) as on_saved:
-        found = fu.find_users(replace(req, on_saved=on_saved))
-    _show_users(*found, as_json)
+    try:
+        with _recorded(history, results, no_report) as on_saved:
+            found, folder = fu.find_users(replace(req, on_saved=on_saved))
+    except fu.Stopped as stopped:  # the probes done, shown and saved; then the one line
+        _show_table(stopped.doc, stopped.folder, as_json, lambda _: (), no_report)
+        raise
+    _show_table(found, folder, as_json, lambda _: (), no_report)
 
 
 def _users_table(phase: str, users_text: str, goal: str | None, duration: str | None,
@@ -294,8 +298,8 @@ def _write_run_report(res: dict, folder: Path) -> None:
 
 
 def _show_table(out: dict, folder: Path, as_json: bool, text_table, no_report: bool) -> None:
-    """A table's result: its page written, then as JSON, or its lines, statement and the
-    paths of its result and page."""
+    """A table's or search's result: its page written, then as JSON, or its lines,
+    statement and the paths of its result and page."""
     written = [] if no_report else write_report(out, folder)
     _show_users(out, folder, as_json, () if as_json else text_table(out))
     if not as_json:

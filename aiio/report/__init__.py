@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from aiio import __version__
-from aiio.report import accept, fio, html, mlperf, run, sweep, table, trend
+from aiio.report import accept, fio, html, mlperf, run, search, sweep, table, trend
 from aiio.report.common import other_section
 from aiio.results.files import write_atomic
 from aiio.results.result import kind_of
 
 REPORT_NAME = "report.html"
 KINDS = {"run": run, "sweep": sweep, "accept": accept, "fio": fio, "mlperf": mlperf,
-         "users_table": table, "rates_table": table}
+         "users_table": table, "rates_table": table, "find_max_users": search}
 
 
 def render(result: Mapping[str, Any]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiio.cache_methods import MEANING
@@ -28,6 +28,16 @@ def guarded(name: str, draw: Callable[..., Html], *args: Any) -> Html:
         log.debug("report section %s failed", name, exc_info=True)
         return h.notice("fail", f"The {name} section could not be drawn from this result "
                         f"({type(exc).__name__}: {exc}).")
+
+
+def sections(res: Mapping[str, Any], title: str, what: str,
+             drawn: Sequence[tuple[str, Callable[[Mapping[str, Any]], Html]]],
+             known: set[str]) -> list[Html]:
+    """A page's body: its title, a notice when the `what` (table, search) did not finish,
+    each (name, draw) section guarded, then whatever else it recorded."""
+    return [header(res, title), status_notice(res, what),
+            *(guarded(name, draw, res) for name, draw in drawn),
+            guarded("other", other_section, res, known)]
 
 
 def header(res: Mapping[str, Any], title: str) -> Html:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiio.report import html as h
-from aiio.report.common import guarded, header, other_section, status_notice
+from aiio.report.common import sections
 from aiio.results.markup import Html
 from aiio.sweep import rates_sweep, users_sweep
 
@@ -51,11 +51,9 @@ def title(res: Mapping[str, Any]) -> str:
 
 
 def render_body(res: Mapping[str, Any]) -> list[Html]:
-    return [header(res, title(res)), status_notice(res, "table"),
-            guarded("statement", statement_section, res),
-            guarded("table", table_section, res),
-            guarded("settings", settings_section, res),
-            guarded("other", other_section, res, KNOWN)]
+    return sections(res, title(res), "table", (("statement", statement_section),
+                                               ("table", table_section),
+                                               ("settings", settings_section)), KNOWN)
 
 
 def statement_section(res: Mapping[str, Any]) -> Html:
@@ -72,7 +70,7 @@ def table_section(res: Mapping[str, Any]) -> Html:
     cells = cells_of(res)
     rows = [[*(h.Cell(c, cls=None if head == "verdict" else "n")
                for head, c in zip(headings, cells(r), strict=True)),
-             h.num(h.plain(r.get("repeats")), r.get("repeats")), _run_links(r)]
+             h.num(h.plain(r.get("repeats")), r.get("repeats")), run_links(r)]
             for r in h.items(res.get("rows")) if isinstance(r, Mapping)]
     return h.section("Table", h.table((*headings, "repeats", "each run's report"), rows),
                      anchor="table", note=f"{legend(res)}. A request's latency is its queue "
@@ -80,7 +78,7 @@ def table_section(res: Mapping[str, Any]) -> Html:
                      "repeats, its verdict the worst of theirs.")
 
 
-def _run_links(r: Mapping[str, Any]) -> Html:
+def run_links(r: Mapping[str, Any]) -> Html:
     """A link to each of the row's runs' pages, saved beside the table's folder."""
     links = [h.tag("a", run["folder"], href=f"../{run['folder']}/report.html")
              for run in h.items(r.get("runs"))

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio.errors import ConfigError
+from aiio.errors import AiioError, ConfigError, RunInterrupted
 from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
 from aiio.results.kvcache import Goal
 from aiio.results.result import SCHEMA, Result, unique_folder
-from aiio.run import runner
+from aiio.run import owner, runner
 from aiio.run.wallclock import now_iso, now_stamp
-from aiio.sweep.find_max import decide, search
+from aiio.sweep.find_max import HOLDS, decide, search
 from aiio.sweep.run import with_value
 from aiio.workload import Workload
 
@@ -108,13 +108,19 @@ def probe_figures(res: Result | Mapping[str, Any], goal: str) -> dict[str, Any]:
     target = kv.goals[goal].goal_ms if goal in kv.goals else None
     held = (run.status == "ok" and not kv.overloaded and p95 is not None
             and target is not None and p95 <= target)
+    folder = run.get("folder")  # where the run is saved, beside the search (a run read
+    #                             back from its own folder records none)
     return {"status": run.status, "p95_ms": p95, "goal_ms": target,
             "overloaded": kv.overloaded, "verdict": kv.verdict,
-            "requests_per_s": kv.requests_per_s, "held": held}
+            "requests_per_s": kv.requests_per_s, "held": held,
+            **({"folder": folder} if isinstance(folder, str) else {})}
 
 
-def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]]) -> dict:
-    """The search, each probe run by `run_one` (a run of the workload given)."""
+def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]],
+               on_probe: OnDone | None = None) -> dict:
+    """The search, each probe run by `run_one` (a run of the workload given), the search so
+    far passed to `on_probe` "running" after each probe; Stopped, with the probes done and
+    what they decided, when a run stops it after the first probe."""
     section, key = get_phase(req.phase).users_key
     probes: list[dict[str, Any]] = []
 
@@ -123,18 +129,62 @@ def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]]) 
                               req.goal) for _ in range(req.repeat)]
         decision = decide([r["held"] for r in runs])
         probes.append({"users": users, "decision": decision, "runs": runs})
+        if on_probe is not None:
+            on_probe(_search_doc(req, probes, *so_far(probes), "running"))
         return decision
+    try:
+        good, bad = search(probe, req.upper)
+    except (AiioError, KeyboardInterrupt) as exc:
+        if not probes:  # nothing decided: the run's own partial result says it all
+            raise
+        code = getattr(exc, "exit_code", RunInterrupted.exit_code)
+        why = str(exc) or "interrupted by the user"  # a bare KeyboardInterrupt has no text
+        out = {**_search_doc(req, probes, *so_far(probes), stop_status(code)), "error": why}
+        raise Stopped(f"{why}; the search stopped after {_count(len(probes), 'probe')}",
+                      out, code) from None
+    return _search_doc(req, probes, good, bad, "ok")
 
-    good, bad = search(probe, req.upper)
-    return {"kind": "find_max_users", "phase": req.phase, "goal": req.goal,
+
+def so_far(probes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """(the most users that held, the fewest above it that did not) of the probes done."""
+    held = [p["users"] for p in probes if p["decision"] == HOLDS]
+    good = max(held, default=None)
+    above = [p["users"] for p in probes if p["decision"] != HOLDS
+             and (good is None or p["users"] > good)]
+    return good, min(above, default=None)
+
+
+def stop_status(code: int) -> str:
+    """How a search or table a run stopped ended: interrupted (Ctrl-C) or failed."""
+    return "interrupted" if code == RunInterrupted.exit_code else "failed"
+
+
+def _search_doc(req: UsersSearch, probes: list[dict[str, Any]], good: int | None,
+                bad: int | None, status: str) -> dict[str, Any]:
+    return {"kind": "find_max_users", "phase": req.phase, "status": status, "goal": req.goal,
             "clients": req.workload.run.clients, "upper": req.upper, "repeats": req.repeat,
-            "probes": probes, "max_users_at_goal": good, "first_not_held": bad,
-            "statement": statement(req, probes, good, bad), "finished": now_iso()}
+            "settings": settings(req), "probes": probes, "max_users_at_goal": good,
+            "first_not_held": bad,
+            "statement": statement(req, probes, good, bad, done=status == "ok"),
+            "finished": now_iso()}
+
+
+def settings(req: Any) -> dict[str, Any]:
+    """What every run of a search or table ran with, beside the key it varies."""
+    section, key = get_phase(req.phase).duration_key
+    return {"workload": req.workload.name, "target": req.target, "method": req.method,
+            "engine": req.engine,
+            "duration_s": getattr(getattr(req.workload, section), key)}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def statement(req: UsersSearch, probes: list[dict], good: int | None,
-              bad: int | None) -> str:
-    """The answer with the probes that bracket it."""
+              bad: int | None, done: bool = True) -> str:
+    """The answer with the probes that bracket it; of a search stopped early, what its
+    probes decided, said as no more than that."""
     by = {p["users"]: p for p in probes}
 
     def seen(n: int) -> str:
@@ -146,16 +196,59 @@ def statement(req: UsersSearch, probes: list[dict], good: int | None,
     clients = f"{req.workload.run.clients} client(s)"
     if good is None:
         return f"{goal} does not hold even with 1 user per client at {clients} ({seen(1)})"
-    head = f"{goal} holds up to {good} users per client at {clients} ({seen(good)})"
+    if not done:
+        head = f"{goal} held up to {_count(good, 'user')} per client at {clients} " \
+               f"({seen(good)})"
+        if bad is None:
+            return f"{head}; the search stopped before it tried more"
+        return f"{head}; with {bad} it did not ({seen(bad)}); the search stopped before " \
+               "it tried the counts between"
+    head = f"{goal} holds up to {_count(good, 'user')} per client at {clients} ({seen(good)})"
     if bad is None:
         return f"{head}, the largest allowed (--max-users {req.upper})"
     return f"{head}; with {bad} it does not ({seen(bad)})"
 
 
+class Stopped(AiioError):
+    """A run stopped a search or a table (interrupted, failed): `.doc` holds what was done
+    before it, `.folder` where it is saved; the stop's exit code."""
+
+    def __init__(self, message: str, doc: dict[str, Any], exit_code: int) -> None:
+        super().__init__(message)
+        self.doc, self.exit_code = doc, exit_code
+        self.folder: Path | None = None
+
+
+OnDone = Callable[[dict[str, Any]], None]  # the search or table so far, after each step
+
+
+def saved(results_dir: str, name: str, run: Callable[[OnDone], dict],
+          what: str) -> tuple[dict, Path]:
+    """The search or table `run` makes, saved beside its runs: "running" after every probe
+    or row (with its writer's mark, so one killed outright is read back as interrupted with
+    what it did), then as it ended; a stopped one's message says where `what` (its probes,
+    its rows) are saved."""
+    started = now_iso()
+    folder: Path | None = None  # from the first step done
+
+    def on_done(doc: dict[str, Any]) -> None:
+        nonlocal folder
+        folder = save({"started": started, **doc, "writer": owner.mark()}, results_dir, name,
+                      folder)
+    try:
+        out = {"started": started, **run(on_done)}
+    except Stopped as stopped:
+        stopped.doc = {"started": started, **stopped.doc}
+        stopped.folder = save(stopped.doc, results_dir, name, folder)
+        stopped.args = (f"{stopped}; its {what} saved in {stopped.folder / 'result.json'}",)
+        raise
+    return out, save(out, results_dir, name, folder)
+
+
 def find_users(req: UsersSearch) -> tuple[dict[str, Any], Path]:
-    """Run the search; save its result beside the probes' own results."""
-    out = run_search(req, runs_of(req))
-    return out, save(out, req.results_dir, f"find-max-users-{req.phase}")
+    """Run the search; save it beside the probes' own results, after every probe too."""
+    return saved(req.results_dir, f"find-max-users-{req.phase}",
+                 lambda on_probe: run_search(req, runs_of(req), on_probe), "probes")
 
 
 def runs_of(req: UsersSearch | Any) -> Callable[[Workload], dict[str, Any]]:

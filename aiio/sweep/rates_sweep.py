@@ -24,10 +24,10 @@ from aiio.results import parts
 from aiio.results.result import Result
 from aiio.run.wallclock import now_iso
 from aiio.sweep import users_sweep
+from aiio.sweep.find_users import OnDone
 from aiio.sweep.run import check_increasing, split_list, with_value
 from aiio.sweep.users_sweep import (
     Axis,
-    OnRow,
     Ran,
     Tabled,
     TableRequest,
@@ -117,7 +117,7 @@ def statement(goal: str, goal_ms: float | None, clients: int, rows: list[dict]) 
 
 
 def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]],
-              on_row: OnRow | None = None) -> dict:
+              on_row: OnDone | None = None) -> dict:
     """Every rate's runs, the table and its statement (each row's as it is done to
     `on_row`); TableStopped, with the rows done, when a run stops it after the first
     rate's."""

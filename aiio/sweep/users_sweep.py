@@ -22,9 +22,18 @@ from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
 from aiio.results.result import Result
-from aiio.run import owner
 from aiio.run.wallclock import now_iso
-from aiio.sweep.find_users import OnSaved, kv_figures, probe_figures, runs_of, save
+from aiio.sweep.find_users import (
+    OnDone,
+    OnSaved,
+    Stopped,
+    kv_figures,
+    probe_figures,
+    runs_of,
+    saved,
+    settings,
+    stop_status,
+)
 from aiio.sweep.run import with_value
 from aiio.workload import Workload
 
@@ -150,26 +159,26 @@ def statement(goal: str, goal_ms: float | None, clients: int, rows: list[dict],
     return head
 
 
-class TableStopped(AiioError):
+class TableStopped(Stopped):
     """A run stopped the table (interrupted, failed): `.table` holds the rows done before it,
     `.runs` their runs, `.folder` where the table is saved; the stop's exit code."""
 
     def __init__(self, message: str, table: dict[str, Any], runs: list[dict[str, Any]],
                  exit_code: int) -> None:
-        super().__init__(message)
-        self.table, self.runs, self.exit_code = table, runs, exit_code
-        self.folder: Path | None = None
+        super().__init__(message, table, exit_code)
+        self.runs = runs
+
+    @property
+    def table(self) -> dict[str, Any]:
+        return self.doc
 
 
 Ran = list[tuple[Any, dict[str, Any]]]  # each value's runs, in the order they ran
 
 
-OnRow = Callable[[dict[str, Any]], None]  # the table of the rows done, after each row
-
-
 def run_rows(req: TableRequest, where: tuple[str, str], noun: str,
              run_one: Callable[[Workload], dict[str, Any]],
-             build: Callable[[Ran, str], dict], on_row: OnRow | None = None) -> dict:
+             build: Callable[[Ran, str], dict], on_row: OnDone | None = None) -> dict:
     """Every value's runs of the workload's key `where` (section, key), in order, made a
     table by `build` (the runs, the table's status), passed to `on_row` "running" after each
     value's runs; TableStopped, with the rows done (`noun` names them), when a run stops it
@@ -186,10 +195,10 @@ def run_rows(req: TableRequest, where: tuple[str, str], noun: str,
         if not done:  # nothing to tabulate: the run's own partial result says it all
             raise
         code = getattr(exc, "exit_code", RunInterrupted.exit_code)
-        status = "interrupted" if code == RunInterrupted.exit_code else "failed"
         # a bare KeyboardInterrupt (a Ctrl-C outside a run's own handling) has no text
         why = str(exc) or "interrupted by the user"
-        out = {**build([(v, r) for v, r in ran if v in done], status), "error": why}
+        out = {**build([(v, r) for v, r in ran if v in done], stop_status(code)),
+               "error": why}
         raise TableStopped(f"{why}; the table stopped after {len(done)} of "
                            f"{len(req.values)} {noun}", out, [r for _, r in ran],
                            code) from None
@@ -202,7 +211,7 @@ def by_value(ran: Ran) -> list[tuple[Any, list[dict[str, Any]]]]:
 
 
 def run_table(req: TableRequest, run_one: Callable[[Workload], dict[str, Any]],
-              on_row: OnRow | None = None) -> dict:
+              on_row: OnDone | None = None) -> dict:
     """Every count's runs, the table and its statement (each row's as it is done to
     `on_row`); TableStopped, with the rows done, when a run stops it after the first
     count's."""
@@ -224,40 +233,11 @@ def _table(req: TableRequest, ran: Ran, status: str) -> dict:
             "finished": now_iso()}
 
 
-def settings(req: TableRequest) -> dict[str, Any]:
-    """What every run of the table ran with, beside the key it varies."""
-    section, key = get_phase(req.phase).duration_key
-    return {"workload": req.workload.name, "target": req.target, "method": req.method,
-            "engine": req.engine,
-            "duration_s": getattr(getattr(req.workload, section), key)}
-
-
-def saved(req: TableRequest, name: str, run: Callable[[OnRow], dict]) -> tuple[dict, Path]:
-    """The table `run` makes, saved beside the rows' own runs: "running" after every row
-    (with its writer's mark, so a table killed outright is read back as interrupted with the
-    rows it did), then as it ended; a stopped table's message says where its rows are."""
-    started = now_iso()
-    folder: Path | None = None  # from the first row done
-
-    def on_row(table: dict[str, Any]) -> None:
-        nonlocal folder
-        folder = save({"started": started, **table, "writer": owner.mark()},
-                      req.results_dir, name, folder)
-    try:
-        out = {"started": started, **run(on_row)}
-    except TableStopped as stopped:
-        stopped.table = {"started": started, **stopped.table}
-        stopped.folder = save(stopped.table, req.results_dir, name, folder)
-        stopped.args = (f"{stopped}; its rows saved in {stopped.folder / 'result.json'}",)
-        raise
-    return out, save(out, req.results_dir, name, folder)
-
-
 Tabled = tuple[dict[str, Any], Path, list[dict[str, Any]]]
 
 
 def with_runs(req: TableRequest, name: str,
-              table: Callable[[TableRequest, Callable[[Workload], dict], OnRow], dict]
+              table: Callable[[TableRequest, Callable[[Workload], dict], OnDone], dict]
               ) -> Tabled:
     """Run `table`, each row's runs full runs saved as any run's (each passed to
     `req.on_saved` once saved, however the table then ends); save the table beside them.
@@ -267,7 +247,8 @@ def with_runs(req: TableRequest, name: str,
     def run_one(w: Workload) -> dict[str, Any]:
         ran.append(run(w))
         return ran[-1]
-    out, folder = saved(req, name, lambda on_row: table(req, run_one, on_row))
+    out, folder = saved(req.results_dir, name, lambda on_row: table(req, run_one, on_row),
+                        "rows")
     return out, folder, ran
 
 
