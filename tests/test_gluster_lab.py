@@ -426,12 +426,12 @@ def test_shuffled_training_reads_fio_and_the_collision_model_of_its_placement(sh
     # the bursts let by) and what the kernel's rounding leaves, and one run of either tool
     # falls anywhere from 0 to 13 % under the model (CI: aiio and fio alike 5 to 13 % under;
     # once aiio 1 % under and fio 10 % under, 10.1 % apart). So a lone client is held
-    # within 10 % of the band from fio's reading to the model's, and at most 5 % above it.
+    # to no more than 10 % under the lower of fio's reading and the model's, and no more
+    # than 5 % over the model (the most the bursts let by).
     # fio is held to the model less tightly than aiio: it checks the rig and the model, not
     # aiio. A CI run read fio 10.3 % under the model at 4 clients with aiio 0.5 % from fio
     # (56.6 and 56.9 MiB/s against 63.1): the model, not either tool, was off that time.
-    low, high = sorted((fio[1], model[1]))
-    assert 0.90 * low <= got[1] <= 1.05 * high, (got, fio, model)
+    assert 0.90 * min(fio[1], model[1]) <= got[1] <= 1.05 * model[1], (got, fio, model)
     collided = [n for n in JOBS if n > 1]
     for measured, rel in ((fio, 0.12), (got, 0.10)):
         assert {n: measured[n] for n in collided} == \

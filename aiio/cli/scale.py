@@ -253,21 +253,27 @@ def _tabled(table: Callable[[Callable[[dict, Path], None]], Any],
 @contextmanager
 def _recorded(history: tuple[bool, str | None], results: str,
               no_report: bool) -> Iterator[Callable[[dict, Path], None]]:
-    """The hook a table's or search's runs pass their saved results to: each run's report
-    written, and every run saved recorded in the history however the caller ends
-    (`history`: --no-history, --history)."""
+    """The hook a table's or search's runs pass their saved results to: each run recorded
+    in the history as it is saved (so however the caller ends, a SIGKILL too, every run
+    saved is recorded) and its report written (`history`: --no-history, --history)."""
+    from aiio.cache_methods import METHOD_NULL
+
     no_history, history_path = history
-    saved: list[dict[str, Any]] = []  # each run's result, once saved
+    nulls: list[dict[str, Any]] = []  # runs of the null method: said once, never recorded
 
     def on_saved(res: dict, folder: Path) -> None:
-        saved.append(res)
+        if not no_history:
+            if res.get("method") == METHOD_NULL:
+                nulls.append(res)
+            else:
+                record_runs([res], results, history_path)
         if not no_report:
             _write_run_report(res, folder)
     try:
         yield on_saved
     finally:
-        if not no_history:
-            record_runs(saved, results, history_path)
+        if nulls:
+            record_runs(nulls, results, history_path)  # says why they are not recorded
 
 
 def _rates_table(phase: str, rates_text: str, goal: str | None, duration: str | None,

@@ -1037,14 +1037,18 @@ def add_fio_test(doc: dict[str, Any], name: str, test: dict[str, Any]) -> None:
 
 
 def unique_folder(base: Path, run_id: str) -> Path:
-    """reports/<run-id>/, with a suffix when two runs start in the same second."""
-    folder = base / run_id
+    """reports/<run-id>/, with a suffix when two runs start in the same second. The folder
+    is made, not looked for first: another process may make it between a look and a mkdir,
+    and mkdir is the one test the file system answers for both."""
+    base.mkdir(parents=True, exist_ok=True)
     n = 1
-    while folder.exists():
-        n += 1
-        folder = base / f"{run_id}-{n}"
-    folder.mkdir(parents=True)
-    return folder
+    while True:
+        folder = base / (run_id if n == 1 else f"{run_id}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            n += 1
 
 
 def discard(folder: Path) -> None:

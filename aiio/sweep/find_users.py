@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio.errors import AiioError, ConfigError, RunInterrupted
+from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
@@ -134,10 +134,10 @@ def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]],
         return decision
     try:
         good, bad = search(probe, req.upper)
-    except (AiioError, KeyboardInterrupt) as exc:
+    except (AiioError, OSError, KeyboardInterrupt) as exc:
         if not probes:  # nothing decided: the run's own partial result says it all
             raise
-        code = getattr(exc, "exit_code", RunInterrupted.exit_code)
+        code = stop_code(exc)
         why = str(exc) or "interrupted by the user"  # a bare KeyboardInterrupt has no text
         out = {**_search_doc(req, probes, *so_far(probes), stop_status(code)), "error": why}
         raise Stopped(f"{why}; the search stopped after {_count(len(probes), 'probe')}",
@@ -152,6 +152,15 @@ def so_far(probes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     above = [p["users"] for p in probes if p["decision"] != HOLDS
              and (good is None or p["users"] > good)]
     return good, min(above, default=None)
+
+
+def stop_code(exc: BaseException) -> int:
+    """The exit code of what stopped a search or table: the error's own, 130 for a Ctrl-C,
+    1 for what the system refused (an OSError no stage turned into a message of its own)."""
+    if isinstance(exc, AiioError):
+        return exc.exit_code
+    return RunInterrupted.exit_code if isinstance(exc, KeyboardInterrupt) else \
+        RunFailed.exit_code
 
 
 def stop_status(code: int) -> str:
@@ -233,8 +242,10 @@ def saved(results_dir: str, name: str, run: Callable[[OnDone], dict],
 
     def on_done(doc: dict[str, Any]) -> None:
         nonlocal folder
-        folder = save({"started": started, **doc, "writer": owner.mark()}, results_dir, name,
-                      folder)
+        # not finished: a reader takes the writer's mark for a process still running, or
+        # gone without saving an end
+        folder = save({"started": started, **doc, "finished": None, "writer": owner.mark()},
+                      results_dir, name, folder)
     try:
         out = {"started": started, **run(on_done)}
     except Stopped as stopped:

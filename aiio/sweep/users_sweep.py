@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiio.errors import AiioError, RunInterrupted
+from aiio.errors import AiioError
 from aiio.options import RunOptions
 from aiio.phases import get_phase
 from aiio.results import parts
@@ -32,6 +32,7 @@ from aiio.sweep.find_users import (
     runs_of,
     saved,
     settings,
+    stop_code,
     stop_status,
 )
 from aiio.sweep.run import with_value
@@ -190,11 +191,11 @@ def run_rows(req: TableRequest, where: tuple[str, str], noun: str,
                 ran.append((v, run_one(with_value(req.workload, *where, v))))
             if on_row is not None:
                 on_row(build(ran, "running"))
-    except (AiioError, KeyboardInterrupt) as exc:
+    except (AiioError, OSError, KeyboardInterrupt) as exc:
         done = [v for v in req.values if [x for x, _ in ran].count(v) == req.repeat]
         if not done:  # nothing to tabulate: the run's own partial result says it all
             raise
-        code = getattr(exc, "exit_code", RunInterrupted.exit_code)
+        code = stop_code(exc)
         # a bare KeyboardInterrupt (a Ctrl-C outside a run's own handling) has no text
         why = str(exc) or "interrupted by the user"
         out = {**build([(v, r) for v, r in ran if v in done], stop_status(code)),
