@@ -11,8 +11,11 @@ of aiio.phases.threads make every WAKE_S."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aiio.errors import Terminated
@@ -47,3 +50,27 @@ def pending() -> None:
         (pid, exc), _dropped = _dropped, None
         if pid == os.getpid():
             raise exc
+
+
+@contextmanager
+def held(note: Callable[[str], None], doing: str) -> Iterator[list[int]]:
+    """Ctrl-C held while a run saves how it ended and removes its files (`doing`): people
+    press it again when a run does not end at once, and the second one cut the removal short
+    (a checkpoint's files stayed) and lost the line naming the saved result. Each Ctrl-C
+    meanwhile is counted in the list yielded, the first said through `note`; SIGTERM and
+    SIGKILL still end the process. The handler before comes back after (main thread only:
+    elsewhere nothing is held)."""
+    heard: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield heard
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if not heard:
+            note(f"Ctrl-C: {doing} first (SIGKILL leaves them for the next run here)")
+        heard.append(signum)
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield heard
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)

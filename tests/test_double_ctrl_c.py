@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO
 
 HANG_GUARD_S = 60  # a guard against a hang, not a timing
@@ -22,8 +24,10 @@ def _writing(target: Path) -> bool:
     return any(target.glob("aiio/checkpoints/*/ckpt-*/*.bin"))
 
 
+# Ctrl-C as the first files are written (as the run prepares), and once clients write
+@pytest.mark.parametrize("after_s", [0.0, 1.0])
 def test_ctrl_c_again_while_the_run_ends_leaves_no_file_and_names_the_result(
-        target: Path, results: Path) -> None:
+        target: Path, results: Path, after_s: float) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "aiio", "run", "-p", "checkpoint", "-t", str(target),
          "--results", str(results), "--clients", "2", "--set", "checkpoint.size=256MiB",
@@ -35,6 +39,7 @@ def test_ctrl_c_again_while_the_run_ends_leaves_no_file_and_names_the_result(
         while not _writing(target):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
+        time.sleep(after_s)
         # a Ctrl-C, then more while it stops: every 20 ms for a second, over its ending
         for _ in range(50):
             if proc.poll() is not None:

@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     if not comm.mpi:  # under MPI the communicator owns SIGTERM (it tells the other ranks)
         _end_on_sigterm()
     code = _command(argv, version_mismatch(comm.identities))
+    # the command has ended and said so: a Ctrl-C from here on (pressed again while a run
+    # stopped) would only turn its exit code into a death by SIGINT
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     comm.finish(code)
     sys.exit(code)
 
@@ -113,6 +116,7 @@ def _command(argv: list[str] | None, mismatch: str | None) -> int:
         click.echo("aiio: interrupted", err=True)
         return 130
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # one more would cut the line short
         click.echo("aiio: interrupted", err=True)
         return 130
     except click.ClickException as exc:
@@ -120,6 +124,8 @@ def _command(argv: list[str] | None, mismatch: str | None) -> int:
         click.echo(f"aiio: {exc.format_message()}", err=True)
         return 2 if exc.exit_code == 2 else exc.exit_code
     except AiioError as exc:
+        if exc.exit_code == 130:  # a Ctrl-C's line: one more would cut it short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo(f"aiio: {exc}", err=True)
         return exc.exit_code
     except BrokenPipeError:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from aiio import engines, honesty
+from aiio import engines, honesty, interrupts
 from aiio.cache_methods import METHOD_NULL, choose_method
 from aiio.errors import AiioError, RunFailed, RunInterrupted, TargetChanged, Terminated
 from aiio.options import RunOptions
@@ -90,14 +90,29 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     r = _open(req, ui or QuietUI())
     try:
         _measure(r)
-    except RunAborted as exc:
-        _aborted(r, exc)
-    except KeyboardInterrupt:  # Ctrl-C before the clients started (e.g. generating data)
-        _interrupted(r)
-    except (AiioError, OSError) as exc:
-        _failed(r, exc)
-    _finish(r.phase, r.rc, r.args, r.out, r.folder, req.on_saved)
+    except (RunAborted, KeyboardInterrupt, AiioError, OSError) as exc:
+        with interrupts.held(r.ui.alert, _ENDING):
+            _ended_early(r, exc)  # raises, once saved and cleaned up
+    with interrupts.held(r.ui.alert, _ENDING) as heard:
+        _finish(r.phase, r.rc, r.args, r.out, r.folder, req.on_saved)
+    if heard:  # the run had ended; the Ctrl-C stops what was to come (its summary, a table)
+        raise RunInterrupted(f"interrupted by the user as the run ended; its result, "
+                             f"{r.out['status']}, saved in {r.folder}")
     return r.out, r.folder
+
+
+# what a run does as it ends, a Ctrl-C meanwhile held (aiio.interrupts.held)
+_ENDING = "saving the result and removing this run's files"
+
+
+def _ended_early(r: _Run, exc: BaseException) -> None:
+    """Save and clean up a run that did not end ok, and raise why."""
+    if isinstance(exc, RunAborted):
+        _aborted(r, exc)
+    elif isinstance(exc, KeyboardInterrupt):  # before the clients started (generating data)
+        _interrupted(r)
+    else:
+        _failed(r, exc)
 
 
 def _open(req: RunRequest, ui: UI) -> _Run:
