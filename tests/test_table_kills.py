@@ -100,3 +100,19 @@ def test_a_table_a_storage_error_stops_is_saved_failed_not_left_running(
     table = json.loads((folder / "result.json").read_text())
     assert table["status"] == "failed" and "Input/output error" in table["error"]
     assert [r["users"] for r in table["rows"]] == [1]
+
+
+@pytest.mark.parametrize("flags", [("--users", "1,100000"),
+                                   ("--find-max", "--max-users", "100000")])
+def test_a_count_no_run_could_hold_is_refused_before_the_first_run(
+        target: Path, results: Path, flags: tuple) -> None:
+    """100,000 users a client need far more memory than the host has: the table ran its
+    first count, then stopped failed at the second (exit 2, a table of one row), where a
+    clients sweep refuses its largest point before its first."""
+    from .conftest import call_cli
+    got = call_cli("scale", "-p", "kvcache", "-t", str(target), "--results", str(results),
+                   "--clients", "2", "--duration", "1s", *SETS, *flags, "--no-report")
+    assert got.returncode == 2, got.stderr
+    (line,) = got.stderr.strip().splitlines()
+    assert "memory" in line and "Traceback" not in got.stderr, line
+    assert not list(results.glob("*/result.json")), "a run or table was saved"

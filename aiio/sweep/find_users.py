@@ -24,7 +24,8 @@ from aiio.phases import get_phase
 from aiio.results import parts
 from aiio.results.kvcache import Goal
 from aiio.results.result import SCHEMA, Result, unique_folder
-from aiio.run import owner, runner
+from aiio.run import hosts, memcheck, owner, runner
+from aiio.run.comm import world
 from aiio.run.wallclock import now_iso, now_stamp
 from aiio.sweep.find_max import HOLDS, decide, search
 from aiio.sweep.run import with_value
@@ -116,12 +117,27 @@ def probe_figures(res: Result | Mapping[str, Any], goal: str) -> dict[str, Any]:
             **({"folder": folder} if isinstance(folder, str) else {})}
 
 
+def refuse_early(req: Any, where: tuple[str, str], values: list[Any]) -> None:
+    """Refuse before the first run (one line, exit 2) any value of the workload's key
+    `where` a run would refuse at its start (the phase's own checks, the memory its clients
+    need): a table ran its first values and then stopped failed at one no host could hold,
+    where a clients sweep refuses its largest point before its first."""
+    phase, clients = get_phase(req.phase), req.workload.run.clients
+    here = hosts.split_clients(clients, world().size)[0]  # this host's share, as a run's
+    for v in values:
+        w = with_value(req.workload, *where, v)
+        phase.variant(w).validate(w, req.options)
+        memcheck.check_need(memcheck.target_need(w, req.phase, req.target, clients,
+                                                 req.method, req.engine), here)
+
+
 def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]],
                on_probe: OnDone | None = None) -> dict:
     """The search, each probe run by `run_one` (a run of the workload given), the search so
     far passed to `on_probe` "running" after each probe; Stopped, with the probes done and
     what they decided, when a run stops it after the first probe."""
     section, key = get_phase(req.phase).users_key
+    refuse_early(req, (section, key), [1, req.upper])  # the fewest and the most it may try
     probes: list[dict[str, Any]] = []
 
     def probe(users: int) -> str:

@@ -29,6 +29,7 @@ from aiio.sweep.find_users import (
     Stopped,
     kv_figures,
     probe_figures,
+    refuse_early,
     runs_of,
     saved,
     settings,
@@ -184,6 +185,7 @@ def run_rows(req: TableRequest, where: tuple[str, str], noun: str,
     table by `build` (the runs, the table's status), passed to `on_row` "running" after each
     value's runs; TableStopped, with the rows done (`noun` names them), when a run stops it
     after the first value's."""
+    refuse_early(req, where, req.values)
     ran: Ran = []
     try:
         for v in req.values:
