@@ -115,4 +115,5 @@ def test_a_count_no_run_could_hold_is_refused_before_the_first_run(
     assert got.returncode == 2, got.stderr
     (line,) = got.stderr.strip().splitlines()
     assert "memory" in line and "Traceback" not in got.stderr, line
+    assert line.startswith("aiio: kvcache.users = 100000: "), line
     assert not list(results.glob("*/result.json")), "a run or table was saved"

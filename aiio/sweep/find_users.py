@@ -126,9 +126,12 @@ def refuse_early(req: Any, where: tuple[str, str], values: list[Any]) -> None:
     here = hosts.split_clients(clients, world().size)[0]  # this host's share, as a run's
     for v in values:
         w = with_value(req.workload, *where, v)
-        phase.variant(w).validate(w, req.options)
-        memcheck.check_need(memcheck.target_need(w, req.phase, req.target, clients,
-                                                 req.method, req.engine), here)
+        try:
+            phase.variant(w).validate(w, req.options)
+            memcheck.check_need(memcheck.target_need(w, req.phase, req.target, clients,
+                                                     req.method, req.engine), here)
+        except AiioError as exc:  # which value, since the run's own words name none
+            raise ConfigError(f"{where[0]}.{where[1]} = {v}: {exc}") from None
 
 
 def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]],
