@@ -52,14 +52,23 @@ def pending() -> None:
             raise exc
 
 
+def say(message: str) -> None:
+    """A line on stderr, as the command's own lines are."""
+    print(f"aiio: {message}", file=sys.stderr, flush=True)
+
+
 @contextmanager
-def held(note: Callable[[str], None], doing: str) -> Iterator[list[int]]:
-    """Ctrl-C held while a run saves how it ended and removes its files (`doing`): people
-    press it again when a run does not end at once, and the second one cut the removal short
-    (a checkpoint's files stayed) and lost the line naming the saved result. Each Ctrl-C
-    meanwhile is counted in the list yielded, the first said through `note`; SIGTERM and
-    SIGKILL still end the process. The handler before comes back after (main thread only:
+def held(doing: str, note: Callable[[str], None] = say) -> Iterator[list[int]]:
+    """Ctrl-C held while aiio is `doing` what must not be cut short (collecting what the
+    clients measured, saving a result, removing a run's files): people press it again when a
+    run does not stop at once, and the second one cut the removal short (a checkpoint's files
+    stayed), lost the clients' figures or the line naming the saved result. The first held is
+    said through `note`; each is counted in the list yielded. Held while nothing else was
+    ending the command, one is kept to be raised at the next `pending()` (the next run of a
+    table, the command's end), so what was done is kept and what was to come is stopped.
+    SIGTERM and SIGKILL are not held. The handler before comes back after (main thread only:
     elsewhere nothing is held)."""
+    global _dropped
     heard: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield heard
@@ -67,10 +76,14 @@ def held(note: Callable[[str], None], doing: str) -> Iterator[list[int]]:
 
     def handler(signum: int, frame: object) -> None:
         if not heard:
-            note(f"Ctrl-C: {doing} first (SIGKILL leaves them for the next run here)")
+            note(f"Ctrl-C: {doing} first (SIGKILL leaves its files for the next run here)")
         heard.append(signum)
     before = signal.signal(signal.SIGINT, handler)
+    ended = True
     try:
         yield heard
+        ended = False
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+        if heard and not ended:
+            _dropped = (os.getpid(), KeyboardInterrupt())

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -398,3 +398,30 @@ def finish(proc: subprocess.Popen, log: Path) -> tuple[int, str]:
     """Its exit code and all it wrote."""
     proc.wait(timeout=HANG_GUARD_S)
     return proc.returncode, log.read_text()
+
+
+def ctrl_c_burst(args: tuple[str, ...], ready: Callable[[], bool], after_s: float,
+                 times: int) -> tuple[int, str]:
+    """`aiio ARGS`, sent `times` Ctrl-Cs to its process group 20 ms apart, `after_s` once
+    `ready()` (as people press it again when a run does not end at once); its exit code and
+    stderr. The 60 s deadlines guard against a hang, they time nothing."""
+    proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        time.sleep(after_s)
+        for _ in range(times):
+            if proc.poll() is not None:
+                break
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.02)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, err

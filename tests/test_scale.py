@@ -71,6 +71,9 @@ class RecordingUI:
     def note(self, message: str) -> None:
         self.notes.append(message)
 
+    def alert(self, message: str) -> None:
+        self.notes.append(message)
+
     def progress(self, *a) -> None: ...
     def start(self, *a, **live) -> None: ...
     def tick(self, *a) -> None: ...

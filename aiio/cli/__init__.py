@@ -112,7 +112,9 @@ def _command(argv: list[str] | None, mismatch: str | None) -> int:
         if mismatch:
             raise AiioError(mismatch)
         cli.main(args=argv, prog_name="aiio", standalone_mode=False)
+        interrupts.pending()  # a Ctrl-C held as the command's last run ended
     except click.exceptions.Abort:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # one more would cut the line short
         click.echo("aiio: interrupted", err=True)
         return 130
     except KeyboardInterrupt:

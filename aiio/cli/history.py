@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -31,9 +32,15 @@ def history_options(func):
                         help="history database  [default: RESULTS/history.sqlite]")(func)
 
 
-def record_in_history(records: list, results: str, history_path: str | None) -> None:
-    """Add saved results' records to the history; a history problem is a warning on stderr,
-    never a lost result (the result is saved before this is called)."""
+def _warn(message: str) -> None:
+    click.echo(f"aiio: warning: {message}", err=True)
+
+
+def record_in_history(records: list, results: str, history_path: str | None,
+                      warn: Callable[[str], None] = _warn) -> None:
+    """Add saved results' records to the history; a history problem is a warning (`warn`,
+    on stderr by default), never a lost result (the result is saved before this is
+    called)."""
     from aiio.errors import AiioError
     from aiio.results.history import History
 
@@ -43,10 +50,11 @@ def record_in_history(records: list, results: str, history_path: str | None) -> 
             for rec in records:
                 h.add(rec)
     except (AiioError, OSError) as exc:
-        click.echo(f"aiio: warning: not recorded in the history: {exc}", err=True)
+        warn(f"not recorded in the history: {exc}")
 
 
-def record_runs(saved: list[dict], results: str, history_path: str | None) -> None:
+def record_runs(saved: list[dict], results: str, history_path: str | None,
+                warn: Callable[[str], None] = _warn) -> None:
     """Saved run results as history records, whatever their status (a failed or interrupted
     run's trend must show it); a run of the null method did no I/O and is left out, saying
     so on stderr."""
@@ -57,7 +65,7 @@ def record_runs(saved: list[dict], results: str, history_path: str | None) -> No
     if len(kept) < len(saved):
         click.echo("aiio: the null method did no I/O: not recorded in history", err=True)
     if kept:
-        record_in_history([run_record(res) for res in kept], results, history_path)
+        record_in_history([run_record(res) for res in kept], results, history_path, warn)
 
 
 @click.command()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from aiio import interrupts
 from aiio.cache_methods import AUTO, REQUESTS
 from aiio.cli.common import (
     check_engine,
@@ -164,13 +165,18 @@ def scale(phase: str, clients_text: str | None, max_clients: int | None, find_ma
         out, folder = sc.sweep(req, RichUI(quiet=quiet or as_json),
                                _driver(find_max, goal_ms))
     except sc.SweepStopped as stopped:
-        if not no_history:
-            _record(stopped.sweep, results, history_path)
-        _show(stopped.sweep, stopped.folder, as_json, print_sweep, no_report)
+        with interrupts.held(_SHOWING):  # a Ctrl-C again lost the line naming the result
+            if not no_history:
+                _record(stopped.sweep, results, history_path)
+            _show(stopped.sweep, stopped.folder, as_json, print_sweep, no_report)
         raise
     if not no_history:
         _record(out, results, history_path)
     _show(out, folder, as_json, print_sweep, no_report)
+
+
+# what a stopped sweep, table or search does before its line, a Ctrl-C meanwhile held
+_SHOWING = "recording what was done and writing its page"
 
 
 def _driver(find_max: bool, goal_ms: float | None):
@@ -204,7 +210,8 @@ def _find_users(phase: str, find_max: bool, max_users: int | None, goal: str | N
         with _recorded(history, results, no_report) as on_saved:
             found, folder = fu.find_users(replace(req, on_saved=on_saved))
     except fu.Stopped as stopped:  # the probes done, shown and saved; then the one line
-        _show_table(stopped.doc, stopped.folder, as_json, lambda _: (), no_report)
+        with interrupts.held(_SHOWING):
+            _show_table(stopped.doc, stopped.folder, as_json, lambda _: (), no_report)
         raise
     _show_table(found, folder, as_json, lambda _: (), no_report)
 
@@ -245,7 +252,8 @@ def _tabled(table: Callable[[Callable[[dict, Path], None]], Any],
         with _recorded(history, results, no_report) as on_saved:
             out, folder, _ = table(on_saved)
     except us.TableStopped as stopped:
-        _show_table(stopped.table, stopped.folder, as_json, text, no_report)
+        with interrupts.held(_SHOWING):
+            _show_table(stopped.table, stopped.folder, as_json, text, no_report)
         raise
     _show_table(out, folder, as_json, text, no_report)
 
@@ -260,13 +268,19 @@ def _recorded(history: tuple[bool, str | None], results: str,
 
     no_history, history_path = history
     nulls: list[dict[str, Any]] = []  # runs of the null method: said once, never recorded
+    warned: list[str] = []  # a history that cannot be written is said once, not each run
+
+    def warn_once(message: str) -> None:
+        if not warned:
+            click.echo(f"aiio: warning: {message}", err=True)
+        warned.append(message)
 
     def on_saved(res: dict, folder: Path) -> None:
         if not no_history:
             if res.get("method") == METHOD_NULL:
                 nulls.append(res)
             else:
-                record_runs([res], results, history_path)
+                record_runs([res], results, history_path, warn_once)
         if not no_report:
             _write_run_report(res, folder)
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiio import honesty
+from aiio import honesty, interrupts
 from aiio.cache_methods import METHOD_DIRECT, METHOD_FADVISE
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted
 from aiio.fio import job
@@ -147,15 +147,22 @@ def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], 
                                                       info.o_direct, ui))
         out["status"] = "ok"
     except KeyboardInterrupt:
-        _fail(out, "interrupted", "interrupted by the user", req, target, data, folder)
+        with interrupts.held(_ENDING):
+            _fail(out, "interrupted", "interrupted by the user", req, target, data, folder)
         raise RunInterrupted(f"interrupted; partial result saved in {folder}") from None
     except (AiioError, OSError) as exc:
         msg = str(exc) if isinstance(exc, AiioError) else f"{exc.strerror}: {exc.filename}"
-        _fail(out, "failed", msg, req, target, data, folder)
+        with interrupts.held(_ENDING):
+            _fail(out, "failed", msg, req, target, data, folder)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{msg}; partial result saved in {folder}") from None
-    _finish(out, req, target, data, folder)
+    with interrupts.held(_ENDING):
+        _finish(out, req, target, data, folder)
     return out, folder
+
+
+# what the suite does as it ends, a Ctrl-C meanwhile held (aiio.interrupts.held)
+_ENDING = "saving the result and removing the hero files"
 
 
 def _skeleton(req: SuiteRequest, info: TargetInfo, version: str) -> dict[str, Any]:

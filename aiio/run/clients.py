@@ -524,7 +524,8 @@ def _stop_and_drain(procs: list, shared: _Shared, results: dict[int, dict],
     within timeout_s."""
     shared.halt()
     shared.open_gate()
-    _drain(procs, shared, results, errors, timeout_s)
+    with interrupts.held("collecting what the clients measured"):  # a second Ctrl-C lost it
+        _drain(procs, shared, results, errors, timeout_s)
 
 
 def _start_all(procs: list) -> None:

@@ -87,17 +87,16 @@ class _Run:
 
 def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     """Run and save; returns (result, folder). Raises the phase's error after saving."""
+    interrupts.pending()  # a Ctrl-C held as the last run ended stops a table or sweep here
     r = _open(req, ui or QuietUI())
     try:
         _measure(r)
     except (RunAborted, KeyboardInterrupt, AiioError, OSError) as exc:
-        with interrupts.held(r.ui.alert, _ENDING):
+        with interrupts.held(_ENDING, r.ui.alert):
             _ended_early(r, exc)  # raises, once saved and cleaned up
-    with interrupts.held(r.ui.alert, _ENDING) as heard:
+    # a Ctrl-C held here stops what was to come (a table's next run, the command's end)
+    with interrupts.held(_ENDING, r.ui.alert):
         _finish(r.phase, r.rc, r.args, r.out, r.folder, req.on_saved)
-    if heard:  # the run had ended; the Ctrl-C stops what was to come (its summary, a table)
-        raise RunInterrupted(f"interrupted by the user as the run ended; its result, "
-                             f"{r.out['status']}, saved in {r.folder}")
     return r.out, r.folder
 
 

@@ -144,8 +144,15 @@ def run_search(req: UsersSearch, run_one: Callable[[Workload], dict[str, Any]],
     probes: list[dict[str, Any]] = []
 
     def probe(users: int) -> str:
-        runs = [probe_figures(run_one(with_value(req.workload, section, key, users)),
-                              req.goal) for _ in range(req.repeat)]
+        runs: list[dict[str, Any]] = []
+        try:
+            for _ in range(req.repeat):
+                runs.append(probe_figures(run_one(with_value(req.workload, section, key,
+                                                             users)), req.goal))
+        except BaseException:
+            if runs:  # the repeats done are kept, the count left undecided
+                probes.append({"users": users, "decision": UNDECIDED, "runs": runs})
+            raise
         decision = decide([r["held"] for r in runs])
         probes.append({"users": users, "decision": decision, "runs": runs})
         if on_probe is not None:
@@ -168,7 +175,7 @@ def so_far(probes: list[dict[str, Any]]) -> tuple[int | None, int | None]:
     """(the most users that held, the fewest above it that did not) of the probes done."""
     held = [p["users"] for p in probes if p["decision"] == HOLDS]
     good = max(held, default=None)
-    above = [p["users"] for p in probes if p["decision"] != HOLDS
+    above = [p["users"] for p in probes if p["decision"] not in (HOLDS, UNDECIDED)
              and (good is None or p["users"] > good)]
     return good, min(above, default=None)
 
@@ -205,6 +212,14 @@ def settings(req: Any) -> dict[str, Any]:
             "duration_s": getattr(getattr(req.workload, section), key)}
 
 
+def _p95(r: Mapping[str, Any]) -> str:
+    return "no P95" if r["p95_ms"] is None else f"P95 {r['p95_ms']:.1f} ms"
+
+
+# a probe a stop cut within its repeats: those done are kept, the count decided neither way
+UNDECIDED = "undecided"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
@@ -216,9 +231,11 @@ def statement(req: UsersSearch, probes: list[dict], good: int | None,
     by = {p["users"]: p for p in probes}
 
     def seen(n: int) -> str:
-        r = by[n]["runs"][0]
-        p95 = "no P95" if r["p95_ms"] is None else f"P95 {r['p95_ms']:.1f} ms"
-        return f"{p95}, {r['verdict']}"
+        """What the repeat that decided the count showed: the first that did not hold, of a
+        count that did not (a straddling count's held repeat is not why it failed)."""
+        runs = by[n]["runs"]
+        r = next((x for x in runs if not x["held"]), runs[0])
+        return f"{_p95(r)}, {r['verdict']}"
 
     goal = f"the {req.goal} goal"
     clients = f"{req.workload.run.clients} client(s)"
@@ -227,10 +244,15 @@ def statement(req: UsersSearch, probes: list[dict], good: int | None,
     if not done:
         head = f"{goal} held up to {_count(good, 'user')} per client at {clients} " \
                f"({seen(good)})"
+        if bad is not None:
+            head += f"; with {bad} it did not ({seen(bad)})"
+        cut = next((p for p in probes if p["decision"] == UNDECIDED), None)
+        if cut is not None:
+            return f"{head}; the search stopped within the probe of {cut['users']} " \
+                   f"({len(cut['runs'])} of {req.repeat} repeats done: {seen(cut['users'])})"
         if bad is None:
             return f"{head}; the search stopped before it tried more"
-        return f"{head}; with {bad} it did not ({seen(bad)}); the search stopped before " \
-               "it tried the counts between"
+        return f"{head}; the search stopped before it tried the counts between"
     head = f"{goal} holds up to {_count(good, 'user')} per client at {clients} ({seen(good)})"
     if bad is None:
         return f"{head}, the largest allowed (--max-users {req.upper})"

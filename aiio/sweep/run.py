@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiio import interrupts
 from aiio.errors import AiioError, ConfigError, RunFailed, RunInterrupted, Terminated
 from aiio.fio import hero
 from aiio.options import RunOptions
@@ -256,7 +257,9 @@ def sweep(req: SweepRequest, ui: UI | None = None,
         if held is not None and _ran_nothing(exc, folder, out):
             held.unclaim()  # a sweep refused at its first point leaves no aiio folder made
         raise
-    return _finish(req, out, folder, stop)
+    # judged, charted and saved whole: a Ctrl-C meanwhile is held (aiio.interrupts.held)
+    with interrupts.held("judging the points and saving the sweep"):
+        return _finish(req, out, folder, stop)
 
 
 def _drive(req: SweepRequest, driver: Callable[[SweepRequest, Measure, dict[str, Any]], None],
