@@ -58,14 +58,16 @@ def say(message: str) -> None:
 
 
 @contextmanager
-def held(doing: str, note: Callable[[str], None] = say) -> Iterator[list[int]]:
+def held(doing: str, note: Callable[[str], None] = say,
+         then: str = "") -> Iterator[list[int]]:
     """Ctrl-C held while aiio is `doing` what must not be cut short (collecting what the
     clients measured, saving a result, removing a run's files): people press it again when a
     run does not stop at once, and the second one cut the removal short (a checkpoint's files
     stayed), lost the clients' figures or the line naming the saved result. The first held is
     said through `note`; each is counted in the list yielded. Held while nothing else was
     ending the command, one is kept to be raised at the next `pending()` (the next run of a
-    table, the command's end), so what was done is kept and what was to come is stopped.
+    table, the command's end), so what was done is kept and what was to come is stopped; its
+    words are `then` (where what was done is saved), else none.
     SIGTERM and SIGKILL are not held. The handler before comes back after (main thread only:
     elsewhere nothing is held)."""
     global _dropped
@@ -86,4 +88,4 @@ def held(doing: str, note: Callable[[str], None] = say) -> Iterator[list[int]]:
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
         if heard and not ended:
-            _dropped = (os.getpid(), KeyboardInterrupt())
+            _dropped = (os.getpid(), KeyboardInterrupt(*([then] if then else [])))

@@ -117,9 +117,10 @@ def _command(argv: list[str] | None, mismatch: str | None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # one more would cut the line short
         click.echo("aiio: interrupted", err=True)
         return 130
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # one more would cut the line short
-        click.echo("aiio: interrupted", err=True)
+        # one held as a run ended says where its result is (aiio.interrupts.held)
+        click.echo(f"aiio: {exc or 'interrupted'}", err=True)
         return 130
     except click.ClickException as exc:
         # click's own usage errors: one line, exit 2

@@ -156,7 +156,8 @@ def run_suite(req: SuiteRequest, ui: UI | None = None) -> tuple[dict[str, Any], 
             _fail(out, "failed", msg, req, target, data, folder)
         cls = type(exc) if isinstance(exc, AiioError) else RunFailed
         raise cls(f"{msg}; partial result saved in {folder}") from None
-    with interrupts.held(_ENDING):
+    with interrupts.held(_ENDING, then=f"interrupted by the user as the suite ended; its "
+                         f"result saved in {folder}"):
         _finish(out, req, target, data, folder)
     return out, folder
 

@@ -95,7 +95,8 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
         with interrupts.held(_ENDING, r.ui.alert):
             _ended_early(r, exc)  # raises, once saved and cleaned up
     # a Ctrl-C held here stops what was to come (a table's next run, the command's end)
-    with interrupts.held(_ENDING, r.ui.alert):
+    with interrupts.held(_ENDING, r.ui.alert, f"interrupted by the user as the run ended; "
+                         f"its result, {r.out['status']}, saved in {r.folder}"):
         _finish(r.phase, r.rc, r.args, r.out, r.folder, req.on_saved)
     return r.out, r.folder
 

@@ -239,24 +239,38 @@ def statement(req: UsersSearch, probes: list[dict], good: int | None,
 
     goal = f"the {req.goal} goal"
     clients = f"{req.workload.run.clients} client(s)"
+    if not done:
+        return _stopped_statement(req, probes, good, bad, goal, clients, seen)
     if good is None:
         return f"{goal} does not hold even with 1 user per client at {clients} ({seen(1)})"
-    if not done:
-        head = f"{goal} held up to {_count(good, 'user')} per client at {clients} " \
-               f"({seen(good)})"
-        if bad is not None:
-            head += f"; with {bad} it did not ({seen(bad)})"
-        cut = next((p for p in probes if p["decision"] == UNDECIDED), None)
-        if cut is not None:
-            return f"{head}; the search stopped within the probe of {cut['users']} " \
-                   f"({len(cut['runs'])} of {req.repeat} repeats done: {seen(cut['users'])})"
-        if bad is None:
-            return f"{head}; the search stopped before it tried more"
-        return f"{head}; the search stopped before it tried the counts between"
     head = f"{goal} holds up to {_count(good, 'user')} per client at {clients} ({seen(good)})"
     if bad is None:
         return f"{head}, the largest allowed (--max-users {req.upper})"
     return f"{head}; with {bad} it does not ({seen(bad)})"
+
+
+def _stopped_statement(req: UsersSearch, probes: list[dict], good: int | None,
+                       bad: int | None, goal: str, clients: str,
+                       seen: Callable[[int], str]) -> str:
+    """What a search's probes decided before a run stopped it, and no more."""
+    said = []
+    if good is not None:
+        said.append(f"{goal} held up to {_count(good, 'user')} per client at {clients} "
+                    f"({seen(good)})")
+    if bad is not None:
+        said.append(f"with {bad} it did not ({seen(bad)})" if good is not None else
+                    f"{goal} does not hold even with 1 user per client at {clients} "
+                    f"({seen(bad)})")
+    if not said:
+        said.append(f"{goal} at {clients}: no count was decided")
+    cut = next((p for p in probes if p["decision"] == UNDECIDED), None)
+    if cut is not None:
+        said.append(f"the search stopped within the probe of {cut['users']} "
+                    f"({len(cut['runs'])} of {req.repeat} repeats done: {seen(cut['users'])})")
+    else:
+        said.append("the search stopped before it tried "
+                    + ("more" if bad is None else "the counts between"))
+    return "; ".join(said)
 
 
 class Stopped(AiioError):

@@ -258,7 +258,9 @@ def sweep(req: SweepRequest, ui: UI | None = None,
             held.unclaim()  # a sweep refused at its first point leaves no aiio folder made
         raise
     # judged, charted and saved whole: a Ctrl-C meanwhile is held (aiio.interrupts.held)
-    with interrupts.held("judging the points and saving the sweep"):
+    with interrupts.held("judging the points and saving the sweep",
+                         then=f"interrupted by the user as the sweep ended; its result saved "
+                         f"in {folder}"):
         return _finish(req, out, folder, stop)
 
 
