@@ -37,6 +37,8 @@ NOT_FIGURES = {
     ("aiio/report/common.py", "min"): "a workload key's declared minimum (field metadata)",
     ("aiio/sweep/find_users.py", "p95"): "the typed KvRun's pooled latency by quantile",
     **{("aiio/sweep/find_users.py", k): SEARCH_USERS for k in ("p95_ms", "verdict")},
+    ("aiio/sweep/find_users.py", "folder"): "where the probe's run is saved, which runs_of "
+    "adds beside its result (a sweep's points name theirs by the same key)",
     ("aiio/sweep/find_latency.py", "overloaded"): "a word of the verdict said, not a key",
     **{("aiio/sweep/find_latency.py", k): SEARCH_LATENCY for k in (
         "p99_ms", "queries_per_s", "verdict", "goal_ms", "min", "max", "mean")},
