@@ -77,9 +77,14 @@ def held(doing: str, note: Callable[[str], None] = say,
         return
 
     def handler(signum: int, frame: object) -> None:
-        if not heard:
-            note(f"Ctrl-C: {doing} first (SIGKILL leaves its files for the next run here)")
-        heard.append(signum)
+        first = not heard
+        heard.append(signum)  # counted before anything that could fail
+        if first:
+            try:  # a handler never raises: it would land in the removal it protects
+                note(f"Ctrl-C: {doing} first (SIGKILL leaves its files for the next run "
+                     "here)")
+            except Exception:  # noqa: BLE001 - e.g. a console mid-import when it came
+                pass
     before = signal.signal(signal.SIGINT, handler)
     ended = True
     try:

@@ -19,7 +19,7 @@ from .test_stopped_runs_kept import CTRL_C_AS_OK_RUN_ENDS, CTRL_C_AS_RUN_STARTS,
 
 def test_ctrl_c_as_an_ok_run_ends_names_its_saved_result(target: Path, results: Path) -> None:
     got = _aiio(CTRL_C_AS_OK_RUN_ENDS, 1, "run", "-p", "kvcache", "--clients", "2",
-                "--duration", "1s", *SETS, "-t", str(target), "--results", str(results),
+                "--duration", "0.5s", *SETS, "-t", str(target), "--results", str(results),
                 "--no-history", "--no-report", "--quiet")
     (saved,) = results.glob("*/result.json")
     assert json.loads(saved.read_text())["status"] == "ok"
@@ -33,7 +33,7 @@ def test_a_search_cut_within_its_first_probe_claims_no_failure(target: Path,
     # probe of 1 user: its first repeat ends ok (well within 100 ms), the Ctrl-C as the
     # second starts
     got = _aiio(CTRL_C_AS_RUN_STARTS, 2, "scale", "-p", "kvcache", "--clients", "2",
-                "--duration", "1s", *SETS, "--set", "kvcache.goals.lenient=100",
+                "--duration", "0.5s", *SETS, "--set", "kvcache.goals.lenient=100",
                 "--find-max", "--max-users", "8", "--goal", "lenient", "--repeat", "2",
                 "-t", str(target), "--results", str(results), "--no-history", "--quiet")
     assert got.returncode == 130, got.stderr

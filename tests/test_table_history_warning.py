@@ -14,7 +14,7 @@ def test_a_history_that_cannot_be_written_is_said_once(target: Path, results: Pa
     history = tmp_path / "history.sqlite"
     history.mkdir()  # not a regular file
     got = call_cli("scale", "-p", "kvcache", "-t", str(target), "--results", str(results),
-                   "--clients", "2", "--duration", "1s", *SETS, "--users", "1,2",
+                   "--clients", "2", "--duration", "0.5s", *SETS, "--users", "1,2",
                    "--history", str(history), "--no-report")
     assert got.returncode == 0, got.stderr
     said = [line for line in got.stderr.splitlines() if "not recorded in the history" in line]

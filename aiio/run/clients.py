@@ -693,7 +693,9 @@ def _reap_or_kill(procs: list) -> bool:
     try:
         _reap(procs)
     except KeyboardInterrupt:
-        _kill_together(procs)
+        # one more while they are killed would leave them and lose what they sent
+        with interrupts.held("stopping the clients"):
+            _kill_together(procs)
         return True
     return False
 

@@ -92,11 +92,11 @@ def run(req: RunRequest, ui: UI | None = None) -> tuple[dict[str, Any], Path]:
     try:
         _measure(r)
     except (RunAborted, KeyboardInterrupt, AiioError, OSError) as exc:
-        with interrupts.held(_ENDING, r.ui.alert):
+        with interrupts.held(_ENDING):
             _ended_early(r, exc)  # raises, once saved and cleaned up
     # a Ctrl-C held here stops what was to come (a table's next run, the command's end)
-    with interrupts.held(_ENDING, r.ui.alert, f"interrupted by the user as the run ended; "
-                         f"its result, {r.out['status']}, saved in {r.folder}"):
+    with interrupts.held(_ENDING, then=f"interrupted by the user as the run ended; its "
+                         f"result, {r.out['status']}, saved in {r.folder}"):
         _finish(r.phase, r.rc, r.args, r.out, r.folder, req.on_saved)
     return r.out, r.folder
 
