@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -58,13 +58,13 @@ def say(message: str) -> None:
 
 
 @contextmanager
-def held(doing: str, note: Callable[[str], None] = say,
-         then: str = "") -> Iterator[list[int]]:
+def held(doing: str, then: str = "") -> Iterator[None]:
     """Ctrl-C held while aiio is `doing` what must not be cut short (collecting what the
     clients measured, saving a result, removing a run's files): people press it again when a
     run does not stop at once, and the second one cut the removal short (a checkpoint's files
     stayed), lost the clients' figures or the line naming the saved result. The first held is
-    said through `note`; each is counted in the list yielded. Held while nothing else was
+    said on stderr (`say`: a plain line, as a console may be mid-print when it comes).
+    Held while nothing else was
     ending the command, one is kept to be raised at the next `pending()` (the next run of a
     table, the command's end), so what was done is kept and what was to come is stopped; its
     words are `then` (where what was done is saved), else none.
@@ -73,7 +73,7 @@ def held(doing: str, note: Callable[[str], None] = say,
     global _dropped
     heard: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield heard
+        yield
         return
 
     def handler(signum: int, frame: object) -> None:
@@ -81,14 +81,14 @@ def held(doing: str, note: Callable[[str], None] = say,
         heard.append(signum)  # counted before anything that could fail
         if first:
             try:  # a handler never raises: it would land in the removal it protects
-                note(f"Ctrl-C: {doing} first (SIGKILL leaves its files for the next run "
+                say(f"Ctrl-C: {doing} first (SIGKILL leaves its files for the next run "
                      "here)")
             except Exception:  # noqa: BLE001 - e.g. a console mid-import when it came
                 pass
     before = signal.signal(signal.SIGINT, handler)
     ended = True
     try:
-        yield heard
+        yield
         ended = False
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)

@@ -400,17 +400,17 @@ def finish(proc: subprocess.Popen, log: Path) -> tuple[int, str]:
     return proc.returncode, log.read_text()
 
 
-def ctrl_c_burst(args: tuple[str, ...], ready: Callable[[], bool], after_s: float,
+def ctrl_c_burst(cmd: list[str], ready: Callable[[int], bool], after_s: float,
                  times: int) -> tuple[int, str]:
-    """`aiio ARGS`, sent `times` Ctrl-Cs to its process group 20 ms apart, `after_s` once
-    `ready()` (as people press it again when a run does not end at once); its exit code and
-    stderr. The 60 s deadlines guard against a hang, they time nothing."""
-    proc = subprocess.Popen([sys.executable, "-m", "aiio", *args], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    """`cmd` in a session of its own, sent `times` Ctrl-Cs (SIGINT to its process group)
+    20 ms apart, `after_s` once `ready(pid)` holds (more than one, as people press it again
+    when a run does not end at once); its exit code and stderr. The deadlines guard against
+    a hang, they time nothing."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while not ready():
+        while not ready(proc.pid):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
         time.sleep(after_s)
@@ -419,9 +419,14 @@ def ctrl_c_burst(args: tuple[str, ...], ready: Callable[[], bool], after_s: floa
                 break
             os.killpg(proc.pid, signal.SIGINT)
             time.sleep(0.02)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     return proc.returncode, err
+
+
+def aiio_cmd(*args: str) -> list[str]:
+    """The command line of `aiio ARGS` run from the source tree."""
+    return [sys.executable, "-m", "aiio", *args]

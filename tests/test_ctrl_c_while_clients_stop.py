@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import TINY_DATA, ctrl_c_burst
+from .conftest import TINY_DATA, aiio_cmd, ctrl_c_burst
 
 
 def _ctrl_c_once_measuring(args: tuple[str, ...], target: Path,
                            times: int) -> tuple[int, str]:
     """`aiio ARGS`, sent `times` Ctrl-Cs 20 ms apart 2 s after its dataset is there (the
     first run is then measuring); its exit code and stderr."""
-    return ctrl_c_burst(args, lambda: len(list(target.glob("aiio/datasets/*/*/*.npz"))) >= 24,
+    return ctrl_c_burst(aiio_cmd(*args),
+                        lambda _: len(list(target.glob("aiio/datasets/*/*/*.npz"))) >= 24,
                         2.0, times)
 
 
@@ -47,9 +48,9 @@ def test_ctrl_c_again_while_fio_ends_leaves_no_file_and_names_the_result(
     """`aiio fio`: its ending (_fail in aiio.fio.suite.run_suite) is not held, so a second
     Ctrl-C cut the removal of its 1 GiB files short and lost the line naming the result."""
     code, err = ctrl_c_burst(
-        ("fio", "-t", str(target), "--results", str(results), "--runtime", "3s",
-         "--ramp-time", "0s", "--tests", "seq_read"),
-        lambda: any(target.glob("aiio/fio/hero/*.fio"))
+        aiio_cmd("fio", "-t", str(target), "--results", str(results), "--runtime", "3s",
+                 "--ramp-time", "0s", "--tests", "seq_read"),
+        lambda _: any(target.glob("aiio/fio/hero/*.fio"))
         and any(target.glob("aiio/fio/hero/seq_read*")), 0.5, 3)
     assert code == 130, err
     assert "partial result saved in" in err.strip().splitlines()[-1], err

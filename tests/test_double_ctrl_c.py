@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ctrl_c_burst
+from .conftest import aiio_cmd, ctrl_c_burst
 
 
 # Ctrl-C as the first files are written (as the run prepares), and once clients write; then
@@ -18,11 +18,11 @@ from .conftest import ctrl_c_burst
 @pytest.mark.parametrize("after_s", [0.0, 1.0])
 def test_ctrl_c_again_while_the_run_ends_leaves_no_file_and_names_the_result(
         target: Path, results: Path, after_s: float) -> None:
-    code, err = ctrl_c_burst(
-        ("run", "-p", "checkpoint", "-t", str(target), "--results", str(results),
+    code, err = ctrl_c_burst(aiio_cmd(
+        "run", "-p", "checkpoint", "-t", str(target), "--results", str(results),
          "--clients", "2", "--set", "checkpoint.size=256MiB", "--checkpoints", "8",
          "--quiet", "--no-report", "--no-history"),
-        lambda: any(target.glob("aiio/checkpoints/*/ckpt-*/*.bin")), after_s, 50)
+        lambda _: any(target.glob("aiio/checkpoints/*/ckpt-*/*.bin")), after_s, 50)
     assert code == 130, err
     assert "Traceback" not in err, err
     last = err.strip().splitlines()[-1]

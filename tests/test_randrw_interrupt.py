@@ -4,37 +4,11 @@ closed under threads still writing), exit 1, and the files stayed on the target.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import REPO, client_processes, saved_results
+from .conftest import client_processes, ctrl_c_burst, saved_results
 from .storage import throttled_disk
-
-
-def _ctrl_c_once(cmd: list[str], ready: Callable[[int], bool], settle_s: float = 0.0
-                 ) -> tuple[int, str]:
-    """Start `cmd` in a session of its own, Ctrl-C it (SIGINT to its process group) once
-    `ready(pid)` holds and `settle_s` more have passed; its exit code and stderr."""
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not ready(proc.pid):
-            time.sleep(0.02)
-        assert ready(proc.pid), "never ready to be interrupted"
-        time.sleep(settle_s)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode, err
 
 
 def test_ctrl_c_while_writing_the_files_leaves_nothing(target: Path, results: Path) -> None:
@@ -42,7 +16,7 @@ def test_ctrl_c_while_writing_the_files_leaves_nothing(target: Path, results: Pa
            "--results", str(results), "--clients", "4", "--set", "prep.file_size=1GiB",
            "--duration", "60s", "--quiet", "--no-report", "--no-history"]
     prep = target / "aiio" / "prep"
-    code, err = _ctrl_c_once(cmd, lambda pid: any(prep.glob("*/randrw-*.bin")))
+    code, err = ctrl_c_burst(cmd, lambda _: any(prep.glob("*/randrw-*.bin")), 0.0, 1)
     assert code == 130, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not list(prep.glob("*/*")), "randrw files left on the target"
@@ -61,7 +35,7 @@ def test_ctrl_c_on_slow_storage_keeps_the_clients_figures(tmp_path: Path) -> Non
                            "--no-history", "--set", "prep.file_size=16MiB",
                            "--set", "prep.read_share=1.0", "--set", "prep.threads=1")
         # the client measures for 2 s: a few reads done, a batch under way
-        code, err = _ctrl_c_once(cmd, client_processes, settle_s=2)
+        code, err = ctrl_c_burst(cmd, client_processes, 2.0, 1)
     assert code == 130, err
     (saved,) = saved_results(results)
     assert saved["status"] == "interrupted"

@@ -109,12 +109,16 @@ def probe_figures(res: Result | Mapping[str, Any], goal: str) -> dict[str, Any]:
     target = kv.goals[goal].goal_ms if goal in kv.goals else None
     held = (run.status == "ok" and not kv.overloaded and p95 is not None
             and target is not None and p95 <= target)
-    folder = run.get("folder")  # where the run is saved, beside the search (a run read
-    #                             back from its own folder records none)
     return {"status": run.status, "p95_ms": p95, "goal_ms": target,
             "overloaded": kv.overloaded, "verdict": kv.verdict,
-            "requests_per_s": kv.requests_per_s, "held": held,
-            **({"folder": folder} if isinstance(folder, str) else {})}
+            "requests_per_s": kv.requests_per_s, "held": held, **saved_in(run)}
+
+
+def saved_in(run: Result) -> dict[str, str]:
+    """Where a search's or table's run is saved, beside it (`runs_of` adds it; a run read
+    back from its own folder records none)."""
+    folder = run.get("folder")
+    return {"folder": folder} if isinstance(folder, str) else {}
 
 
 def refuse_early(req: Any, where: tuple[str, str], values: list[Any]) -> None:

@@ -32,6 +32,7 @@ from aiio.sweep.find_users import (
     refuse_early,
     runs_of,
     saved,
+    saved_in,
     settings,
     stop_code,
     stop_status,
@@ -75,13 +76,7 @@ def run_figures(res: Result | Mapping[str, Any], goal: str) -> dict[str, Any]:
             "within_goal": (probe["p95_ms"] is not None and probe["goal_ms"] is not None
                             and probe["p95_ms"] <= probe["goal_ms"]),
             "verdict": probe["verdict"], "requests_per_s": probe["requests_per_s"],
-            **_saved_in(run)}
-
-
-def _saved_in(run: Result) -> dict[str, str]:
-    """Where the table's run is saved, beside the table (a run read back records none)."""
-    folder = run.get("folder")
-    return {"folder": folder} if isinstance(folder, str) else {}
+            **saved_in(run)}
 
 
 def _mib_s(run: Result, way: str) -> float:
