@@ -196,6 +196,12 @@ def registered_run(name: str, target: Path, results: Path, monkeypatch) -> Path:
     return folder
 
 
+def flat(text: str) -> str:
+    """Printed text with every run of spaces and line breaks made one space: rich wraps a
+    title or cell where the columns' widths put it, which the figures' digits move."""
+    return " ".join(text.split())
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
             env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m aiio ARGS` as a user would; returns the completed process."""
