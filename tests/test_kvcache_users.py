@@ -97,9 +97,11 @@ def test_a_count_not_judged_is_not_called_steady() -> None:
 def test_every_run_over_users_is_on_the_engine_asked_for(target: Path, results: Path,
                                                           flags: tuple) -> None:
     sweep(target, results, *flags, "--goal", "lenient", "--engine",
-          "external:tests.sleepy_engine", duration="300ms")
+          "external:tests.sleepy_engine", "--no-history", duration="300ms")
     runs = [json.loads(p.read_text()) for p in results.glob("*-kvcache-*/result.json")]
     assert runs and all(r["engine"] == "sleepy" for r in runs)
+    # --no-history records none of the runs (it was refused for a search)
+    assert not (results / "history.sqlite").exists()
 
 
 # the search's second run comes only if its first probe held: apart from the busy pass
@@ -108,8 +110,7 @@ def test_every_run_over_users_is_on_the_engine_asked_for(target: Path, results: 
 def test_the_runs_at_each_user_count_are_a_history_series_of_their_own(
         target: Path, results: Path, flags: tuple) -> None:
     """Each row's or probe's run is recorded as any run (its users in its settings key, so
-    never a baseline for another count's); --no-history records none. A search's probes
-    went unrecorded, and --no-history was refused for it."""
+    never a baseline for another count's). A search's probes went unrecorded."""
     from aiio.results.history import History, differences
 
     sweep(target, results, *flags, "--goal", "lenient", duration="0.5s")
@@ -119,9 +120,7 @@ def test_the_runs_at_each_user_count_are_a_history_series_of_their_own(
     assert all(r.phase == "kvcache" and r.figures.get("tokens_per_s") for r in recs)
     said = sorted(differences([r.settings for r in recs]).values())
     assert said == ["kvcache.users=1", "kvcache.users=2"], said
-    sweep(target, results / "quiet", *flags, "--goal", "lenient", "--no-history",
-          duration="0.5s")
-    assert not (results / "quiet" / "history.sqlite").exists()
+    # --no-history: test_every_run_over_users_is_on_the_engine_asked_for
 
 
 def test_ctrl_c_within_the_first_counts_repeats_records_the_runs_done(

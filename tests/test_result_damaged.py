@@ -112,9 +112,10 @@ MADE = {
 # those get the top-level damage alone). Each path gets every damage from compare, history
 # and, for the results it reads (train, checkpoint, a sweep), size, as JSON; their tables and
 # the page every top-level field, with its wrong value (test_report.py damages the page's
-# sections). Each path is deleted and given one wrong value, in turn over the paths: the
-# loader reads every wrong type alike (as missing), and all five damages on every path made
-# the module cost five minutes of CPU. The page is drawn without its charts (--no-charts):
+# sections). A top-level path is deleted and given one wrong value; a deeper one gets one of
+# the five damages, in turn over the paths: the loader reads every wrong type and a missing
+# field alike (as missing), and all five damages on every path made the module cost five
+# minutes of CPU. The page is drawn without its charts (--no-charts):
 # drawn, they were most of the module's time (so only one top-level field in five got a
 # page) and could fail nothing here, as every chart is drawn inside a guarded section (a
 # chart that raises costs its section, and the page is still written).
@@ -216,7 +217,11 @@ def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name
     with history.History(db) as recorded:
         for n, path in enumerate(key_paths(doc)):
             page = len(path) == 1  # the tables and the page: every top-level field
-            for junk in (DAMAGE[n % (len(DAMAGE) - 1)], DELETE):
+            # a top-level field is given a wrong value and deleted; a deeper one, one damage
+            # in turn (the loader reads a wrong type and a missing field alike, as missing)
+            damages = (DAMAGE[n % (len(DAMAGE) - 1)], DELETE) if page else \
+                (DAMAGE[n % len(DAMAGE)],)
+            for junk in damages:
                 (folder / "result.json").write_text(json.dumps(_damage(saved, path, junk)))
                 commands = [("compare", str(folder)),
                             ("size", "--workload", "demo", "--from", str(folder))]
