@@ -19,7 +19,7 @@ from aiio.accept.run import judge, judged_checks, load_spec
 from aiio.errors import ConfigError
 from aiio.results.history import History
 
-from .conftest import REPO, call_cli, client_processes, run_cli
+from .conftest import REPO, call_cli, client_processes, flat, run_cli
 
 TINY = REPO / "workloads" / "acceptance" / "tiny.toml"
 
@@ -87,7 +87,7 @@ def test_passing_spec_exits_0_with_junit_result_and_history(target, results, tmp
     proc = _accept(TINY, target, results, "--junit", str(junit), report=True)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr  # its pages were drawn without a problem
-    assert "train-tiny" in proc.stdout and "PASS: 1 checks, 1 passed" in proc.stdout
+    assert "train-tiny" in proc.stdout and "PASS: 1 checks, 1 passed" in flat(proc.stdout)
     suite = _junit(junit)
     (case,) = suite.findall("testcase")
     assert case.get("name") == "train-tiny" and case.get("classname") == "aiio.accept.tiny"
@@ -125,7 +125,7 @@ def test_failing_spec_on_the_same_storage_exits_1_and_says_why(target, results, 
     junit = tmp_path / "results.xml"
     proc = _accept(spec, target, results, "--junit", str(junit))
     assert proc.returncode == 1, proc.stderr
-    assert "FAIL: 3 checks, 1 passed, 1 failed, 1 errors" in proc.stdout
+    assert "FAIL: 3 checks, 1 passed, 1 failed, 1 errors" in flat(proc.stdout)
     cases = {c.get("name"): c for c in _junit(junit).findall("testcase")}
     assert list(cases) == ["too-fast", "crashes", "still-runs"]
     failure = cases["too-fast"].find("failure")

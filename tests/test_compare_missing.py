@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TINY_ARGS, call_cli, run_cli
+from .conftest import TINY_ARGS, call_cli, flat, run_cli
 
 QUICK = ("--runtime", "500ms", "--ramp-time", "0", "--size", "8MiB")
 
@@ -35,7 +35,7 @@ def test_compare_without_fio_lists_the_run_and_names_the_missing_figure(
     assert "fio seq_read" in item["note"] and "missing" in item["note"]
     text = call_cli("compare", str(folder))
     assert text.returncode == 0, text.stderr
-    assert "aggregate MiB/s, first done" in text.stdout
+    assert "aggregate MiB/s, first done" in flat(text.stdout)
     notes = [line for line in text.stdout.splitlines() if "missing" in line]
     assert len(notes) == 1 and "fio seq_read" in notes[0] and "aiio fio --target" in notes[0]
 

@@ -15,7 +15,7 @@ import pytest
 
 from aiio.fio import hero
 
-from .conftest import REPO, TINY_ARGS, call_cli, is_root, run_cli
+from .conftest import REPO, TINY_ARGS, call_cli, flat, is_root, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 MiB = 2**20
@@ -137,7 +137,7 @@ def test_compare_lists_phase_next_to_hero(suite):
     assert first["percent"] == pytest.approx(100 * first["phase"] / first["fio"])
     assert rows["clients / fio jobs"]["phase"] == 2 and rows["clients / fio jobs"]["fio"] == 2
     text = call_cli("compare", str(run_dir))
-    assert text.returncode == 0 and "% of fio" in text.stdout and "rand_read" in text.stdout
+    assert text.returncode == 0 and "% of fio" in flat(text.stdout) and "rand_read" in text.stdout
     chosen = call_cli("compare", str(run_dir), "--fio", str(suite["folder"]), "--json")
     assert json.loads(chosen.stdout)[0]["rows"] == item["rows"]
     wrong = call_cli("compare", str(run_dir), "--fio", str(run_dir))

@@ -22,7 +22,7 @@ from aiio.results.history import (
     with_regressions,
 )
 
-from .conftest import REPO, call_cli
+from .conftest import REPO, call_cli, flat
 
 
 def _check(value: float, passed: bool = True, target: str = "/mnt/a", ts: float | None = None,
@@ -342,8 +342,8 @@ def test_history_of_a_check_finds_its_records_read_by_another_loop_as_their_own_
         "train-8", "train-8 [python loop]", "train-8", "train-8 [python loop]"]
     proc = call_cli("history", "--history", str(path), "--check", "train-8")
     assert proc.returncode == 0, proc.stderr
-    assert "train-8 on /mnt/a (last 2)" in proc.stdout
-    assert "train-8 [python loop] on /mnt/a (last 2)" in proc.stdout
+    assert "train-8 on /mnt/a (last 2)" in flat(proc.stdout)
+    assert "train-8 [python loop] on /mnt/a (last 2)" in flat(proc.stdout)
     proc = call_cli("history", "--history", str(path), "--check", "train-8 [python loop]",
                     "--json")
     assert [r["name"] for r in json.loads(proc.stdout)] == ["train-8 [python loop]"] * 2

@@ -12,7 +12,7 @@ import pytest
 from aiio.phases import REGISTRY
 from aiio.results import figures, result
 
-from .conftest import TINY_DATA, call_cli, registered_run
+from .conftest import TINY_DATA, call_cli, flat, registered_run
 
 
 @pytest.fixture
@@ -59,8 +59,8 @@ def test_compare_says_no_fio_test_pairs_with_it(statted: Path, fio: bool) -> Non
     text = call_cli("compare", str(statted), *given)
     assert text.returncode == 0, text.stderr
     assert "seq_read" not in text.stdout, text.stdout
-    assert "(statlist): no fio counterpart" in text.stdout, text.stdout
-    assert "stat latency p99" in text.stdout
+    assert "(statlist): no fio counterpart" in flat(text.stdout), text.stdout
+    assert "stat latency p99" in flat(text.stdout)
 
 
 def test_a_sweep_of_it_makes_up_no_verdict(target: Path, results: Path, monkeypatch) -> None:
@@ -79,7 +79,7 @@ def test_a_sweep_of_it_makes_up_no_verdict(target: Path, results: Path, monkeypa
     assert v["statements"][0].startswith("not measurable: the phase moves no bytes"), v
     assert v["knee"] is None and v["linear_up_to"] is None and not v["efficiency"], v
     assert "E(2)" not in out.stdout and "sublinear" not in out.stdout, out.stdout
-    assert "verdict: not measurable" in out.stdout, out.stdout
+    assert "verdict: not measurable" in flat(out.stdout), out.stdout
     assert (folder / "aggregate.svg").exists()  # the charts draw no undefined E(N)
     page = (folder / "report.html").read_text()
     assert "not measurable: the phase moves no bytes" in page and "sublinear" not in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiio.s3.target import S3Target
 from aiio.units import MiB
-from tests.conftest import call_cli
+from tests.conftest import call_cli, flat
 
 
 def _unfinished(client, bucket: str) -> set[str]:
@@ -30,4 +30,4 @@ def test_clean_aborts_aiios_unfinished_uploads_only(s3_server, s3_bucket):
     proc = call_cli("clean", "--target", f"s3://{s3_bucket}/data")
     assert proc.returncode == 0, proc.stderr
     assert _unfinished(c, s3_bucket) == theirs
-    assert "1 unfinished upload" in proc.stdout, proc.stdout
+    assert "1 unfinished upload" in flat(proc.stdout), proc.stdout

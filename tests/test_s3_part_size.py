@@ -9,7 +9,7 @@ import json
 import pytest
 
 from aiio.units import MiB
-from tests.conftest import call_cli, run_cli
+from tests.conftest import call_cli, flat, run_cli
 from tests.test_s3_target import keys, one_line_exit_2
 
 
@@ -62,7 +62,7 @@ def test_datagen_uploads_in_parts_of_the_set_size(s3_server, s3_bucket):
                    "dataset.num_files=2", "--set", "dataset.sample_size=11MiB", "--set",
                    "dataset.format=raw", "--set", "s3.part_size=5MiB")
     assert proc.returncode == 0, proc.stderr
-    assert "parts of 5.00 MiB" in proc.stdout, proc.stdout
+    assert "parts of 5.00 MiB" in flat(proc.stdout), proc.stdout
     c = s3_server.client()
     data = [k for k in keys(s3_server, s3_bucket) if k.endswith(".bin")]
     assert len(data) == 2

@@ -12,7 +12,7 @@ import pytest
 from aiio.s3.localserver import READER_KEY, READER_SECRET, free_ports
 from aiio.s3.location import parse
 from aiio.s3.target import S3Target
-from tests.conftest import TINY_ARGS, call_cli
+from tests.conftest import TINY_ARGS, call_cli, flat
 
 
 def keys(server, bucket: str) -> set[str]:
@@ -38,7 +38,7 @@ def test_clean_removes_exactly_aiios_prefix(s3_server, s3_bucket):
         c.put_object(Bucket=s3_bucket, Key=key, Body=b"ours" * 10)
     proc = call_cli("clean", "--target", f"s3://{s3_bucket}/data")
     assert proc.returncode == 0, proc.stderr
-    assert "4 objects" in proc.stdout and "120 B" in proc.stdout, proc.stdout
+    assert "4 objects" in flat(proc.stdout) and "120 B" in flat(proc.stdout), proc.stdout
     assert keys(s3_server, s3_bucket) == foreign
     assert s3_bucket in [b["Name"] for b in c.list_buckets()["Buckets"]]
 

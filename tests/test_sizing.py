@@ -17,7 +17,7 @@ from aiio.sizing import SizingInputs, size
 from aiio.units import GiB, MiB
 from aiio.workload import load_workload
 
-from .conftest import REPO, call_cli
+from .conftest import REPO, call_cli, flat
 
 # unet3d on h100: 7 samples of 146,600,628 B every 0.323 s
 UNET3D_H100_DEMAND = 7 * 146_600_628 / MiB / 0.323  # = 1,026,204,396 B / 0.323 s = 3,029.9 MiB/s
@@ -456,7 +456,7 @@ def test_cli_model_with_tokens_and_days():
     proc = run_size("--model", "llama3-70b", "--accelerator", "h100", "--tokens", "2T",
                     "--days", "30")
     assert proc.returncode == 0, proc.stderr
-    assert "818 h100 finish the work in 30 days" in proc.stdout
+    assert "818 h100 finish the work in 30 days" in flat(proc.stdout)
     assert "911.2" in proc.stdout and "GiB" in proc.stdout and "MiB/s" in proc.stdout
 
 
@@ -470,7 +470,7 @@ def test_cli_from_a_sweep_folder(tmp_path):
     folder = write_result(tmp_path / "20261130-000000-sweep-unet3d", sweep(SATURATED))
     proc = run_size("--workload", "unet3d", "--accelerator", "h100", "--from", str(folder))
     assert proc.returncode == 0, proc.stderr
-    assert "every client met the AU goal up to 8 h100" in proc.stdout
+    assert "every client met the AU goal up to 8 h100" in flat(proc.stdout)
 
 
 def test_cli_json_matches_the_library(tmp_path):

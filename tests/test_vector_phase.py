@@ -26,7 +26,7 @@ from aiio.sweep.per_point import point_figures
 from aiio.units import format_latency_ns
 from aiio.workload import build
 
-from .conftest import run_cli, tiny_workload
+from .conftest import flat, run_cli, tiny_workload
 
 SMALL = {"vector__vectors": 3000, "vector__max_degree": 16, "vector__search_list": 24,
          "vector__beam_width": 4, "vector__duration": "0.5s"}
@@ -343,10 +343,10 @@ def test_the_command_shows_queries_per_second(target: Path, results: Path) -> No
                    *sum((["--set", f"vector.{k.split('__')[1]}={v}"] for k, v in SMALL.items()),
                         []), "--set", "vector.queries=4")
     assert proc.returncode == 0, proc.stderr
-    assert "queries/s" in proc.stdout and "hops / reads per query" in proc.stdout
+    assert "queries/s" in proc.stdout and "hops / reads per query" in flat(proc.stdout)
     # 4 queries are too few to judge, and the line says why: the run's own result (tuples,
     # before it is saved as JSON) showed "not judged: " and no reason
-    assert "not judged: too few queries" in proc.stdout, proc.stdout
+    assert "not judged: too few queries" in flat(proc.stdout), proc.stdout
     bad = run_cli("run", "--phase", "vector", "--target", str(target), "--set",
                   "vector.beam_width=0")
     assert bad.returncode == 2 and "[vector].beam_width = 0" in bad.stderr
