@@ -41,6 +41,7 @@ from aiio.phases.base import (
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
+from aiio.phases.vector_board import MergeBoard
 from aiio.phases.vector_inserts import (
     Fresh,
     InsertArgs,
@@ -169,7 +170,8 @@ def insert_folder(rc: RunContext) -> InsertArgs:
     v = rc.workload.vector
     folder = rc.target.root / "vector" / new_run_tag()
     rc.target.make_run_folder(folder)
-    return InsertArgs(str(folder), v.insert_rate, v.insert_sync, v.merge_every)
+    return InsertArgs(str(folder), v.insert_rate, v.insert_sync, v.merge_every,
+                      MergeBoard(rc.clients))
 
 
 def index_chunk(w: Workload, shape: vi.IndexShape) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 from aiio.phases import rates
 from aiio.phases import vector_figures as vf
 from aiio.phases.steadiness import SliceLog, verdict
+from aiio.phases.vector_board import OPEN, met_a_merge
 from aiio.phases.vector_inserts import Fresh, InsertLog
 from aiio.phases.vector_merge import Merger
 from aiio.results.inserts import InsertFigures, MergeFigures
@@ -66,11 +67,13 @@ def client_inserts(log: InsertLog, fresh: Fresh, merger: Merger, left: np.ndarra
 
 
 def _split_queries(queries: np.ndarray, merger: Merger, hist: dict[str, Histogram]) -> None:
-    """Each query's latency, into those whose span (arrival to done) met one of the client's
-    merges and those that met none."""
-    during = np.zeros(len(queries), bool)
-    for r in merger.records:
-        during |= (queries[:, 0] < r.end_ns) & (queries[:, 2] > r.start_ns)
+    """Each query's latency, into those whose span (arrival to done) met a merge of any
+    client on the host (the board; its own client's too) and those that met none."""
+    own = np.array([(r.start_ns, r.end_ns or OPEN) for r in merger.records],
+                   np.int64).reshape(-1, 2)
+    board = merger.ia.board
+    windows = own if board is None else np.concatenate([own, board.windows()])
+    during = met_a_merge(queries, windows)
     latency = queries[:, 2] - queries[:, 0]
     hist["query_merging"].record_many(latency[during])
     hist["query_calm"].record_many(latency[~during])

@@ -9,7 +9,7 @@ made durable by an fsync every `insert_sync` inserts) and adds it to its in-memo
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,9 @@ class InsertArgs:
     rate: float         # inserts offered a second per client
     sync_every: int     # inserts between two fsyncs of the log
     merge_every: int    # inserts in memory that start a merge
+    # every client's merge windows on this host (aiio.phases.vector_board.MergeBoard): shared
+    # memory the clients inherit across the fork
+    board: Any = field(default=None, compare=False, repr=False)
 
 
 def record_size(shape: vi.IndexShape) -> int:

@@ -132,6 +132,9 @@ class Merger:
         span, cpu0 = Window(), thread_cpu_seconds()
         rec = MergeRecord(span.start_ns, inserts=upto - self.fresh.merged)
         self.records.append(rec)
+        board = self.ia.board
+        if board is not None:  # every query of the host, any client's, judges against it
+            board.begin(self.client, span.start_ns)
         per = chunk_sectors(new.shape)
         reader = self.eng.reader(per * new.shape.sector_size, OpLog(span.start_ns))
         writer = self.eng.writer(per * new.shape.sector_size, OpLog(span.start_ns))
@@ -147,6 +150,8 @@ class Merger:
             return
         finally:
             rec.end_ns, rec.cpu_s = span.close(), thread_cpu_seconds() - cpu0
+            if board is not None:
+                board.end(self.client, rec.end_ns)
             rec.read_bytes, rec.write_bytes = reader.log.nbytes, writer.log.nbytes
             reader.close()
             writer.close()
