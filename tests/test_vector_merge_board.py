@@ -4,11 +4,15 @@ that merge's reads and writes; it counted as calm, and the calm p99 held merge t
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 
 from aiio.phases.vector_board import MergeBoard, met_a_merge
+
+from .mpi import mpi_run, needs_mpi
 
 MS = 1_000_000
 
@@ -90,3 +94,57 @@ def test_the_split_counts_a_query_beside_another_clients_merge_as_merging() -> N
     hist = {name: Histogram() for name in HISTOGRAMS}
     _split_queries(_queries((10, 50), (150, 160), (300, 310)), own, hist)
     assert (hist["query_merging"].count, hist["query_calm"].count) == (1, 2)
+
+
+def test_insert_args_with_a_board_cross_to_another_rank_with_a_board_of_their_own() -> None:
+    """Rank 0 pickles each rank's arguments to send them (mpi4py): shared memory cannot be
+    pickled, and every MPI run with inserts ended in a traceback. A rank gets an empty board
+    of the same shape, made where it arrives, before that rank forks its clients."""
+    import pickle
+
+    from aiio.phases.vector_inserts import InsertArgs
+
+    board = MergeBoard(clients=4, slots=8)
+    board.begin(0, 5 * MS)
+    back = pickle.loads(pickle.dumps(InsertArgs("f", 200.0, 8, 200, board)))
+    assert (back.folder, back.rate, back.merge_every) == ("f", 200.0, 200)
+    assert (back.board.clients, back.board.slots) == (4, 8) and not len(back.board.windows())
+
+
+def test_the_board_holds_every_merge_a_client_can_make_in_the_run() -> None:
+    """256 windows a client: a client merging every second overflowed in four minutes, and
+    every later query on the host read as merging. A merge takes merge_every new inserts,
+    so a client makes at most its arrivals (Poisson: a tenth and 100 more) over that."""
+    from aiio.phases.vector_board import board_for
+
+    from .conftest import tiny_workload
+
+    w = tiny_workload(vector__insert_rate=1000, vector__merge_every=1000,
+                      vector__duration="10min", run__clients=4)
+    board = board_for(w.vector, clients=4)
+    assert board.slots >= int(1000 * 600 * 1.1 + 100) // 1000 + 1
+    assert board.clients == 4
+
+
+def test_a_slot_whose_start_is_not_yet_seen_is_no_window() -> None:
+    """Without a barrier another core may see a raised count before the start it publishes:
+    that slot read as a window from 0 to never, every query merging."""
+    board = MergeBoard(clients=1)
+    board._count[0] = 1  # as a reader on a weakly ordered core may see a begin half done
+    assert not len(board.windows())
+
+
+@needs_mpi
+def test_two_ranks_run_an_insert_stream(target: Path, results: Path) -> None:
+    done = mpi_run(2, "run", "--phase", "vector", "--target", str(target), "--results",
+                   str(results), "--clients", "4", "--no-history", "--no-report", "--json",
+                   "--set", "vector.vectors=5000", "--set", "vector.max_degree=16",
+                   "--set", "vector.search_list=24", "--set", "vector.beam_width=4",
+                   "--set", "vector.duration=2s", "--set", "vector.insert_rate=200",
+                   "--set", "vector.merge_every=100", "--set", "vector.insert_sync=8")
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads(done.stdout)
+    ins = res["aggregate"]["inserts"]
+    assert res["status"] == "ok" and ins["merges"] > 0
+    assert ins["queries_merging"] + ins["queries_calm"] == res["aggregate"]["vector"]["queries"]
+    assert not list(target.glob("aiio/vector/*"))  # the run's own folder is gone

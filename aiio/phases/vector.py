@@ -41,7 +41,7 @@ from aiio.phases.base import (
     io_aggregate,
 )
 from aiio.phases.rundata import new_run_tag, remove_run_folder
-from aiio.phases.vector_board import MergeBoard
+from aiio.phases.vector_board import board_for
 from aiio.phases.vector_inserts import (
     Fresh,
     InsertArgs,
@@ -171,7 +171,7 @@ def insert_folder(rc: RunContext) -> InsertArgs:
     folder = rc.target.root / "vector" / new_run_tag()
     rc.target.make_run_folder(folder)
     return InsertArgs(str(folder), v.insert_rate, v.insert_sync, v.merge_every,
-                      MergeBoard(rc.clients))
+                      board_for(v, rc.clients))
 
 
 def index_chunk(w: Workload, shape: vi.IndexShape) -> int:

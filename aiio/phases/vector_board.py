@@ -2,10 +2,12 @@
 query is judged against every merge that ran beside it on the storage, not only its own
 client's (docs/METHOD.md, "Vector search: inserts and merges").
 
-Made in the parent before the clients fork (fork-inherited shared memory; never pickled).
-Each client writes only its own row; a reader takes whatever the rows hold when it looks. A
-merge still running then reads as ending never: every query after its start met it. A
-client on another host (MPI) writes its own host's board: merges are seen per host."""
+Made in the parent before the clients fork (fork-inherited shared memory). Each client
+writes only its own row; a reader takes whatever the rows hold when it looks. A merge still
+running then reads as ending never: every query after its start met it. Under MPI each rank
+gets the arguments pickled, and with them an empty board of its own, made as they arrive and
+before it forks its clients: merges are seen among one rank's clients (one rank a host, as
+aiio runs MPI; two ranks on one machine do not see each other's)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,13 @@ import multiprocessing as mp
 
 import numpy as np
 
-SLOTS = 256  # merge windows kept a client; past them the last widens (see begin)
+from aiio.units import MiB
+from aiio.workload import VectorSpec
+
+SLOTS = 256  # merge windows kept a client unless the run says how many (board_for)
 OPEN = np.iinfo(np.int64).max  # the end of a merge not ended yet
+WINDOW_BYTES = 16
+MOST_BYTES = 256 * MiB  # a board's cap, over every client of the run
 
 
 class MergeBoard:
@@ -25,6 +32,11 @@ class MergeBoard:
         self.clients, self.slots = clients, slots
         self._count = ctx.RawArray("q", clients)
         self._spans = ctx.RawArray("q", clients * slots * 2)
+
+    def __reduce__(self) -> tuple:
+        """Pickled (to another MPI rank): an empty board of the same shape where it lands;
+        shared memory made here means nothing there."""
+        return (MergeBoard, (self.clients, self.slots))
 
     def _at(self, client: int, n: int) -> int:
         return (client * self.slots + min(n, self.slots - 1)) * 2
@@ -49,7 +61,20 @@ class MergeBoard:
         used = np.minimum(np.frombuffer(self._count, np.int64), self.slots)
         rows = np.concatenate([spans[c, :n] for c, n in enumerate(used) if n] or
                               [np.zeros((0, 2), np.int64)])
+        # a start not seen yet (a weakly ordered core may show the count first) is no window
+        rows = rows[rows[:, 0] != 0]
         return np.where(rows == 0, [0, OPEN], rows) if len(rows) else rows
+
+
+def board_for(v: VectorSpec, clients: int) -> MergeBoard:
+    """A board with a window for every merge a client can make: a merge takes merge_every
+    new inserts, and a client gets its rate over the duration (Poisson: a tenth and 100
+    more, as the insert stream's space check counts). Past MOST_BYTES in all, fewer, and
+    the last window of a client that runs out widens (MergeBoard.begin)."""
+    expected = int(v.insert_rate * v.duration * 1.1) + 100
+    need = expected // max(1, v.merge_every) + 1
+    room = MOST_BYTES // (WINDOW_BYTES * max(1, clients))
+    return MergeBoard(clients, max(16, min(need, room)))
 
 
 def met_a_merge(queries: np.ndarray, windows: np.ndarray) -> np.ndarray:
