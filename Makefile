@@ -23,16 +23,19 @@ run: $(STAMP)
 # then the GlusterFS volume on one worker) take over six minutes: `make test-lab`, which CI
 # runs after `make test`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not serial and not known_speed and not lab" -n 8 --dist loadgroup --no-loadscope-reorder --durations=25
-	$(BIN)/python -m pytest -q -m "serial and not lab" -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -m "not serial and not known_speed and not lab and not heavy" -n 8 --dist loadgroup --no-loadscope-reorder --durations=25
+	$(BIN)/python -m pytest -q -m "serial and not lab and not heavy" -n 2 --dist loadgroup
 
 # Storage of known speed: blkio-throttled loop devices (root; two at a time: at four, as the
 # pass grew, each run missed a throttle somewhere), then the oracle lab's
 # scale-out filesystem (a GlusterFS volume of four throttled bricks; glusterfs-server and
-# glusterfs-client), one glusterd per machine: one worker.
+# glusterfs-client), one glusterd per machine: one worker. Then the checks that take the
+# most CPU (the installed wheel, the damaged-result fuzz, real clients' memory against the
+# estimate: about two minutes of CPU that took `make test` past ten), after the timed ones.
 test-lab: $(STAMP)
 	$(BIN)/python -m pytest -q -m "known_speed and not serial and not lab" -n 2 --dist loadgroup
 	$(BIN)/python -m pytest -q -m lab
+	$(BIN)/python -m pytest -q -m "heavy and not known_speed and not lab" -n 4 --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

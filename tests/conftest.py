@@ -87,7 +87,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
        whole suite it fell 12 to 20 % short), and bindfs over a warm folder, whose pages
        another test's drop of the page cache would take away.
     3. `make test-lab`, two at a time, the modules on a blkio-throttled loop device
-       (`known_speed`), then the GlusterFS volume's (`lab`) on one worker: the
+       (`known_speed`), then the GlusterFS volume's (`lab`) on one worker, then the tests
+       marked `heavy` (many seconds of CPU, no need of a quiet machine) four at a time: the
        kernel enforces a throttle's rate, but each request also waits for its client and the
        loop device's worker to get a CPU, and beside the whole suite's eight workers a read
        throttled to 40 MiB/s came out at 35 (twice in a day's fresh-clone runs)."""

@@ -50,6 +50,7 @@ def _one(folder: Path, pattern: str) -> Path:
     return found[0]
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_sdist_holds_workloads_and_docs(dist: Path):
     with tarfile.open(_one(dist, "aiio-*.tar.gz")) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
@@ -59,6 +60,7 @@ def test_sdist_holds_workloads_and_docs(dist: Path):
         assert path in names
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_wheel_ships_workloads_inside_the_package(dist: Path):
     with zipfile.ZipFile(_one(dist, "aiio-*.whl")) as whl:
         names = set(whl.namelist())
@@ -86,6 +88,7 @@ def _venv(where: Path) -> Path:
     return where / "bin"
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_installed_wheel_runs_outside_the_tree(dist: Path, tmp_path: Path):
     bin_dir = _venv(tmp_path / "venv")
     wheel = _one(dist, "aiio-*.whl")

@@ -72,6 +72,7 @@ PHASE_RUNS = {
 
 
 @pytest.mark.parametrize("phase", list(PHASE_RUNS))
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_estimate_covers_what_a_real_client_of_each_phase_uses(demo_target, tmp_path, phase):
     """Each client of a real run stays within the per-client figure the refusal uses for
     its phase: its own memory (USS), what one more client adds; the rest it shares with the
@@ -86,6 +87,7 @@ def test_estimate_covers_what_a_real_client_of_each_phase_uses(demo_target, tmp_
 
 
 @pytest.mark.parametrize("fmt", ["npz", "hdf5", "tfrecord"])
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_estimate_covers_a_training_client_of_each_native_reader(tmp_path, fmt):
     # --reader native reads each sample through its format's library (numpy, h5py, the
     # tfrecord parser): a demo client held 8.1 (npz) to 9.8 MiB (hdf5) where the raw reader's
@@ -102,6 +104,7 @@ def test_estimate_covers_a_training_client_of_each_native_reader(tmp_path, fmt):
 
 
 @pytest.mark.parametrize("phase", ["train", "prep", "checkpoint", "load"])
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_estimate_covers_what_a_real_client_of_a_bucket_uses(s3_bucket, tmp_path, phase):
     # A client against a bucket holds its own boto3 client: about 30 MiB of its own, where
     # the estimate took 9.75 MiB for any demo client.
@@ -245,6 +248,7 @@ def test_a_sweep_checks_its_largest_point_as_the_points_run_it(tmp_path):
     assert f"{largest} clients need about" in done.stderr and not results.exists()
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_estimate_covers_a_lone_randrw_client_of_a_longer_run(demo_target, tmp_path):
     # The randrw base came from 10 s runs of 4 to 256 clients (6.04 MiB at most). A client
     # alone keeps the disk to itself and its USS keeps growing for a minute or two (its
@@ -283,6 +287,7 @@ KV_SMALL_BLOCKS = {"model": "tiny", "layers": 2, "kv_heads": 2, "head_dim": 64,
                    "generation_tokens": 64, "duration": "2s", "transfer_size": "64KiB"}
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_a_kvcache_client_on_a_bucket_holds_blocks_not_parts(s3_bucket, tmp_path):
     # Each user's object writer held a payload buffer of s3.part_size (populated at once)
     # and the estimate counted two of them, where every object it PUTs is one block: 4 users
@@ -303,6 +308,7 @@ def test_a_kvcache_client_on_a_bucket_holds_blocks_not_parts(s3_bucket, tmp_path
     assert peak <= each < users * part, (peak, each)
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_a_checkpoint_client_on_a_bucket_holds_its_shard_not_a_larger_part(s3_bucket,
                                                                            tmp_path):
     # A shard smaller than s3.part_size is one PUT of the shard, yet the writer held a
@@ -444,6 +450,7 @@ def test_native_readers_and_other_phases_keep_a_process_a_client():
     assert memcheck.need_for(capped, "train", 6).processes(6) == 2
 
 
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_estimate_covers_a_process_of_several_training_clients(demo_target, tmp_path):
     # 6 clients as 2 processes of 3: each process holds a client's whole estimate and two
     # sharing ones, no more.

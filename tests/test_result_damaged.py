@@ -199,6 +199,7 @@ def _outcome(args: tuple[str, ...]) -> str | None:
 
 
 @pytest.mark.parametrize("name", MADE)
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_a_fresh_result_loads_with_no_notice(made: dict[str, Path], name: str) -> None:
     # what the loader checks beyond types (a run's client counts against its clients) holds
     # for every result aiio writes, of every phase
@@ -206,6 +207,7 @@ def test_a_fresh_result_loads_with_no_notice(made: dict[str, Path], name: str) -
 
 
 @pytest.mark.parametrize("name", MADE)
+@pytest.mark.heavy  # make test-lab: many seconds of CPU (setup.cfg)
 def test_every_damaged_field_is_a_notice_or_one_line(made: dict[str, Path], name: str,
                                                      tmp_path: Path) -> None:
     saved = (made[name] / "result.json").read_text()
