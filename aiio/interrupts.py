@@ -64,12 +64,11 @@ def held(doing: str, then: str = "") -> Iterator[None]:
     run does not stop at once, and the second one cut the removal short (a checkpoint's files
     stayed), lost the clients' figures or the line naming the saved result. The first held is
     said on stderr (`say`: a plain line, as a console may be mid-print when it comes).
-    Held while nothing else was
-    ending the command, one is kept to be raised at the next `pending()` (the next run of a
-    table, the command's end), so what was done is kept and what was to come is stopped; its
-    words are `then` (where what was done is saved), else none.
-    SIGTERM and SIGKILL are not held. The handler before comes back after (main thread only:
-    elsewhere nothing is held)."""
+    Held while nothing else was ending the command (the block did not raise), one is kept to
+    be raised at the next `pending()` (the next run of a table, the command's end), so what
+    was done is kept and what was to come is stopped; its words are `then` (where what was
+    done is saved), else none. SIGTERM and SIGKILL are not held. The handler before comes
+    back after (main thread only: elsewhere nothing is held)."""
     global _dropped
     heard: list[int] = []
     if threading.current_thread() is not threading.main_thread():
@@ -86,11 +85,11 @@ def held(doing: str, then: str = "") -> Iterator[None]:
             except Exception:  # noqa: BLE001 - e.g. a console mid-import when it came
                 pass
     before = signal.signal(signal.SIGINT, handler)
-    ended = True
+    raised = True  # the block's own exception already ends the command
     try:
         yield
-        ended = False
+        raised = False
     finally:
         signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
-        if heard and not ended:
+        if heard and not raised:
             _dropped = (os.getpid(), KeyboardInterrupt(*([then] if then else [])))

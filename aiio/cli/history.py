@@ -32,12 +32,13 @@ def history_options(func):
                         help="history database  [default: RESULTS/history.sqlite]")(func)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """A history problem, on stderr: a warning, never a lost result."""
     click.echo(f"aiio: warning: {message}", err=True)
 
 
 def record_in_history(records: list, results: str, history_path: str | None,
-                      warn: Callable[[str], None] = _warn) -> None:
+                      warn: Callable[[str], None] = warn) -> None:
     """Add saved results' records to the history; a history problem is a warning (`warn`,
     on stderr by default), never a lost result (the result is saved before this is
     called)."""
@@ -54,7 +55,7 @@ def record_in_history(records: list, results: str, history_path: str | None,
 
 
 def record_runs(saved: list[dict], results: str, history_path: str | None,
-                warn: Callable[[str], None] = _warn) -> None:
+                warn: Callable[[str], None] = warn) -> None:
     """Saved run results as history records, whatever their status (a failed or interrupted
     run's trend must show it); a run of the null method did no I/O and is left out, saying
     so on stderr."""

@@ -20,7 +20,7 @@ from aiio.cli.common import (
     resolve_workload,
     workload_options,
 )
-from aiio.cli.history import history_options, record_in_history, record_runs
+from aiio.cli.history import history_options, record_in_history, record_runs, warn
 from aiio.cli.run import DEFAULT_TARGET, _make_default_target, write_report
 from aiio.cli.s3opts import access_for, part_size_option, part_size_sets, s3_options
 from aiio.errors import ConfigError
@@ -272,7 +272,7 @@ def _recorded(history: tuple[bool, str | None], results: str,
 
     def warn_once(message: str) -> None:
         if not warned:
-            click.echo(f"aiio: warning: {message}", err=True)
+            warn(message)
         warned.append(message)
 
     def on_saved(res: dict, folder: Path) -> None:

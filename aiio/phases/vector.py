@@ -46,6 +46,7 @@ from aiio.phases.vector_inserts import (
     Fresh,
     InsertArgs,
     InsertLog,
+    expected_inserts,
     log_name,
     nearest_in_memory,
     record_size,
@@ -159,7 +160,7 @@ def insert_space(w: Workload, shape: vi.IndexShape) -> int:
     indexes (the one read and the one written) of the index plus every insert it expects
     (Poisson: a tenth and 100 more)."""
     v = w.vector
-    expected = int(v.insert_rate * v.duration * 1.1) + 100
+    expected = expected_inserts(v.insert_rate, v.duration)
     merged = dataclasses.replace(shape, vectors=shape.vectors + expected)
     return expected * record_size(shape) + 2 * merged.file_size
 
@@ -711,7 +712,7 @@ class VectorPhase(Phase):
         base = OBJECT_CLIENT_BASE if self.object_store else MEMORY_BASE
         buffers = streams * shape.read_size + v.vectors * vi.CODE_DIMS * 4
         if v.insert_rate:  # a merge's reader and writer, the log's record, the codes' copy
-            expected = int(v.insert_rate * v.duration * 1.1) + 100
+            expected = expected_inserts(v.insert_rate, v.duration)
             buffers += (2 * chunk_sectors(shape) * shape.sector_size + record_size(shape)
                         + (v.vectors + expected) * vi.CODE_DIMS * 4 * 3 // 2)
         return ClientMemory(base, buffers, streams + (2 if v.insert_rate else 0))

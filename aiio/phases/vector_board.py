@@ -15,6 +15,7 @@ import multiprocessing as mp
 
 import numpy as np
 
+from aiio.phases.vector_inserts import expected_inserts
 from aiio.units import MiB
 from aiio.workload import VectorSpec
 
@@ -68,11 +69,9 @@ class MergeBoard:
 
 def board_for(v: VectorSpec, clients: int) -> MergeBoard:
     """A board with a window for every merge a client can make: a merge takes merge_every
-    new inserts, and a client gets its rate over the duration (Poisson: a tenth and 100
-    more, as the insert stream's space check counts). Past MOST_BYTES in all, fewer, and
-    the last window of a client that runs out widens (MergeBoard.begin)."""
-    expected = int(v.insert_rate * v.duration * 1.1) + 100
-    need = expected // max(1, v.merge_every) + 1
+    new inserts of those a client expects (expected_inserts). Past MOST_BYTES in all,
+    fewer, and the last window of a client that runs out widens (MergeBoard.begin)."""
+    need = expected_inserts(v.insert_rate, v.duration) // max(1, v.merge_every) + 1
     room = MOST_BYTES // (WINDOW_BYTES * max(1, clients))
     return MergeBoard(clients, max(16, min(need, room)))
 

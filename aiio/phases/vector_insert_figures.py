@@ -69,10 +69,9 @@ def client_inserts(log: InsertLog, fresh: Fresh, merger: Merger, left: np.ndarra
 def _split_queries(queries: np.ndarray, merger: Merger, hist: dict[str, Histogram]) -> None:
     """Each query's latency, into those whose span (arrival to done) met a merge of any
     client on the host (the board; its own client's too) and those that met none."""
-    own = np.array([(r.start_ns, r.end_ns or OPEN) for r in merger.records],
-                   np.int64).reshape(-1, 2)
-    board = merger.ia.board
-    windows = own if board is None else np.concatenate([own, board.windows()])
+    board = merger.ia.board  # every merge of the host, the client's own among them
+    windows = board.windows() if board is not None else np.array(
+        [(r.start_ns, r.end_ns or OPEN) for r in merger.records], np.int64).reshape(-1, 2)
     during = met_a_merge(queries, windows)
     latency = queries[:, 2] - queries[:, 0]
     hist["query_merging"].record_many(latency[during])

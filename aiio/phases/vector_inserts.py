@@ -35,6 +35,12 @@ class InsertArgs:
     board: Any = field(default=None, compare=False, repr=False)
 
 
+def expected_inserts(rate: float, duration_s: float) -> int:
+    """The most inserts one client plans for over a run: its Poisson arrivals at `rate` over
+    the duration, a tenth and 100 more (space, memory and the merge board count them)."""
+    return int(rate * duration_s * 1.1) + 100
+
+
 def record_size(shape: vi.IndexShape) -> int:
     """One log record: the insert's id and its full vector, in whole sectors (as the index's
     records are laid out in sectors; O_DIRECT-aligned)."""
